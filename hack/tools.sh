@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Builds the test bed's tools from source through the Go module proxy, once per machine.
+#
+#   hack/tools.sh [TOOL...]     build what is missing (all tools when none is named)
+#   hack/tools.sh --path        print the directory to put on PATH (after building)
+#
+# Each tool is built from a wrapper module under hack/tools/<tool>/ (go.mod + go.sum committed,
+# so every module is checked against go.sum and the checksum database) into a per-user cache keyed
+# by tool and version: ${KOLOTOC_TOOLS_DIR:-~/.cache/kolotoc/tools}/<tool>-<version>/. A fresh
+# clone on the same machine reuses it; only a missing tool is rebuilt. A tool already on PATH at
+# the pinned version is used as it is. Links to the binaries land in .kolotoc/bin/ (git-ignored).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools_dir=${KOLOTOC_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kolotoc/tools}
+bin_dir=$root/.kolotoc/bin
+mkdir -p "$tools_dir" "$bin_dir"
+
+# Pinned versions (toolchain.md). Changing one here changes its cache key.
+PULUMI_VERSION=v3.250.0
+LANGHOST_VERSION=v3.66.0
+ETCD_VERSION=v3.6.16
+KUBE_VERSION=v1.36.3
+KWOK_VERSION=v0.8.0
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# on_path BINARY WANT VERSION-COMMAND...: true when BINARY is on PATH (outside .kolotoc/bin) and
+# its version output contains WANT; then it is linked as it is.
+on_path() {
+  local name=$1 want=$2; shift 2
+  local found
+  found=$(PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$bin_dir" | paste -sd: -) command -v "$name" 2>/dev/null) || return 1
+  "$found" "$@" 2>/dev/null | grep -qF "$want" || return 1
+  ln -sfn "$found" "$bin_dir/$name"
+  log "$name $want found on PATH at $found"
+}
+
+# build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
+# cache unless every binary is already there.
+build() {
+  local tool=$1 version=$2 minutes=$3 ldflags=$4; shift 4
+  local dest=$tools_dir/$tool-$version missing=() pair
+  for pair in "$@"; do
+    [ -x "$dest/${pair#*=}" ] || missing+=("$pair")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "building $tool $version (about $minutes min on 2 cores, once per machine) into $dest"
+    mkdir -p "$dest"
+    local start=$SECONDS
+    for pair in "${missing[@]}"; do
+      (cd "$root/hack/tools/$tool" && go build -trimpath -ldflags "$ldflags" -o "$dest/${pair#*=}.tmp" "${pair%=*}")
+      mv "$dest/${pair#*=}.tmp" "$dest/${pair#*=}"
+    done
+    log "built $tool $version in $((SECONDS - start)) s"
+  fi
+  for pair in "$@"; do ln -sfn "$dest/${pair#*=}" "$bin_dir/${pair#*=}"; done
+}
+
+tool_pulumi() {
+  on_path pulumi "$PULUMI_VERSION" version && return
+  build pulumi "$PULUMI_VERSION" 10 \
+    "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+    github.com/pulumi/pulumi/pkg/v3/cmd/pulumi=pulumi
+}
+
+tool_langhost() {
+  # The old language host reports no version of its own; the cache key pins it.
+  build langhost "$LANGHOST_VERSION" 1 "-s -w" \
+    github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go=pulumi-language-go
+}
+
+tool_etcd() {
+  on_path etcd "etcd Version: ${ETCD_VERSION#v}" --version && return
+  build etcd "$ETCD_VERSION" 2 "-s -w" go.etcd.io/etcd/server/v3=etcd
+}
+
+tool_kube() {
+  local v=${KUBE_VERSION#v} flags="-s -w" p
+  local major=${v%%.*} minor=${v#*.}; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  if on_path kube-apiserver "$KUBE_VERSION" --version && on_path kube-controller-manager "$KUBE_VERSION" --version \
+    && on_path kube-scheduler "$KUBE_VERSION" --version && on_path kubectl "$KUBE_VERSION" version --client; then
+    return
+  fi
+  build kube "$KUBE_VERSION" 15 "$flags" \
+    k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler \
+    k8s.io/kubernetes/cmd/kubectl=kubectl
+}
+
+tool_kwok() {
+  on_path kwokctl "$KWOK_VERSION" --version && on_path kwok "$KWOK_VERSION" --version && return
+  local flags="-s -w"  # kwok stamps its own version (pkg/consts)
+  build kwok "$KWOK_VERSION" 3 "$flags" sigs.k8s.io/kwok/cmd/kwok=kwok sigs.k8s.io/kwok/cmd/kwokctl=kwokctl
+}
+
+# The stand-in Kubernetes provider (tests/standin): test infrastructure, built from this checkout
+# every time (go's cache makes that a no-op when nothing changed). It is linked only when no real
+# pulumi-resource-kubernetes plugin is installed: where the real one is, the CLI uses it.
+tool_standin() {
+  local real
+  real=$(PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$bin_dir" | paste -sd: -) command -v pulumi-resource-kubernetes 2>/dev/null || true)
+  if [ -z "$real" ] && compgen -G "${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-kubernetes-v*" >/dev/null; then
+    real=$(compgen -G "${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-kubernetes-v*" | head -n1)
+  fi
+  if [ -n "$real" ]; then
+    rm -f "$bin_dir/pulumi-resource-kubernetes"
+    log "real Kubernetes provider found at $real: the stand-in is not used"
+    return
+  fi
+  (cd "$root" && go build -o "$bin_dir/pulumi-resource-kubernetes" ./tests/standin/cmd/pulumi-resource-kubernetes)
+}
+
+if [ "${1:-}" = "--path" ]; then
+  echo "$bin_dir"
+  exit 0
+fi
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube standin
+for t in "$@"; do
+  case $t in
+    pulumi|langhost|etcd|kube|kwok|standin) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok standin)"; exit 2 ;;
+  esac
+done
