@@ -1,0 +1,164 @@
+// Package dask runs the Dask workers: "carriers", a StatefulSet of dask-worker pods on a CPU pool
+// with one worker process per logical core, and "sentinels", a small dask-worker beside each tower
+// (rendered here, run by the ring as a sidecar). Every worker points at the entrypoint's scheduler.
+package dask
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
+)
+
+const (
+	carrierComponent = "carrier"
+	// dashboardPort is every dask-worker's own dashboard/metrics port.
+	dashboardPort = 8790
+	// workerCPURequest: cores a carrier requests. Dask's worker processes share the node's cores;
+	// requesting them all would leave no room for the entrypoint on a one-node pool.
+	workerCPURequest = "1"
+)
+
+// CarrierArgs are the carriers' inputs.
+type CarrierArgs struct {
+	Namespace pulumi.StringInput
+	Name      string // StatefulSet and headless Service name; pods are <Name>-<i>
+	Count     int    // carrier pods
+	Workers   int    // dask worker processes per carrier
+	Memory    string // memory request and limit per carrier (quantity)
+	Image     string
+	Pool      string // CPU pool
+	Scheduler string // tcp://host:8786
+	Claim     string
+	MountPath string
+	Scratch   storage.ScratchArgs
+	Labels    meta.Labels
+}
+
+// Carriers is the carrier StatefulSet.
+type Carriers struct {
+	pulumi.ResourceState
+	StatefulSet *appsv1.StatefulSet
+}
+
+// NewCarriers registers the carriers.
+func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pulumi.ResourceOption) (*Carriers, error) {
+	if args == nil {
+		return nil, errors.New("dask: args are required")
+	}
+	c := &Carriers{}
+	if err := ctx.RegisterComponentResource("kolotoc:dask:Carriers", name, c, opts...); err != nil {
+		return nil, err
+	}
+	svc, err := corev1.NewService(ctx, name, RenderCarrierService(args), pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderCarriers(args), pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{svc}))
+	if err != nil {
+		return nil, err
+	}
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.StatefulSet.Metadata.Name()})
+}
+
+// RenderCarrierService is the carriers' headless Service (stable pod names for `kubectl exec`).
+func RenderCarrierService(a *CarrierArgs) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, carrierComponent),
+		Spec: &corev1.ServiceSpecArgs{
+			ClusterIP: pulumi.String("None"),
+			Selector:  pulumi.ToStringMap(a.Labels.Selector(carrierComponent)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("dashboard"), Port: pulumi.Int(dashboardPort), TargetPort: pulumi.Int(dashboardPort),
+			}},
+		},
+	}
+}
+
+// RenderCarriers builds the carrier StatefulSet: `Workers` single-threaded worker processes per pod.
+func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
+	return &appsv1.StatefulSetArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, carrierComponent),
+		Spec: &appsv1.StatefulSetSpecArgs{
+			Replicas:            pulumi.Int(a.Count),
+			ServiceName:         pulumi.String(a.Name),
+			PodManagementPolicy: pulumi.String("Parallel"),
+			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(carrierComponent))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(carrierComponent))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 meta.PoolSelector(a.Pool),
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{Worker(WorkerArgs{
+						Name: "dask-worker", Image: a.Image, Scheduler: a.Scheduler,
+						Processes: a.Workers, Threads: 1, CPU: workerCPURequest, Memory: a.Memory,
+						Mounts:   corev1.VolumeMountArray{storage.Mount("shared", a.MountPath), storage.Mount("scratch", a.Scratch.MountPath)},
+						LocalDir: a.Scratch.MountPath,
+					})},
+					Volumes: corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim), storage.ScratchVolume("scratch", a.Scratch)},
+				},
+			},
+		},
+	}
+}
+
+// WorkerArgs describe one dask-worker container.
+type WorkerArgs struct {
+	Name      string // container name
+	Image     string
+	Scheduler string // scheduler address
+	Processes int    // worker processes (--nworkers)
+	Threads   int    // threads per process (--nthreads)
+	CPU       string // CPU request (quantity)
+	Memory    string // memory request and limit (quantity), split among the processes
+	Mounts    corev1.VolumeMountArray
+	LocalDir  string // spill directory
+}
+
+// Worker renders a dask-worker container. The worker name is the pod name, so the dashboard shows
+// which carrier or tower a worker runs on.
+func Worker(w WorkerArgs) corev1.ContainerArgs {
+	return corev1.ContainerArgs{
+		Name:  pulumi.String(w.Name),
+		Image: pulumi.String(w.Image),
+		Args: pulumi.StringArray{
+			pulumi.String("dask"), pulumi.String("worker"), pulumi.String(w.Scheduler),
+			pulumi.String("--name"), pulumi.String("$(POD_NAME)"),
+			pulumi.String("--nworkers"), pulumi.String(fmt.Sprint(w.Processes)),
+			pulumi.String("--nthreads"), pulumi.String(fmt.Sprint(w.Threads)),
+			pulumi.String("--memory-limit"), pulumi.String("auto"),
+			pulumi.String("--dashboard-address"), pulumi.String(fmt.Sprintf(":%d", dashboardPort)),
+			pulumi.String("--local-directory"), pulumi.String(w.LocalDir),
+		},
+		Env: corev1.EnvVarArray{corev1.EnvVarArgs{
+			Name:      pulumi.String("POD_NAME"),
+			ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")}},
+		}},
+		Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("dask-dash"), ContainerPort: pulumi.Int(dashboardPort)}},
+		Resources: &corev1.ResourceRequirementsArgs{
+			Requests: pulumi.StringMap{"cpu": pulumi.String(w.CPU), "memory": pulumi.String(w.Memory)},
+			Limits:   pulumi.StringMap{"memory": pulumi.String(w.Memory)},
+		},
+		SecurityContext: &corev1.SecurityContextArgs{
+			AllowPrivilegeEscalation: pulumi.Bool(false),
+			Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+		},
+		VolumeMounts: w.Mounts,
+	}
+}
+
+// Sentinel renders the dask-worker that runs beside each tower.
+func Sentinel(image, scheduler string, threads int, memory, mountPath, scratchPath string) corev1.ContainerArgs {
+	return Worker(WorkerArgs{
+		Name: "sentinel", Image: image, Scheduler: scheduler, Processes: 1, Threads: threads,
+		CPU: "500m", Memory: memory,
+		Mounts:   corev1.VolumeMountArray{storage.Mount("shared", mountPath), storage.Mount("scratch", scratchPath)},
+		LocalDir: scratchPath,
+	})
+}

@@ -1,0 +1,263 @@
+// Package entrypoint runs the scheduler node: dask-scheduler (with the Dask dashboard),
+// JupyterLab and TensorBoard in one Deployment behind one Service, and computes the URLs and
+// `kubectl port-forward` commands that reach them.
+package entrypoint
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
+)
+
+// Ports of the entrypoint's services.
+const (
+	SchedulerPort   = 8786
+	DashboardPort   = 8787
+	JupyterPort     = 8888
+	TensorBoardPort = 6006
+)
+
+const component = "entrypoint"
+
+// Args are the entrypoint's inputs.
+type Args struct {
+	Namespace        pulumi.StringInput
+	NamespaceDNS     string // namespace name, for URLs and commands
+	Name             string // Deployment, Service and Secret prefix
+	Jupyter          bool
+	TensorBoard      bool
+	DaskDashboard    bool
+	ServiceType      string   // ClusterIP | LoadBalancer
+	SourceRanges     []string // LoadBalancer source ranges
+	DaskImage        string
+	JupyterImage     string
+	TensorBoardImage string
+	Pool             string
+	JupyterPassword  pulumi.StringInput // secret; becomes JupyterLab's login token
+	Claim            string
+	MountPath        string
+	Labels           meta.Labels
+}
+
+// Endpoint is one service of the entrypoint as users reach it.
+type Endpoint struct {
+	URL         string // in-cluster URL
+	PortForward string // command that makes it reachable on localhost
+	LocalURL    string // URL once the port-forward runs
+}
+
+// Entrypoint is the scheduler node.
+type Entrypoint struct {
+	pulumi.ResourceState
+	Deployment *appsv1.Deployment
+	Service    *corev1.Service
+}
+
+// New registers the entrypoint.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Entrypoint, error) {
+	if args == nil {
+		return nil, errors.New("entrypoint: args are required")
+	}
+	if args.Jupyter && args.JupyterPassword == nil {
+		return nil, fmt.Errorf("entrypoint %q: JupyterLab needs a password; there is no default", name)
+	}
+	e := &Entrypoint{}
+	if err := ctx.RegisterComponentResource("kolotoc:entrypoint:Entrypoint", name, e, opts...); err != nil {
+		return nil, err
+	}
+	deps := []pulumi.Resource{}
+	if args.Jupyter {
+		s, err := corev1.NewSecret(ctx, name+"-jupyter", RenderSecret(args), pulumi.Parent(e))
+		if err != nil {
+			return nil, err
+		}
+		deps = append(deps, s)
+	}
+	var err error
+	e.Deployment, err = appsv1.NewDeployment(ctx, name, RenderDeployment(args), pulumi.Parent(e), pulumi.DependsOn(deps))
+	if err != nil {
+		return nil, err
+	}
+	e.Service, err = corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(e))
+	if err != nil {
+		return nil, err
+	}
+	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"service": e.Service.Metadata.Name()})
+}
+
+// SchedulerAddress is the address every Dask worker connects to.
+func SchedulerAddress(name, namespace string) string {
+	return fmt.Sprintf("tcp://%s.%s.svc:%d", name, namespace, SchedulerPort)
+}
+
+// Endpoints lists the enabled services by output name (jupyter, tensorboard, daskDashboard).
+func Endpoints(a *Args) map[string]Endpoint {
+	out := map[string]Endpoint{}
+	add := func(key, scheme string, port int, path string) {
+		out[key] = Endpoint{
+			URL:         fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, a.Name, a.NamespaceDNS, port, path),
+			PortForward: fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", a.NamespaceDNS, a.Name, port, port),
+			LocalURL:    fmt.Sprintf("%s://localhost:%d%s", scheme, port, path),
+		}
+	}
+	if a.Jupyter {
+		add("jupyter", "http", JupyterPort, "/lab")
+	}
+	if a.TensorBoard {
+		add("tensorboard", "http", TensorBoardPort, "/")
+	}
+	if a.DaskDashboard {
+		add("daskDashboard", "http", DashboardPort, "/status")
+	}
+	add("daskScheduler", "tcp", SchedulerPort, "")
+	return out
+}
+
+// RenderSecret holds JupyterLab's token; it is a secret in state because the password is.
+func RenderSecret(a *Args) *corev1.SecretArgs {
+	return &corev1.SecretArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name+"-jupyter", a.Namespace, component),
+		Type:     pulumi.String("Opaque"),
+		StringData: pulumi.StringMap{
+			"token": pulumi.ToSecret(a.JupyterPassword.ToStringOutput()).(pulumi.StringOutput),
+		},
+	}
+}
+
+func port(name string, p int) corev1.ContainerPortArray {
+	return corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String(name), ContainerPort: pulumi.Int(p)}}
+}
+
+func resources(cpu, cpuLimit, mem string) *corev1.ResourceRequirementsArgs {
+	return &corev1.ResourceRequirementsArgs{
+		Requests: pulumi.StringMap{"cpu": pulumi.String(cpu), "memory": pulumi.String(mem)},
+		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(mem)},
+	}
+}
+
+var noEscalation = &corev1.SecurityContextArgs{
+	AllowPrivilegeEscalation: pulumi.Bool(false),
+	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+}
+
+// RenderDeployment builds the scheduler node's pod.
+func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
+	shared := corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)}
+	containers := corev1.ContainerArray{corev1.ContainerArgs{
+		Name:  pulumi.String("dask-scheduler"),
+		Image: pulumi.String(a.DaskImage),
+		Args: pulumi.StringArray{
+			pulumi.String("dask"), pulumi.String("scheduler"),
+			pulumi.String("--port"), pulumi.String(fmt.Sprint(SchedulerPort)),
+			pulumi.String("--dashboard-address"), pulumi.String(fmt.Sprintf(":%d", DashboardPort)),
+		},
+		Ports: append(port("scheduler", SchedulerPort), corev1.ContainerPortArgs{
+			Name: pulumi.String("dashboard"), ContainerPort: pulumi.Int(DashboardPort),
+		}),
+		ReadinessProbe: &corev1.ProbeArgs{
+			TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(SchedulerPort)}, PeriodSeconds: pulumi.Int(10),
+		},
+		Resources:       resources("500m", "2", "2Gi"),
+		SecurityContext: noEscalation,
+	}}
+	if a.Jupyter {
+		containers = append(containers, corev1.ContainerArgs{
+			Name:  pulumi.String("jupyterlab"),
+			Image: pulumi.String(a.JupyterImage),
+			Args: pulumi.StringArray{
+				pulumi.String("start-notebook.py"),
+				pulumi.String(fmt.Sprintf("--ServerApp.port=%d", JupyterPort)),
+				pulumi.String("--ServerApp.ip=0.0.0.0"),
+				pulumi.String("--ServerApp.root_dir=" + a.MountPath),
+			},
+			Env: corev1.EnvVarArray{
+				// jupyter_server reads its login token from JUPYTER_TOKEN; the value never
+				// appears in the pod spec, only the Secret's name.
+				corev1.EnvVarArgs{Name: pulumi.String("JUPYTER_TOKEN"), ValueFrom: &corev1.EnvVarSourceArgs{
+					SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
+				}},
+				corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
+			},
+			Ports: port("jupyter", JupyterPort),
+			ReadinessProbe: &corev1.ProbeArgs{
+				HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/api"), Port: pulumi.Int(JupyterPort)},
+				PeriodSeconds: pulumi.Int(10),
+			},
+			Resources:       resources("500m", "4", "4Gi"),
+			SecurityContext: noEscalation,
+			VolumeMounts:    shared,
+		})
+	}
+	if a.TensorBoard {
+		containers = append(containers, corev1.ContainerArgs{
+			Name:  pulumi.String("tensorboard"),
+			Image: pulumi.String(a.TensorBoardImage),
+			Command: pulumi.StringArray{
+				pulumi.String("tensorboard"),
+				pulumi.String("--logdir=" + a.MountPath + "/logs"),
+				pulumi.String("--bind_all"),
+				pulumi.String(fmt.Sprintf("--port=%d", TensorBoardPort)),
+			},
+			Ports: port("tensorboard", TensorBoardPort),
+			ReadinessProbe: &corev1.ProbeArgs{
+				TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
+			},
+			Resources:       resources("250m", "2", "2Gi"),
+			SecurityContext: noEscalation,
+			VolumeMounts:    shared,
+		})
+	}
+	return &appsv1.DeploymentArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component),
+		Spec: &appsv1.DeploymentSpecArgs{
+			Replicas: pulumi.Int(1),
+			// One scheduler at a time: two would split the workers between them.
+			Strategy: &appsv1.DeploymentStrategyArgs{Type: pulumi.String("Recreate")},
+			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(component))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(component))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 meta.PoolSelector(a.Pool),
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers:                   containers,
+					Volumes:                      corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},
+				},
+			},
+		},
+	}
+}
+
+// RenderService exposes the enabled ports; ClusterIP unless a LoadBalancer with source ranges
+// was asked for.
+func RenderService(a *Args) *corev1.ServiceArgs {
+	ports := corev1.ServicePortArray{svcPort("scheduler", SchedulerPort)}
+	if a.DaskDashboard {
+		ports = append(ports, svcPort("dashboard", DashboardPort))
+	}
+	if a.Jupyter {
+		ports = append(ports, svcPort("jupyter", JupyterPort))
+	}
+	if a.TensorBoard {
+		ports = append(ports, svcPort("tensorboard", TensorBoardPort))
+	}
+	spec := &corev1.ServiceSpecArgs{
+		Type:     pulumi.String(a.ServiceType),
+		Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
+		Ports:    ports,
+	}
+	if a.ServiceType == "LoadBalancer" {
+		spec.LoadBalancerSourceRanges = pulumi.ToStringArray(a.SourceRanges)
+	}
+	return &corev1.ServiceArgs{Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component), Spec: spec}
+}
+
+func svcPort(name string, p int) corev1.ServicePortArgs {
+	return corev1.ServicePortArgs{Name: pulumi.String(name), Port: pulumi.Int(p), TargetPort: pulumi.Int(p)}
+}

@@ -1,0 +1,89 @@
+// Package meta holds what every Kolotoc component stamps on its Kubernetes objects: the
+// app.kubernetes.io labels, the pool selector, the GPU taint and its toleration.
+package meta
+
+import (
+	"sort"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+const (
+	// PartOf is app.kubernetes.io/part-of and app.kubernetes.io/name of every object.
+	PartOf = "kolotoc"
+	// PoolLabel marks every node with its Kolotoc pool; workloads select their pool by it.
+	PoolLabel = "kolotoc.dev/pool"
+	// GPUResource is the extended resource the NVIDIA device plugin advertises.
+	GPUResource = "nvidia.com/gpu"
+	// GPUTaintKey, GPUTaintValue, GPUTaintEffect: the taint every GPU pool carries, so that only
+	// pods that asked for GPUs land on GPU nodes (nvidia.com/gpu=present:NoSchedule).
+	GPUTaintKey    = "nvidia.com/gpu"
+	GPUTaintValue  = "present"
+	GPUTaintEffect = "NoSchedule"
+	// GPUPresentLabel is set on GPU nodes (as NVIDIA's GPU feature discovery does); the device
+	// plugin selects on it.
+	GPUPresentLabel = "nvidia.com/gpu.present"
+	// GPUProductLabel names the GPU type of a node.
+	GPUProductLabel = "nvidia.com/gpu.product"
+)
+
+// Labels builds the app.kubernetes.io labels of one stack's objects.
+type Labels struct {
+	Instance string // app.kubernetes.io/instance: the stack name
+	Version  string // app.kubernetes.io/version: the program's version
+}
+
+// For returns every label of an object of the given component.
+func (l Labels) For(component string) map[string]string {
+	m := l.Selector(component)
+	m["app.kubernetes.io/part-of"] = PartOf
+	m["app.kubernetes.io/version"] = l.Version
+	m["app.kubernetes.io/managed-by"] = "pulumi"
+	return m
+}
+
+// Selector returns the labels that select a component's pods. The version is left out: selectors
+// are immutable, and an upgrade must roll pods, not replace their controllers.
+func (l Labels) Selector(component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":      PartOf,
+		"app.kubernetes.io/instance":  l.Instance,
+		"app.kubernetes.io/component": component,
+	}
+}
+
+// ObjectMeta is the metadata of a namespaced object named name.
+func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
+	return &metav1.ObjectMetaArgs{
+		Name:      pulumi.String(name),
+		Namespace: namespace,
+		Labels:    pulumi.ToStringMap(l.For(component)),
+	}
+}
+
+// GPUToleration tolerates the GPU taint.
+func GPUToleration() corev1.TolerationArgs {
+	return corev1.TolerationArgs{
+		Key:      pulumi.String(GPUTaintKey),
+		Operator: pulumi.String("Equal"),
+		Value:    pulumi.String(GPUTaintValue),
+		Effect:   pulumi.String(GPUTaintEffect),
+	}
+}
+
+// PoolSelector selects the nodes of one pool.
+func PoolSelector(pool string) pulumi.StringMap {
+	return pulumi.StringMap{PoolLabel: pulumi.String(pool)}
+}
+
+// SortedKeys returns a map's keys in order, so that rendered lists never depend on map order.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

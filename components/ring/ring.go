@@ -1,0 +1,300 @@
+// Package ring runs the MPI/Horovod "towers": a worker StatefulSet behind a headless Service, each
+// tower running sshd with its GPUs, and a launcher Job that waits for every tower, writes the
+// hostfile and runs mpirun/horovodrun. The number of registered resources does not depend on the
+// number of towers.
+package ring
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	batchv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/batch/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
+)
+
+const (
+	// Component labels of the towers and the launcher.
+	towerComponent    = "tower"
+	launcherComponent = "launcher"
+	// sshKeyMode is the mode of the mounted key files (0600): sshd and ssh refuse laxer ones.
+	sshKeyMode = 0o600
+	// launcherBackoffLimit: retries of a failed launcher pod; an MPI job that failed twice needs
+	// a human, not a third identical attempt.
+	launcherBackoffLimit = 2
+	// hostfilePath is where the launcher writes the hostfile for mpirun.
+	hostfilePath = "/root/hostfile"
+)
+
+// Args are the ring's inputs.
+type Args struct {
+	Namespace    pulumi.StringInput // namespace of every object
+	NamespaceDNS string             // the namespace's name, for hostnames in the hostfile
+	Name         string             // StatefulSet and headless Service name; pods are <Name>-<i>
+	LauncherName string             // launcher Job name
+	Towers       int                // number of towers
+	GPUsPerTower int                // nvidia.com/gpu per tower
+	Slots        int                // MPI slots per host
+	CPU          string             // CPU request per tower (quantity)
+	Memory       string             // memory request and limit per tower (quantity)
+	Image        string             // tower and launcher image
+	Command      []string           // launcher command, run once every tower accepts ssh
+	HostNetwork  bool               // towers on the node network
+	SSHPort      int                // sshd port
+	Pool         string             // GPU pool of the towers
+	LauncherPool string             // pool of the launcher (needs no GPU)
+	SSHKeySeed   pulumi.StringInput // secret seed the ssh keys derive from
+	Claim        string             // shared claim name
+	MountPath    string             // where the claim is mounted
+	Scratch      storage.ScratchArgs
+	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
+	Labels       meta.Labels
+}
+
+// Ring is the towers and their launcher.
+type Ring struct {
+	pulumi.ResourceState
+	StatefulSet *appsv1.StatefulSet
+	Launcher    *batchv1.Job
+	Hostnames   pulumi.StringArrayOutput // every tower's fully qualified hostname
+}
+
+// New registers the ring.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Ring, error) {
+	if args == nil {
+		return nil, errors.New("ring: args are required")
+	}
+	if args.Towers < 1 || args.Slots < 1 || args.GPUsPerTower < 1 {
+		return nil, fmt.Errorf("ring %q: towers, slots and gpusPerTower must be at least 1", name)
+	}
+	r := &Ring{}
+	if err := ctx.RegisterComponentResource("kolotoc:ring:Ring", name, r, opts...); err != nil {
+		return nil, err
+	}
+	secret, err := corev1.NewSecret(ctx, name+"-ssh", RenderSSHSecret(args), pulumi.Parent(r))
+	if err != nil {
+		return nil, err
+	}
+	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(r))
+	if err != nil {
+		return nil, err
+	}
+	svc, err := corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(r))
+	if err != nil {
+		return nil, err
+	}
+	deps := pulumi.DependsOn([]pulumi.Resource{secret, scripts, svc})
+	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps)
+	if err != nil {
+		return nil, err
+	}
+	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
+	// (same name) must go first.
+	r.Launcher, err = batchv1.NewJob(ctx, name+"-launcher", RenderLauncher(args), pulumi.Parent(r), deps,
+		pulumi.DependsOn([]pulumi.Resource{r.StatefulSet}), pulumi.DeleteBeforeReplace(true))
+	if err != nil {
+		return nil, err
+	}
+	var hosts pulumi.StringArray
+	for i := 0; i < args.Towers; i++ {
+		hosts = append(hosts, pulumi.String(fmt.Sprintf("%s-%d.%s.%s.svc", args.Name, i, args.Name, args.NamespaceDNS)))
+	}
+	r.Hostnames = hosts.ToStringArrayOutput()
+	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"hostnames": r.Hostnames})
+}
+
+// RenderSSHSecret derives the key pair from the seed. The result is a secret because the seed is.
+func RenderSSHSecret(a *Args) *corev1.SecretArgs {
+	keys := a.SSHKeySeed.ToStringOutput().ApplyT(func(seed string) (map[string]string, error) {
+		priv, pub, err := DeriveSSHKey(seed)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"id_ed25519": priv, "id_ed25519.pub": pub, "authorized_keys": pub}, nil
+	}).(pulumi.StringMapOutput)
+	return &corev1.SecretArgs{
+		Metadata:   a.Labels.ObjectMeta(a.Name+"-ssh", a.Namespace, towerComponent),
+		Type:       pulumi.String("Opaque"),
+		StringData: pulumi.ToSecret(keys).(pulumi.StringMapOutput),
+	}
+}
+
+// RenderScripts holds the hostfile, the sshd and launcher scripts and the ssh client config.
+func RenderScripts(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, towerComponent),
+		Data: pulumi.StringMap{
+			"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
+			"sshd.sh":     pulumi.String(sshdScript),
+			"launcher.sh": pulumi.String(launcherScript),
+			"ssh_config":  pulumi.String(sshConfig(a.SSHPort)),
+		},
+	}
+}
+
+// RenderService is the headless Service that gives every tower its DNS name. Not-ready addresses
+// are published so that the launcher can resolve a tower while it is still starting.
+func RenderService(a *Args) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent),
+		Spec: &corev1.ServiceSpecArgs{
+			ClusterIP:                pulumi.String("None"),
+			PublishNotReadyAddresses: pulumi.Bool(true),
+			Selector:                 pulumi.ToStringMap(a.Labels.Selector(towerComponent)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("ssh"), Port: pulumi.Int(a.SSHPort), TargetPort: pulumi.Int(a.SSHPort),
+			}},
+		},
+	}
+}
+
+// RenderStatefulSet builds the towers. Pods start in parallel (OrderedReady takes 2.3× longer at
+// 128 ranks), request their GPUs, tolerate the GPU taint, select their pool and prefer one tower
+// per node.
+func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
+	volumes, mounts := podVolumes(a)
+	containers := corev1.ContainerArray{corev1.ContainerArgs{
+		Name:    pulumi.String(towerComponent),
+		Image:   pulumi.String(a.Image),
+		Command: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/sshd.sh")},
+		Env: corev1.EnvVarArray{
+			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_SSH_PORT"), Value: pulumi.String(fmt.Sprint(a.SSHPort))},
+		},
+		Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+			Name: pulumi.String("ssh"), ContainerPort: pulumi.Int(a.SSHPort),
+		}},
+		ReadinessProbe: &corev1.ProbeArgs{
+			TcpSocket:     &corev1.TCPSocketActionArgs{Port: pulumi.Int(a.SSHPort)},
+			PeriodSeconds: pulumi.Int(5),
+		},
+		Resources: &corev1.ResourceRequirementsArgs{
+			Requests: pulumi.StringMap{
+				"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory),
+				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
+			},
+			Limits: pulumi.StringMap{
+				"memory":         pulumi.String(a.Memory),
+				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
+			},
+		},
+		VolumeMounts: mounts,
+	}}
+	for _, s := range a.Sidecars {
+		containers = append(containers, s)
+	}
+	spec := &corev1.PodSpecArgs{
+		NodeSelector:                 meta.PoolSelector(a.Pool),
+		Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
+		AutomountServiceAccountToken: pulumi.Bool(false),
+		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
+			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
+				Weight: pulumi.Int(100),
+				PodAffinityTerm: &corev1.PodAffinityTermArgs{
+					TopologyKey:   pulumi.String("kubernetes.io/hostname"),
+					LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
+				},
+			}},
+		}},
+		Containers: containers,
+		Volumes:    volumes,
+	}
+	if a.HostNetwork {
+		spec.HostNetwork = pulumi.Bool(true)
+		spec.DnsPolicy = pulumi.String("ClusterFirstWithHostNet")
+	}
+	return &appsv1.StatefulSetArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent),
+		Spec: &appsv1.StatefulSetSpecArgs{
+			Replicas:            pulumi.Int(a.Towers),
+			ServiceName:         pulumi.String(a.Name),
+			PodManagementPolicy: pulumi.String("Parallel"),
+			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(towerComponent))},
+				Spec:     spec,
+			},
+		},
+	}
+}
+
+// RenderLauncher builds the launcher Job. `pulumi up` does not wait for it to finish
+// (pulumi.com/skipAwait): a training run lasts hours. The hostfile's hash in the pod template
+// makes a change of towers or slots start a new launcher.
+func RenderLauncher(a *Args) *batchv1.JobArgs {
+	volumes, mounts := podVolumes(a)
+	hash := sha256.Sum256([]byte(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)))
+	args := pulumi.StringArray{}
+	for _, c := range a.Command {
+		args = append(args, pulumi.String(c))
+	}
+	md := a.Labels.ObjectMeta(a.LauncherName, a.Namespace, launcherComponent)
+	md.Annotations = pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")}
+	return &batchv1.JobArgs{
+		Metadata: md,
+		Spec: &batchv1.JobSpecArgs{
+			BackoffLimit: pulumi.Int(launcherBackoffLimit),
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{
+					Labels:      pulumi.ToStringMap(a.Labels.For(launcherComponent)),
+					Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
+				},
+				Spec: &corev1.PodSpecArgs{
+					RestartPolicy:                pulumi.String("Never"),
+					NodeSelector:                 meta.PoolSelector(a.LauncherPool),
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:    pulumi.String(launcherComponent),
+						Image:   pulumi.String(a.Image),
+						Command: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
+						Args:    args,
+						Env: corev1.EnvVarArray{
+							env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
+							env("KOLOTOC_HOSTFILE", hostfilePath),
+							env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
+							env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(launcherWaitSeconds)),
+						},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("1Gi")},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("4Gi")},
+						},
+						VolumeMounts: mounts,
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	}
+}
+
+func env(name, value string) corev1.EnvVarArgs {
+	return corev1.EnvVarArgs{Name: pulumi.String(name), Value: pulumi.String(value)}
+}
+
+// podVolumes are the volumes of towers and launcher: the ssh key (0600), the scripts, the shared
+// claim and scratch.
+func podVolumes(a *Args) (corev1.VolumeArray, corev1.VolumeMountArray) {
+	volumes := corev1.VolumeArray{
+		corev1.VolumeArgs{Name: pulumi.String("ssh"), Secret: &corev1.SecretVolumeSourceArgs{
+			SecretName: pulumi.String(a.Name + "-ssh"), DefaultMode: pulumi.Int(sshKeyMode),
+		}},
+		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
+			Name: pulumi.String(a.Name + "-scripts"),
+		}},
+		storage.ClaimVolume("shared", a.Claim),
+		storage.ScratchVolume("scratch", a.Scratch),
+	}
+	mounts := corev1.VolumeMountArray{
+		corev1.VolumeMountArgs{Name: pulumi.String("ssh"), MountPath: pulumi.String("/etc/kolotoc/ssh"), ReadOnly: pulumi.Bool(true)},
+		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String("/etc/kolotoc/scripts"), ReadOnly: pulumi.Bool(true)},
+		storage.Mount("shared", a.MountPath),
+		storage.Mount("scratch", a.Scratch.MountPath),
+	}
+	return volumes, mounts
+}

@@ -1,0 +1,224 @@
+// Package storage provides the shared ReadWriteMany claim that every workload mounts for
+// checkpoints, logs and notebooks, backed by NFS: an external server, or an NFS server run inside
+// the namespace. Per-pod scratch (emptyDir or a local SSD path) is rendered by Scratch.
+package storage
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+)
+
+const (
+	// ServerName is the in-cluster NFS server's Deployment and Service.
+	ServerName = "nfs-server"
+	// nfsPort, mountdPort, rpcbindPort: the ports an NFSv3/v4 client may need.
+	nfsPort     = 2049
+	mountdPort  = 20048
+	rpcbindPort = 111
+	// exportDir is where the in-cluster server keeps and exports its data.
+	exportDir = "/exports"
+)
+
+// Args are the shared storage's inputs.
+type Args struct {
+	Namespace   pulumi.StringInput // namespace of the claim and the in-cluster server
+	VolumeName  string             // cluster-scoped PersistentVolume name; unique per stack
+	ClaimName   string             // the RWX claim every workload mounts
+	InCluster   bool               // run an NFS server in the namespace
+	Server      string             // external server address (InCluster false)
+	Path        string             // exported path on the server
+	Size        string             // capacity of the volume and claim (quantity)
+	ServerImage string             // in-cluster server image
+	ServerPool  string             // pool the in-cluster server runs on
+	Protect     bool               // protect the volume and claim from `pulumi destroy`
+	Labels      meta.Labels
+}
+
+// Storage is the shared claim and whatever backs it.
+type Storage struct {
+	pulumi.ResourceState
+	ClaimName pulumi.StringOutput // the claim to mount
+}
+
+// New registers the storage.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Storage, error) {
+	if args == nil {
+		return nil, errors.New("storage: args are required")
+	}
+	s := &Storage{}
+	if err := ctx.RegisterComponentResource("kolotoc:storage:Storage", name, s, opts...); err != nil {
+		return nil, err
+	}
+	server := pulumi.String(args.Server).ToStringOutput()
+	if args.InCluster {
+		if _, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s)); err != nil {
+			return nil, err
+		}
+		svc, err := corev1.NewService(ctx, name+"-server", RenderServerService(args), pulumi.Parent(s))
+		if err != nil {
+			return nil, err
+		}
+		// The kubelet mounts NFS with the node's resolver, which cannot resolve cluster DNS names:
+		// the volume must point at the Service's ClusterIP.
+		server = svc.Spec.ClusterIP().Elem()
+	}
+	// Checkpoints outlive a `pulumi destroy` only if Pulumi refuses to delete the claim and the
+	// volume keeps its data when the claim goes (Retain).
+	protect := pulumi.Protect(args.Protect)
+	pv, err := corev1.NewPersistentVolume(ctx, name, RenderVolume(args, server), pulumi.Parent(s), protect)
+	if err != nil {
+		return nil, err
+	}
+	pvc, err := corev1.NewPersistentVolumeClaim(ctx, name, RenderClaim(args), pulumi.Parent(s), protect, pulumi.DependsOn([]pulumi.Resource{pv}))
+	if err != nil {
+		return nil, err
+	}
+	s.ClaimName = pvc.Metadata.Name().Elem()
+	return s, ctx.RegisterResourceOutputs(s, pulumi.Map{"claimName": s.ClaimName})
+}
+
+// RenderVolume builds the NFS PersistentVolume, pre-bound to the claim.
+func RenderVolume(a *Args, server pulumi.StringInput) *corev1.PersistentVolumeArgs {
+	reclaim := "Delete"
+	if a.Protect {
+		reclaim = "Retain"
+	}
+	path := a.Path
+	if a.InCluster {
+		path = "/"
+	}
+	return &corev1.PersistentVolumeArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(a.VolumeName), Labels: pulumi.ToStringMap(a.Labels.For("storage"))},
+		Spec: &corev1.PersistentVolumeSpecArgs{
+			Capacity:                      pulumi.StringMap{"storage": pulumi.String(a.Size)},
+			AccessModes:                   pulumi.StringArray{pulumi.String("ReadWriteMany")},
+			PersistentVolumeReclaimPolicy: pulumi.String(reclaim),
+			StorageClassName:              pulumi.String(""),
+			MountOptions:                  pulumi.StringArray{pulumi.String("nfsvers=4.1"), pulumi.String("hard")},
+			Nfs:                           &corev1.NFSVolumeSourceArgs{Server: server, Path: pulumi.String(path)},
+			ClaimRef: &corev1.ObjectReferenceArgs{
+				Namespace: a.Namespace,
+				Name:      pulumi.String(a.ClaimName),
+			},
+		},
+	}
+}
+
+// RenderClaim builds the ReadWriteMany claim, bound to the volume by name (no provisioner needed).
+func RenderClaim(a *Args) *corev1.PersistentVolumeClaimArgs {
+	return &corev1.PersistentVolumeClaimArgs{
+		Metadata: a.Labels.ObjectMeta(a.ClaimName, a.Namespace, "storage"),
+		Spec: &corev1.PersistentVolumeClaimSpecArgs{
+			AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},
+			StorageClassName: pulumi.String(""),
+			VolumeName:       pulumi.String(a.VolumeName),
+			Resources: &corev1.VolumeResourceRequirementsArgs{
+				Requests: pulumi.StringMap{"storage": pulumi.String(a.Size)},
+			},
+		},
+	}
+}
+
+// RenderServerDeployment builds the in-cluster NFS server. The kernel NFS server needs a
+// privileged container; its data lives in an emptyDir, so it is for development clusters: data
+// survives pod restarts on the same node only. Keep checkpoints on an external server (type nfs)
+// or a cloud file store.
+func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
+	return &appsv1.DeploymentArgs{
+		Metadata: a.Labels.ObjectMeta(ServerName, a.Namespace, ServerName),
+		Spec: &appsv1.DeploymentSpecArgs{
+			Replicas: pulumi.Int(1),
+			// Two NFS servers must never export the same data: stop the old one first.
+			Strategy: &appsv1.DeploymentStrategyArgs{Type: pulumi.String("Recreate")},
+			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(ServerName))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(ServerName))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 meta.PoolSelector(a.ServerPool),
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:  pulumi.String("nfs-server"),
+						Image: pulumi.String(a.ServerImage),
+						Env: corev1.EnvVarArray{corev1.EnvVarArgs{
+							Name: pulumi.String("SHARED_DIRECTORY"), Value: pulumi.String(exportDir),
+						}},
+						Ports: corev1.ContainerPortArray{
+							corev1.ContainerPortArgs{Name: pulumi.String("nfs"), ContainerPort: pulumi.Int(nfsPort)},
+							corev1.ContainerPortArgs{Name: pulumi.String("mountd"), ContainerPort: pulumi.Int(mountdPort)},
+							corev1.ContainerPortArgs{Name: pulumi.String("rpcbind"), ContainerPort: pulumi.Int(rpcbindPort)},
+						},
+						ReadinessProbe: &corev1.ProbeArgs{
+							TcpSocket:     &corev1.TCPSocketActionArgs{Port: pulumi.Int(nfsPort)},
+							PeriodSeconds: pulumi.Int(10),
+						},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String("250m"), "memory": pulumi.String("256Mi")},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("1Gi")},
+						},
+						SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
+						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
+							Name: pulumi.String("exports"), MountPath: pulumi.String(exportDir),
+						}},
+					}},
+					Volumes: corev1.VolumeArray{corev1.VolumeArgs{
+						Name:     pulumi.String("exports"),
+						EmptyDir: &corev1.EmptyDirVolumeSourceArgs{SizeLimit: pulumi.String(a.Size)},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// RenderServerService builds the in-cluster NFS server's Service.
+func RenderServerService(a *Args) *corev1.ServiceArgs {
+	port := func(name string, p int) corev1.ServicePortArgs {
+		return corev1.ServicePortArgs{Name: pulumi.String(name), Port: pulumi.Int(p), TargetPort: pulumi.Int(p)}
+	}
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(ServerName, a.Namespace, ServerName),
+		Spec: &corev1.ServiceSpecArgs{
+			Selector: pulumi.ToStringMap(a.Labels.Selector(ServerName)),
+			Ports:    corev1.ServicePortArray{port("nfs", nfsPort), port("mountd", mountdPort), port("rpcbind", rpcbindPort)},
+		},
+	}
+}
+
+// ScratchArgs describe per-pod scratch space.
+type ScratchArgs struct {
+	HostPath  string // a local SSD's mount point on the node; empty for emptyDir
+	SizeLimit string // emptyDir size limit (quantity)
+	MountPath string // where containers see it
+}
+
+// ScratchVolume renders the scratch volume named name.
+func ScratchVolume(name string, s ScratchArgs) corev1.VolumeArgs {
+	if s.HostPath != "" {
+		return corev1.VolumeArgs{Name: pulumi.String(name), HostPath: &corev1.HostPathVolumeSourceArgs{
+			Path: pulumi.String(s.HostPath), Type: pulumi.String("DirectoryOrCreate"),
+		}}
+	}
+	return corev1.VolumeArgs{Name: pulumi.String(name), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{SizeLimit: pulumi.String(s.SizeLimit)}}
+}
+
+// ClaimVolume renders a volume of the shared claim.
+func ClaimVolume(name, claim string) corev1.VolumeArgs {
+	return corev1.VolumeArgs{Name: pulumi.String(name), PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSourceArgs{
+		ClaimName: pulumi.String(claim),
+	}}
+}
+
+// Mount renders a volume mount.
+func Mount(name, path string) corev1.VolumeMountArgs {
+	return corev1.VolumeMountArgs{Name: pulumi.String(name), MountPath: pulumi.String(path)}
+}
+
+// VolumeName is the cluster-scoped PersistentVolume name of a stack's shared storage.
+func VolumeName(namespace, claim string) string { return fmt.Sprintf("%s-%s", namespace, claim) }

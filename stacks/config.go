@@ -1,0 +1,188 @@
+// Package stacks turns one Pulumi stack's configuration into a training environment: it loads the
+// `kolotoc:*` keys into a typed Config, fills defaults, validates the whole, wires the components
+// together and exports the stack outputs. It is the one place that decides what an environment is.
+package stacks
+
+// Version is the program's version, stamped on every object as app.kubernetes.io/version.
+const Version = "0.1.0"
+
+// ConfigNamespace is the Pulumi config namespace of every key (`kolotoc:towers`, …).
+const ConfigNamespace = "kolotoc"
+
+// Clouds a stack can name in `kolotoc:cloud`.
+const (
+	CloudSimulated = "simulated" // kwok-managed Node objects in a local cluster
+	CloudExisting  = "existing"  // a cluster reached through a kubeconfig; nothing created
+	CloudGCP       = "gcp"
+	CloudAWS       = "aws"
+	CloudAzure     = "azure"
+)
+
+// Storage types a stack can name in `kolotoc:storage.type`.
+const (
+	StorageInClusterNFS = "in-cluster-nfs" // an NFS server Deployment inside the namespace
+	StorageNFS          = "nfs"            // an external NFS server: storage.server + storage.path
+)
+
+// Scratch types for `kolotoc:storage.scratch.type`.
+const (
+	ScratchEmptyDir = "emptyDir" // node-local, wiped with the pod
+	ScratchHostPath = "hostPath" // a local SSD mounted on the node at scratch.path
+)
+
+// Entrypoint Service types for `kolotoc:entrypoint.serviceType`.
+const (
+	ServiceClusterIP    = "ClusterIP"
+	ServiceLoadBalancer = "LoadBalancer"
+)
+
+// Config is one environment, as validated. Field comments give the config key, unit and default.
+type Config struct {
+	Project string // Pulumi project name (Pulumi.yaml)
+	Stack   string // Pulumi stack name; instance label and default names derive from it
+
+	Cloud     string  // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Namespace string  // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
+	Cluster   Cluster // kolotoc:cluster
+
+	NodePools  []NodePool // kolotoc:nodePools — at least one
+	Storage    Storage    // kolotoc:storage
+	Towers     Towers     // kolotoc:towers
+	Carriers   Carriers   // kolotoc:carriers
+	Sentinels  Sentinels  // kolotoc:sentinels
+	Entrypoint Entrypoint // kolotoc:entrypoint
+
+	DevicePlugin DevicePlugin // kolotoc:devicePlugin
+
+	JupyterPassword Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
+	SSHKeySeed      Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
+}
+
+// Cluster says which cluster to use (kolotoc:cluster).
+type Cluster struct {
+	Name       string `json:"name"`       // cluster name; prefixes node names; default kolotoc-<stack>
+	Kubeconfig string `json:"kubeconfig"` // path to a kubeconfig; simulated default .kolotoc/kubeconfig, required for existing
+	Context    string `json:"context"`    // kubeconfig context; default its current-context
+	Region     string `json:"region"`     // cloud region (gcp, aws, azure); required for clouds
+	Zone       string `json:"zone"`       // gcp: a zone makes the cluster zonal; default regional
+	Project    string `json:"project"`    // gcp project id; default the gcp provider's
+}
+
+// NodePool is one pool of identical nodes (kolotoc:nodePools[i]).
+type NodePool struct {
+	Name        string            `json:"name"`        // DNS-1123 label, unique; towers/carriers refer to it
+	Nodes       int               `json:"nodes"`       // node count (initial count on clouds); default 1
+	MinNodes    int               `json:"minNodes"`    // autoscaling lower bound (clouds); 0 or unset = nodes
+	MaxNodes    int               `json:"maxNodes"`    // autoscaling upper bound (clouds); default nodes
+	MachineType string            `json:"machineType"` // cloud machine type (clouds); optional for simulated
+	GPUsPerNode int               `json:"gpusPerNode"` // nvidia.com/gpu per node; 0 = CPU pool; default 0
+	GPUType     string            `json:"gpuType"`     // accelerator type, e.g. nvidia-tesla-a100; required when gpusPerNode > 0
+	CPUs        int               `json:"cpus"`        // logical cores per node; default 8
+	Memory      string            `json:"memory"`      // memory per node as a Kubernetes quantity; default 32Gi
+	Labels      map[string]string `json:"labels"`      // extra node labels
+	Taints      []Taint           `json:"taints"`      // extra taints; GPU pools always get nvidia.com/gpu=present:NoSchedule
+	Spot        bool              `json:"spot"`        // spot/preemptible capacity (clouds); default false
+	LocalSSDs   int               `json:"localSsds"`   // local SSDs per node (gcp); default 0
+}
+
+// Taint is a node taint (kolotoc:nodePools[i].taints[j]).
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"` // NoSchedule | PreferNoSchedule | NoExecute
+}
+
+// Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
+// (kolotoc:storage).
+type Storage struct {
+	Type      string  `json:"type"`      // in-cluster-nfs | nfs; default in-cluster-nfs
+	Server    string  `json:"server"`    // nfs: server address; required for type nfs
+	Path      string  `json:"path"`      // nfs: exported path; default /
+	Size      string  `json:"size"`      // claim size as a quantity; default 100Gi
+	MountPath string  `json:"mountPath"` // where every workload mounts it; default /shared
+	Image     string  `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
+	Protect   bool    `json:"protect"`   // refuse `pulumi destroy` of the claim and its volume; default false
+	Scratch   Scratch `json:"scratch"`
+}
+
+// Scratch is per-pod fast local space (kolotoc:storage.scratch).
+type Scratch struct {
+	Type      string `json:"type"`      // emptyDir | hostPath; default emptyDir
+	Path      string `json:"path"`      // hostPath: node path (a local SSD mount); required for hostPath
+	SizeLimit string `json:"sizeLimit"` // emptyDir: size limit as a quantity; default 50Gi
+	MountPath string `json:"mountPath"` // where workloads mount it; default /scratch
+}
+
+// Towers are the MPI/Horovod ranks: a worker StatefulSet and a launcher Job (kolotoc:towers).
+type Towers struct {
+	Enabled      bool     `json:"enabled"`      // deploy towers at all; default true
+	Count        int      `json:"count"`        // number of towers (MPI hosts), at least 1; default 2
+	GPUsPerTower int      `json:"gpusPerTower"` // nvidia.com/gpu per tower; default the pool's gpusPerNode
+	Slots        int      `json:"slots"`        // MPI slots per host in the hostfile; default gpusPerTower
+	Pool         string   `json:"pool"`         // node pool name; default the first GPU pool
+	Image        string   `json:"image"`        // worker and launcher image; default DefaultHorovodImage
+	Command      []string `json:"command"`      // launcher command after the hostfile is written; default DefaultLauncherCommand
+	HostNetwork  bool     `json:"hostNetwork"`  // run towers on the node's network (needs Pod Security privileged); default false
+	SSHPort      int      `json:"sshPort"`      // sshd port on every tower; default 2222
+	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
+	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
+}
+
+// Carriers are Dask worker pods on a CPU pool (kolotoc:carriers).
+type Carriers struct {
+	Enabled           bool   `json:"enabled"`           // deploy carriers at all; default true
+	Count             int    `json:"count"`             // carrier pods, at least 1; default 1
+	WorkersPerCarrier int    `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
+	Pool              string `json:"pool"`              // node pool name; default the first CPU pool
+	Image             string `json:"image"`             // default DefaultDaskImage
+	Memory            string `json:"memory"`            // memory per carrier as a quantity; default 8Gi
+}
+
+// Sentinels are Dask workers running beside each tower (kolotoc:sentinels).
+type Sentinels struct {
+	Enabled bool   `json:"enabled"` // default false
+	Threads int    `json:"threads"` // threads per sentinel worker; default 2
+	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
+}
+
+// Entrypoint is the scheduler node: dask-scheduler, JupyterLab, TensorBoard, Dask dashboard
+// (kolotoc:entrypoint).
+type Entrypoint struct {
+	Jupyter          bool     `json:"jupyter"`          // run JupyterLab; default true
+	TensorBoard      bool     `json:"tensorboard"`      // run TensorBoard on storage.mountPath/logs; default true
+	DaskDashboard    bool     `json:"daskDashboard"`    // expose the Dask dashboard; default true
+	ServiceType      string   `json:"serviceType"`      // ClusterIP | LoadBalancer; default ClusterIP
+	SourceRanges     []string `json:"sourceRanges"`     // CIDRs allowed to reach a LoadBalancer; required with LoadBalancer
+	DaskImage        string   `json:"daskImage"`        // default DefaultDaskImage
+	JupyterImage     string   `json:"jupyterImage"`     // default DefaultJupyterImage
+	TensorBoardImage string   `json:"tensorboardImage"` // default DefaultTensorBoardImage
+	Pool             string   `json:"pool"`             // node pool name; default the carriers' pool
+}
+
+// DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
+type DevicePlugin struct {
+	Enabled *bool  `json:"enabled"` // default true when any pool has GPUs
+	Image   string `json:"image"`   // default DefaultDevicePluginImage
+}
+
+// Secret is a secret config value. It prints as "[secret]" so that it cannot leak through a log
+// or an error message by accident; Reveal is the only way to read it.
+type Secret struct {
+	value string
+	set   bool
+}
+
+// NewSecret wraps a secret value.
+func NewSecret(v string) Secret { return Secret{value: v, set: v != ""} }
+
+// Reveal returns the plaintext, to be handed to pulumi.ToSecret and nowhere else.
+func (s Secret) Reveal() string { return s.value }
+
+// IsSet reports whether a value was given.
+func (s Secret) IsSet() bool { return s.set }
+
+// String keeps the value out of fmt output.
+func (s Secret) String() string { return "[secret]" }
+
+// GoString keeps the value out of %#v output.
+func (s Secret) GoString() string { return "[secret]" }

@@ -1,0 +1,218 @@
+package stacks
+
+import "strings"
+
+// Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
+// and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
+const (
+	DefaultHorovodImage      = "horovod/horovod:0.28.1"
+	DefaultDaskImage         = "ghcr.io/dask/dask:2024.8.0-py3.11"
+	DefaultJupyterImage      = "quay.io/jupyter/scipy-notebook:2024-10-07"
+	DefaultTensorBoardImage  = "tensorflow/tensorflow:2.17.0"
+	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
+	// The in-cluster NFS server. registry.k8s.io/volume-nfs:0.8 is a Docker v1 manifest that
+	// containerd 2.1 refuses to pull; this one is a current manifest.
+	DefaultNFSServerImage = "itsthenetwork/nfs-server-alpine:12"
+)
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// defaultTowers: two ranks are the smallest ring that exercises allreduce across hosts.
+	defaultTowers = 2
+	// defaultSSHPort: the horovod chart's sshd port; above 1024 so sshd needs no NET_BIND_SERVICE.
+	defaultSSHPort = 2222
+	// defaultTowerCPU, defaultTowerMemory: requests per tower (cores, bytes as quantity) that
+	// leave room for the input pipeline; GPUs are requested separately.
+	defaultTowerCPU    = "4"
+	defaultTowerMemory = "16Gi"
+	// defaultCarriers: one Dask carrier, as the old cluster.sh started by default.
+	defaultCarriers = 1
+	// defaultCarrierMemory: memory per carrier pod (quantity), split among its worker processes.
+	defaultCarrierMemory = "8Gi"
+	// defaultSentinelThreads, defaultSentinelMemory: a sentinel shares its tower's node, so it is small.
+	defaultSentinelThreads = 2
+	defaultSentinelMemory  = "4Gi"
+	// defaultPoolCPUs, defaultPoolMemory: a pool that says nothing is an 8-core, 32 GiB node.
+	defaultPoolCPUs   = 8
+	defaultPoolMemory = "32Gi"
+	// defaultStorageSize: the shared claim (quantity); checkpoints of a few large models.
+	defaultStorageSize = "100Gi"
+	// defaultMountPath, defaultScratchMountPath: where every workload sees storage and scratch.
+	defaultMountPath        = "/shared"
+	defaultScratchMountPath = "/scratch"
+	// defaultScratchSizeLimit: emptyDir scratch limit (quantity) so one pod cannot fill a node's disk.
+	defaultScratchSizeLimit = "50Gi"
+	// defaultKubeconfig: where `make cluster` writes the local cluster's kubeconfig, relative to
+	// the project directory (Pulumi runs the program there).
+	defaultKubeconfig = ".kolotoc/kubeconfig"
+)
+
+// DefaultLauncherCommand is the launcher's command when towers.command is empty: Horovod's
+// synthetic benchmark over every slot of the hostfile, so that a new environment proves its
+// ring works before any real job is written. KOLOTOC_NP and KOLOTOC_HOSTFILE are set by the
+// launcher script.
+var DefaultLauncherCommand = []string{
+	"horovodrun", "-np", "$(KOLOTOC_NP)", "--hostfile", "$(KOLOTOC_HOSTFILE)",
+	"python", "/horovod/examples/tensorflow2/tensorflow2_synthetic_benchmark.py",
+}
+
+// applyDefaults fills zero values only, so it is idempotent: applying it twice changes nothing.
+func (c *Config) applyDefaults() {
+	if c.Namespace == "" && c.Stack != "" {
+		c.Namespace = "kolotoc-" + strings.ToLower(c.Stack)
+	}
+	if c.Cluster.Name == "" && c.Stack != "" {
+		c.Cluster.Name = "kolotoc-" + strings.ToLower(c.Stack)
+	}
+	if c.Cluster.Kubeconfig == "" && c.Cloud == CloudSimulated {
+		c.Cluster.Kubeconfig = defaultKubeconfig
+	}
+	for i := range c.NodePools {
+		p := &c.NodePools[i]
+		if p.Nodes == 0 {
+			p.Nodes = 1
+		}
+		if p.MinNodes == 0 {
+			p.MinNodes = p.Nodes
+		}
+		if p.MaxNodes == 0 {
+			p.MaxNodes = p.Nodes
+		}
+		if p.CPUs == 0 {
+			p.CPUs = defaultPoolCPUs
+		}
+		if p.Memory == "" {
+			p.Memory = defaultPoolMemory
+		}
+	}
+
+	s := &c.Storage
+	if s.Type == "" {
+		s.Type = StorageInClusterNFS
+	}
+	if s.Path == "" {
+		s.Path = "/"
+	}
+	if s.Size == "" {
+		s.Size = defaultStorageSize
+	}
+	if s.MountPath == "" {
+		s.MountPath = defaultMountPath
+	}
+	if s.Image == "" {
+		s.Image = DefaultNFSServerImage
+	}
+	if s.Scratch.Type == "" {
+		s.Scratch.Type = ScratchEmptyDir
+	}
+	if s.Scratch.SizeLimit == "" {
+		s.Scratch.SizeLimit = defaultScratchSizeLimit
+	}
+	if s.Scratch.MountPath == "" {
+		s.Scratch.MountPath = defaultScratchMountPath
+	}
+
+	t := &c.Towers
+	if t.Pool == "" {
+		if p := c.firstPool(true); p != nil {
+			t.Pool = p.Name
+		}
+	}
+	if t.GPUsPerTower == 0 {
+		if p := c.Pool(t.Pool); p != nil {
+			t.GPUsPerTower = p.GPUsPerNode
+		}
+	}
+	if t.Slots == 0 {
+		t.Slots = t.GPUsPerTower
+	}
+	if t.Image == "" {
+		t.Image = DefaultHorovodImage
+	}
+	if len(t.Command) == 0 {
+		t.Command = append([]string(nil), DefaultLauncherCommand...)
+	}
+	if t.SSHPort == 0 {
+		t.SSHPort = defaultSSHPort
+	}
+	if t.CPU == "" {
+		t.CPU = defaultTowerCPU
+	}
+	if t.Memory == "" {
+		t.Memory = defaultTowerMemory
+	}
+
+	k := &c.Carriers
+	if k.Pool == "" {
+		if p := c.firstPool(false); p != nil {
+			k.Pool = p.Name
+		}
+	}
+	if k.WorkersPerCarrier == 0 {
+		if p := c.Pool(k.Pool); p != nil {
+			k.WorkersPerCarrier = p.CPUs
+		}
+	}
+	if k.Image == "" {
+		k.Image = DefaultDaskImage
+	}
+	if k.Memory == "" {
+		k.Memory = defaultCarrierMemory
+	}
+
+	if c.Sentinels.Threads == 0 {
+		c.Sentinels.Threads = defaultSentinelThreads
+	}
+	if c.Sentinels.Memory == "" {
+		c.Sentinels.Memory = defaultSentinelMemory
+	}
+
+	e := &c.Entrypoint
+	if e.ServiceType == "" {
+		e.ServiceType = ServiceClusterIP
+	}
+	if e.DaskImage == "" {
+		e.DaskImage = DefaultDaskImage
+	}
+	if e.JupyterImage == "" {
+		e.JupyterImage = DefaultJupyterImage
+	}
+	if e.TensorBoardImage == "" {
+		e.TensorBoardImage = DefaultTensorBoardImage
+	}
+	if e.Pool == "" {
+		e.Pool = c.Carriers.Pool
+	}
+
+	if c.DevicePlugin.Image == "" {
+		c.DevicePlugin.Image = DefaultDevicePluginImage
+	}
+	if c.DevicePlugin.Enabled == nil {
+		on := c.firstPool(true) != nil
+		c.DevicePlugin.Enabled = &on
+	}
+}
+
+// Pool returns the node pool of that name, or nil.
+func (c *Config) Pool(name string) *NodePool {
+	for i := range c.NodePools {
+		if c.NodePools[i].Name == name {
+			return &c.NodePools[i]
+		}
+	}
+	return nil
+}
+
+// firstPool returns the first GPU pool (gpu true) or the first CPU pool (gpu false); nil if none.
+// With no CPU pool, carriers and the entrypoint fall back to the first pool of any kind.
+func (c *Config) firstPool(gpu bool) *NodePool {
+	for i := range c.NodePools {
+		if (c.NodePools[i].GPUsPerNode > 0) == gpu {
+			return &c.NodePools[i]
+		}
+	}
+	if !gpu && len(c.NodePools) > 0 {
+		return &c.NodePools[0]
+	}
+	return nil
+}

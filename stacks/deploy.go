@@ -1,0 +1,224 @@
+package stacks
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cluster"
+	"kolotoc/components/dask"
+	"kolotoc/components/deviceplugin"
+	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
+	"kolotoc/components/ring"
+	"kolotoc/components/storage"
+)
+
+// RawFromEnv reads the stack's configuration the way the Pulumi Go SDK does (PULUMI_CONFIG and
+// PULUMI_CONFIG_SECRET_KEYS, set by the language host), so that Load sees every key — including
+// misspelled ones, which the SDK's per-key getters would silently never ask for.
+func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
+	raw := Raw{Project: ctx.Project(), Stack: ctx.Stack(), Values: map[string]string{}, Secrets: map[string]bool{}}
+	if s := os.Getenv(pulumi.EnvConfig); s != "" {
+		if err := json.Unmarshal([]byte(s), &raw.Values); err != nil {
+			return raw, fmt.Errorf("reading %s: %w", pulumi.EnvConfig, err)
+		}
+	}
+	for k := range raw.Values {
+		raw.Secrets[k] = ctx.IsConfigSecret(k)
+	}
+	return raw, nil
+}
+
+// Deploy registers the whole environment described by a validated Config.
+func Deploy(ctx *pulumi.Context, c *Config) error {
+	labels := meta.Labels{Instance: c.Stack, Version: Version}
+
+	provider, clusterDeps, err := deployCluster(ctx, c, labels)
+	if err != nil {
+		return err
+	}
+	k8s := pulumi.Provider(provider)
+
+	ns, err := corev1.NewNamespace(ctx, c.Namespace, &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(c.Namespace), Labels: pulumi.ToStringMap(labels.For("namespace"))},
+	}, k8s)
+	if err != nil {
+		return err
+	}
+	namespace := ns.Metadata.Name().Elem()
+	after := pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...))
+
+	if *c.DevicePlugin.Enabled {
+		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
+			Namespace: namespace, Image: c.DevicePlugin.Image, Labels: labels,
+		}, k8s, after); err != nil {
+			return err
+		}
+	}
+
+	s := c.Storage
+	shared, err := storage.New(ctx, "storage", &storage.Args{
+		Namespace: namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
+		InCluster: s.Type == StorageInClusterNFS, Server: s.Server, Path: s.Path, Size: s.Size,
+		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
+	}, k8s, after)
+	if err != nil {
+		return err
+	}
+	scratch := storage.ScratchArgs{SizeLimit: s.Scratch.SizeLimit, MountPath: s.Scratch.MountPath}
+	if s.Scratch.Type == ScratchHostPath {
+		scratch.HostPath = s.Scratch.Path
+	}
+	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared}, clusterDeps...))
+	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
+
+	e := c.Entrypoint
+	entryArgs := &entrypoint.Args{
+		Namespace: namespace, NamespaceDNS: c.Namespace, Name: EntryName,
+		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
+		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
+		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
+		Pool: e.Pool, Claim: StorageName, MountPath: s.MountPath, Labels: labels,
+	}
+	if e.Jupyter {
+		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
+	}
+	if _, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withStorage); err != nil {
+		return err
+	}
+
+	var towerHosts pulumi.StringArrayInput = pulumi.StringArray{}
+	if t := c.Towers; t.Enabled {
+		var sidecars []corev1.ContainerArgs
+		if c.Sentinels.Enabled {
+			sidecars = append(sidecars, dask.Sentinel(c.Carriers.Image, scheduler, c.Sentinels.Threads,
+				c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath))
+		}
+		r, err := ring.New(ctx, "towers", &ring.Args{
+			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
+			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, CPU: t.CPU, Memory: t.Memory,
+			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
+			Pool: t.Pool, LauncherPool: e.Pool,
+			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
+			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
+		}, k8s, withStorage)
+		if err != nil {
+			return err
+		}
+		towerHosts = r.Hostnames
+	}
+
+	if k := c.Carriers; k.Enabled {
+		if _, err := dask.NewCarriers(ctx, "carriers", &dask.CarrierArgs{
+			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
+			Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
+			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
+		}, k8s, withStorage); err != nil {
+			return err
+		}
+	}
+
+	for k, v := range StackOutputs(c, entryArgs, towerHosts) {
+		ctx.Export(k, v)
+	}
+	return nil
+}
+
+// deployCluster returns the Kubernetes provider of the stack's cluster and, for the simulated
+// cloud, the component whose Nodes the workloads must wait for.
+func deployCluster(ctx *pulumi.Context, c *Config, labels meta.Labels) (*kubernetes.Provider, []pulumi.Resource, error) {
+	switch c.Cloud {
+	case CloudSimulated, CloudExisting:
+	default:
+		return nil, nil, fmt.Errorf("%s:cloud = %s: not supported yet; this version deploys to %s and %s",
+			ConfigNamespace, c.Cloud, CloudSimulated, CloudExisting)
+	}
+	kubeconfig, err := os.ReadFile(c.Cluster.Kubeconfig)
+	if err != nil {
+		hint := ""
+		if c.Cloud == CloudSimulated {
+			hint = " (start the local cluster first: `make cluster`)"
+		}
+		return nil, nil, fmt.Errorf("%s:cluster.kubeconfig = %s: %v%s", ConfigNamespace, c.Cluster.Kubeconfig, err, hint)
+	}
+	pargs := &kubernetes.ProviderArgs{
+		Kubeconfig: pulumi.ToSecret(pulumi.String(string(kubeconfig))).(pulumi.StringOutput),
+		// Only a change of cluster replaces the provider (and so every object); a kubeconfig
+		// with new credentials for the same cluster is an update.
+		ClusterIdentifier:     pulumi.String(c.Cluster.Name),
+		EnableServerSideApply: pulumi.Bool(true),
+	}
+	if c.Cluster.Context != "" {
+		pargs.Context = pulumi.String(c.Cluster.Context)
+	}
+	provider, err := kubernetes.NewProvider(ctx, "k8s", pargs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Cloud != CloudSimulated {
+		return provider, nil, nil
+	}
+	pools := make([]cluster.Pool, len(c.NodePools))
+	for i, p := range c.NodePools {
+		pools[i] = SimulatedPool(p)
+	}
+	sim, err := cluster.NewSimulated(ctx, "cluster", &cluster.SimulatedArgs{Name: c.Cluster.Name, Pools: pools, Labels: labels},
+		pulumi.Provider(provider))
+	if err != nil {
+		return nil, nil, err
+	}
+	return provider, []pulumi.Resource{sim}, nil
+}
+
+// SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.
+func SimulatedPool(p NodePool) cluster.Pool {
+	taints := make([]cluster.Taint, len(p.Taints))
+	for i, t := range p.Taints {
+		taints[i] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
+	}
+	return cluster.Pool{
+		Name: p.Name, Nodes: p.Nodes, MachineType: p.MachineType, GPUsPerNode: p.GPUsPerNode, GPUType: p.GPUType,
+		CPUs: p.CPUs, Memory: p.Memory, Labels: p.Labels, Taints: taints,
+	}
+}
+
+// StackOutputs are the stack's outputs: the namespace, every endpoint with the command that
+// reaches it, the `kubectl exec` commands that replace the old `goto tower N` / `goto carrier N`
+// helpers and the tower hostnames. Nothing secret is among them.
+func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayInput) pulumi.Map {
+	out := pulumi.Map{"namespace": pulumi.String(c.Namespace)}
+	for name, ep := range entrypoint.Endpoints(e) {
+		if name == "daskScheduler" {
+			out["daskSchedulerAddress"] = pulumi.String(ep.URL)
+			continue
+		}
+		out[name+"Url"] = pulumi.String(ep.URL)
+		out[name+"PortForward"] = pulumi.String(ep.PortForward)
+		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+	}
+	if c.Towers.Enabled {
+		out["towerHostnames"] = towerHosts
+		out["gotoTower"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName))
+		out["launcherLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", c.Namespace, LauncherName))
+	}
+	if c.Carriers.Enabled {
+		out["gotoCarrier"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -- bash", c.Namespace, CarrierName))
+	}
+	if c.Entrypoint.Jupyter {
+		out["jupyterPasswordCommand"] = pulumi.String("pulumi config get kolotoc:jupyterPassword")
+	}
+	pools := make([]string, 0, len(c.NodePools))
+	for _, p := range c.NodePools {
+		pools = append(pools, p.Name)
+	}
+	sort.Strings(pools)
+	out["nodePools"] = pulumi.ToStringArray(pools)
+	return out
+}

@@ -1,0 +1,175 @@
+package stacks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
+// value (objects and lists as JSON text, secrets decrypted), and which keys were set as secrets.
+type Raw struct {
+	Project string
+	Stack   string
+	Values  map[string]string // "kolotoc:towers" -> `{"count":2}`
+	Secrets map[string]bool   // keys set with `pulumi config set --secret`
+}
+
+// topLevel lists every key the program reads, each with its decoder. A key outside this list is
+// refused, so that a typo (`kolotoc:tower`) is an error rather than a silently ignored setting.
+var topLevel = map[string]func(c *Config, key, v string) []FieldError{
+	"cloud":           decodeString(func(c *Config) *string { return &c.Cloud }),
+	"namespace":       decodeString(func(c *Config) *string { return &c.Namespace }),
+	"cluster":         decodeObject(func(c *Config) any { return &c.Cluster }),
+	"nodePools":       decodeObject(func(c *Config) any { return &c.NodePools }),
+	"storage":         decodeObject(func(c *Config) any { return &c.Storage }),
+	"towers":          decodeObject(func(c *Config) any { return &c.Towers }),
+	"carriers":        decodeObject(func(c *Config) any { return &c.Carriers }),
+	"sentinels":       decodeObject(func(c *Config) any { return &c.Sentinels }),
+	"entrypoint":      decodeObject(func(c *Config) any { return &c.Entrypoint }),
+	"devicePlugin":    decodeObject(func(c *Config) any { return &c.DevicePlugin }),
+	"jupyterPassword": decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
+	"sshKeySeed":      decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
+}
+
+// secretKeys must be set with --secret: a plaintext value would sit unencrypted in
+// Pulumi.<stack>.yaml and in the state file.
+var secretKeys = []string{"jupyterPassword", "sshKeySeed"}
+
+// Load decodes, defaults and validates a stack's configuration. The error lists every problem at
+// once, each naming its key; nothing is registered before Load has returned without error.
+func Load(raw Raw) (*Config, error) {
+	c := newConfig(raw.Project, raw.Stack)
+	var errs []FieldError
+
+	keys := make([]string, 0, len(raw.Values))
+	for k := range raw.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, full := range keys {
+		ns, key, ok := strings.Cut(full, ":")
+		if !ok || ns != ConfigNamespace {
+			continue // other packages' keys (gcp:project, kubernetes:…) are not ours
+		}
+		decode, known := topLevel[key]
+		if !known {
+			errs = append(errs, FieldError{Key: key, Value: "(set)",
+				Msg: "unknown key; allowed: " + strings.Join(sortedKeys(topLevel), ", ")})
+			continue
+		}
+		errs = append(errs, decode(c, key, raw.Values[full])...)
+	}
+	for _, k := range secretKeys {
+		full := ConfigNamespace + ":" + k
+		if _, set := raw.Values[full]; set && !raw.Secrets[full] {
+			errs = append(errs, FieldError{Key: k, Value: "(plaintext)",
+				Msg: fmt.Sprintf("must be a secret; run `pulumi config set --secret %s <value>`", full)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ConfigError{Stack: raw.Stack, Errors: errs}
+	}
+
+	c.applyDefaults()
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, &ConfigError{Stack: raw.Stack, Errors: errs}
+	}
+	return c, nil
+}
+
+// newConfig is a Config whose switches that default to on are on; decoding then only turns off
+// what the stack turns off, and absent keys keep their default.
+func newConfig(project, stack string) *Config {
+	return &Config{
+		Project:    project,
+		Stack:      stack,
+		Towers:     Towers{Enabled: true, Count: defaultTowers},
+		Carriers:   Carriers{Enabled: true, Count: defaultCarriers},
+		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
+	}
+}
+
+func decodeString(field func(*Config) *string) func(*Config, string, string) []FieldError {
+	return func(c *Config, _ string, v string) []FieldError {
+		*field(c) = v
+		return nil
+	}
+}
+
+func decodeSecret(field func(*Config) *Secret) func(*Config, string, string) []FieldError {
+	return func(c *Config, _ string, v string) []FieldError {
+		*field(c) = NewSecret(v)
+		return nil
+	}
+}
+
+// decodeObject decodes a structured key strictly: unknown fields and wrong types are errors that
+// name the full key path (kolotoc:towers.gpusPerTower).
+func decodeObject(field func(*Config) any) func(*Config, string, string) []FieldError {
+	return func(c *Config, key, v string) []FieldError {
+		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(field(c))
+		if err == nil && dec.More() {
+			err = errors.New("trailing data after the value")
+		}
+		if err == nil {
+			return nil
+		}
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr):
+			path := key
+			if typeErr.Field != "" {
+				path += "." + typeErr.Field
+			}
+			return []FieldError{{Key: path, Value: typeErr.Value,
+				Msg: fmt.Sprintf("wrong type; want %s", jsonKind(typeErr.Type.Kind().String()))}}
+		case errors.As(err, &syntaxErr):
+			return []FieldError{{Key: key, Value: abbreviate(v), Msg: "not a YAML/JSON value: " + err.Error()}}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return []FieldError{{Key: key + "." + name, Value: "(set)",
+				Msg: "unknown field; allowed: " + strings.Join(jsonFields(field(c)), ", ")}}
+		default:
+			return []FieldError{{Key: key, Value: abbreviate(v), Msg: err.Error()}}
+		}
+	}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "int32":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "a list"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return k
+}
+
+func abbreviate(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,364 @@
+package stacks
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Object names that the components give their pods and Services. Validation uses them to check
+// that the longest generated hostname is still a valid DNS label.
+const (
+	TowerName    = "tower"    // StatefulSet and headless Service of the towers: pods tower-0 … tower-N
+	LauncherName = "launcher" // the MPI launcher Job
+	CarrierName  = "carrier"  // StatefulSet and headless Service of the carriers
+	EntryName    = "entrypoint"
+	StorageName  = "shared" // the RWX claim
+)
+
+// minPasswordLength is the shortest Jupyter password accepted (characters): anything shorter is
+// guessable by a port-forwarded brute force in minutes.
+const minPasswordLength = 12
+
+var (
+	allowedClouds       = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
+	allowedStorage      = []string{StorageInClusterNFS, StorageNFS}
+	allowedScratch      = []string{ScratchEmptyDir, ScratchHostPath}
+	allowedServiceTypes = []string{ServiceClusterIP, ServiceLoadBalancer}
+	allowedEffects      = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+)
+
+// Validate checks the defaulted configuration as a whole and returns every problem found.
+func (c *Config) Validate() []FieldError {
+	v := &validator{}
+
+	if c.Cloud == "" {
+		v.add("cloud", "(unset)", "required; allowed: "+strings.Join(allowedClouds, ", "))
+	} else {
+		v.oneOf("cloud", c.Cloud, allowedClouds)
+	}
+	v.dnsLabel("namespace", c.Namespace)
+	v.dnsLabel("cluster.name", c.Cluster.Name)
+	if c.Cloud == CloudExisting && c.Cluster.Kubeconfig == "" {
+		v.add("cluster.kubeconfig", "(unset)", "required with cloud existing: the path of the cluster's kubeconfig")
+	}
+	switch c.Cloud {
+	case CloudGCP, CloudAWS, CloudAzure:
+		if c.Cluster.Region == "" {
+			v.add("cluster.region", "(unset)", "required with cloud "+c.Cloud)
+		}
+	}
+
+	c.validatePools(v)
+	c.validateStorage(v)
+	c.validateTowers(v)
+	c.validateCarriers(v)
+	c.validateEntrypoint(v)
+	v.image("devicePlugin.image", c.DevicePlugin.Image)
+
+	if c.Entrypoint.Jupyter {
+		switch {
+		case !c.JupyterPassword.IsSet():
+			v.add("jupyterPassword", "(unset)", "required when entrypoint.jupyter is on (there is no default password); "+
+				"run `pulumi config set --secret kolotoc:jupyterPassword <password>`")
+		case len(c.JupyterPassword.Reveal()) < minPasswordLength:
+			v.add("jupyterPassword", "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))
+		}
+	}
+	if c.Towers.Enabled && !c.SSHKeySeed.IsSet() {
+		v.add("sshKeySeed", "(unset)", "required when towers are enabled (the towers' ssh keys derive from it); "+
+			"run `pulumi config set --secret kolotoc:sshKeySeed \"$(openssl rand -hex 32)\"`")
+	}
+	return v.errs
+}
+
+func (c *Config) validatePools(v *validator) {
+	if len(c.NodePools) == 0 {
+		v.add("nodePools", "[]", "at least one node pool is required")
+	}
+	seen := map[string]bool{}
+	for i, p := range c.NodePools {
+		k := fmt.Sprintf("nodePools[%d]", i)
+		if v.dnsLabel(k+".name", p.Name) {
+			if seen[p.Name] {
+				v.add(k+".name", p.Name, "duplicate pool name; each pool needs its own name")
+			}
+			seen[p.Name] = true
+			// The longest node name the simulated cloud generates: <cluster>-<pool>-<index>.
+			if c.Cloud == CloudSimulated {
+				longest := fmt.Sprintf("%s-%s-%d", c.Cluster.Name, p.Name, max(p.Nodes, p.MaxNodes)-1)
+				if len(longest) > validation.DNS1123LabelMaxLength {
+					v.add(k+".name", p.Name, fmt.Sprintf("node name %q would be %d characters; at most %d (shorten cluster.name or the pool name)",
+						longest, len(longest), validation.DNS1123LabelMaxLength))
+				}
+			}
+		}
+		v.positive(k+".nodes", p.Nodes)
+		if p.MinNodes > p.Nodes || p.Nodes > p.MaxNodes {
+			v.add(k+".nodes", strconv.Itoa(p.Nodes), fmt.Sprintf("must satisfy minNodes (%d) <= nodes <= maxNodes (%d)", p.MinNodes, p.MaxNodes))
+		}
+		if p.GPUsPerNode < 0 {
+			v.add(k+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), "must be 0 (a CPU pool) or more")
+		}
+		if p.GPUsPerNode > 0 && p.GPUType == "" {
+			v.add(k+".gpuType", "(unset)", "required when gpusPerNode > 0, e.g. nvidia-tesla-a100")
+		}
+		v.positive(k+".cpus", p.CPUs)
+		v.quantity(k+".memory", p.Memory)
+		if p.LocalSSDs < 0 {
+			v.add(k+".localSsds", strconv.Itoa(p.LocalSSDs), "must be 0 or more")
+		}
+		for lk, lv := range p.Labels {
+			for _, msg := range validation.IsQualifiedName(lk) {
+				v.add(k+".labels", lk, "invalid label key: "+msg)
+			}
+			for _, msg := range validation.IsValidLabelValue(lv) {
+				v.add(k+".labels."+lk, lv, "invalid label value: "+msg)
+			}
+		}
+		for j, t := range p.Taints {
+			tk := fmt.Sprintf("%s.taints[%d]", k, j)
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				v.add(tk+".key", t.Key, "invalid taint key: "+msg)
+			}
+			v.oneOf(tk+".effect", t.Effect, allowedEffects)
+		}
+	}
+}
+
+func (c *Config) validateStorage(v *validator) {
+	s := c.Storage
+	v.oneOf("storage.type", s.Type, allowedStorage)
+	if s.Type == StorageNFS && s.Server == "" {
+		v.add("storage.server", "(unset)", "required with storage.type nfs: the NFS server's address")
+	}
+	if s.Type == StorageInClusterNFS {
+		v.image("storage.image", s.Image)
+	}
+	v.quantity("storage.size", s.Size)
+	v.absPath("storage.path", s.Path)
+	v.absPath("storage.mountPath", s.MountPath)
+	v.oneOf("storage.scratch.type", s.Scratch.Type, allowedScratch)
+	if s.Scratch.Type == ScratchHostPath && s.Scratch.Path == "" {
+		v.add("storage.scratch.path", "(unset)", "required with scratch.type hostPath: the local SSD's mount point on the node")
+	}
+	if s.Scratch.Path != "" {
+		v.absPath("storage.scratch.path", s.Scratch.Path)
+	}
+	v.quantity("storage.scratch.sizeLimit", s.Scratch.SizeLimit)
+	v.absPath("storage.scratch.mountPath", s.Scratch.MountPath)
+}
+
+func (c *Config) validateTowers(v *validator) {
+	t := c.Towers
+	if !t.Enabled {
+		if c.Sentinels.Enabled {
+			v.add("sentinels.enabled", "true", "sentinels run beside towers; enable towers or turn sentinels off")
+		}
+		return
+	}
+	v.positive("towers.count", t.Count)
+	pool := v.pool(c, "towers.pool", t.Pool, true)
+	if pool != nil {
+		switch {
+		case pool.GPUsPerNode == 0:
+			v.add("towers.pool", t.Pool, "is a CPU pool (gpusPerNode 0); towers need a pool with GPUs")
+		case t.GPUsPerTower < 1 || t.GPUsPerTower > pool.GPUsPerNode:
+			v.add("towers.gpusPerTower", strconv.Itoa(t.GPUsPerTower),
+				fmt.Sprintf("pool %q has %d GPUs per node; allowed: 1..%d", pool.Name, pool.GPUsPerNode, pool.GPUsPerNode))
+		default:
+			perNode := pool.GPUsPerNode / t.GPUsPerTower
+			if capacity := perNode * pool.MaxNodes; t.Count > capacity {
+				v.add("towers.count", strconv.Itoa(t.Count),
+					fmt.Sprintf("%d towers × %d GPUs need more GPUs than pool %q has (%d nodes × %d GPUs, %d towers per node); allowed: 1..%d",
+						t.Count, t.GPUsPerTower, pool.Name, pool.MaxNodes, pool.GPUsPerNode, perNode, capacity))
+			}
+		}
+		v.fits("towers", pool, t.CPU, t.Memory)
+	}
+	if t.Slots < 1 {
+		v.add("towers.slots", strconv.Itoa(t.Slots), "must be at least 1")
+	}
+	v.image("towers.image", t.Image)
+	if t.SSHPort < 1 || t.SSHPort > 65535 {
+		v.add("towers.sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
+	}
+	for i, arg := range t.Command {
+		if strings.TrimSpace(arg) == "" {
+			v.add(fmt.Sprintf("towers.command[%d]", i), strconv.Quote(arg), "empty argument")
+		}
+	}
+	if t.Count > 0 {
+		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", TowerName, t.Count-1), TowerName, c.Namespace)
+	}
+	if c.Sentinels.Enabled {
+		if c.Sentinels.Threads < 1 {
+			v.add("sentinels.threads", strconv.Itoa(c.Sentinels.Threads), "must be at least 1")
+		}
+		v.quantity("sentinels.memory", c.Sentinels.Memory)
+	}
+}
+
+func (c *Config) validateCarriers(v *validator) {
+	k := c.Carriers
+	if !k.Enabled {
+		return
+	}
+	v.positive("carriers.count", k.Count)
+	if pool := v.pool(c, "carriers.pool", k.Pool, false); pool != nil {
+		v.fits("carriers", pool, "1", k.Memory)
+	}
+	if k.WorkersPerCarrier < 1 {
+		v.add("carriers.workersPerCarrier", strconv.Itoa(k.WorkersPerCarrier), "must be at least 1")
+	}
+	v.image("carriers.image", k.Image)
+	if k.Count > 0 {
+		v.hostname("carriers.count", strconv.Itoa(k.Count), fmt.Sprintf("%s-%d", CarrierName, k.Count-1), CarrierName, c.Namespace)
+	}
+}
+
+func (c *Config) validateEntrypoint(v *validator) {
+	e := c.Entrypoint
+	v.oneOf("entrypoint.serviceType", e.ServiceType, allowedServiceTypes)
+	if e.ServiceType == ServiceLoadBalancer && len(e.SourceRanges) == 0 {
+		v.add("entrypoint.sourceRanges", "[]", "required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); "+
+			"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet")
+	}
+	for i, r := range e.SourceRanges {
+		if _, _, err := net.ParseCIDR(r); err != nil {
+			v.add(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "not a CIDR such as 203.0.113.0/24")
+		}
+	}
+	v.image("entrypoint.daskImage", e.DaskImage)
+	if e.Jupyter {
+		v.image("entrypoint.jupyterImage", e.JupyterImage)
+	}
+	if e.TensorBoard {
+		v.image("entrypoint.tensorboardImage", e.TensorBoardImage)
+	}
+	v.pool(c, "entrypoint.pool", e.Pool, false)
+}
+
+type validator struct{ errs []FieldError }
+
+func (v *validator) add(key, value, msg string) {
+	v.errs = append(v.errs, FieldError{Key: key, Value: value, Msg: msg})
+}
+
+func (v *validator) oneOf(key, value string, allowed []string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	if value == "" {
+		value = "(unset)"
+	}
+	v.add(key, value, "allowed: "+strings.Join(allowed, ", "))
+}
+
+func (v *validator) positive(key string, n int) {
+	if n < 1 {
+		v.add(key, strconv.Itoa(n), "must be at least 1")
+	}
+}
+
+func (v *validator) dnsLabel(key, value string) bool {
+	if value == "" {
+		v.add(key, "(unset)", "required: a DNS-1123 label (lower-case letters, digits, '-', at most 63 characters)")
+		return false
+	}
+	if msgs := validation.IsDNS1123Label(value); len(msgs) > 0 {
+		v.add(key, value, "not a DNS-1123 label: "+strings.Join(msgs, "; "))
+		return false
+	}
+	return true
+}
+
+func (v *validator) quantity(key, value string) {
+	q, err := resource.ParseQuantity(value)
+	if err != nil || q.Sign() <= 0 {
+		v.add(key, value, "not a positive Kubernetes quantity such as 16Gi or 500m")
+	}
+}
+
+func (v *validator) absPath(key, value string) {
+	if !path.IsAbs(value) || path.Clean(value) != value {
+		v.add(key, value, "must be a clean absolute path such as /shared")
+	}
+}
+
+// image refuses tagless and :latest images: an unpinned image makes two `pulumi up` of the same
+// config run different code.
+func (v *validator) image(key, ref string) {
+	if ref == "" {
+		v.add(key, "(unset)", "required: an image pinned by tag or digest")
+		return
+	}
+	if strings.Contains(ref, "@sha256:") {
+		return
+	}
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	_, tag, ok := strings.Cut(last, ":")
+	if !ok || tag == "" {
+		v.add(key, ref, "image is not pinned; add a tag (name:1.2.3) or a digest (name@sha256:…)")
+	} else if tag == "latest" {
+		v.add(key, ref, "`:latest` is not pinned; use a version tag or a digest")
+	}
+}
+
+// pool checks that a referenced pool exists and returns it.
+func (v *validator) pool(c *Config, key, name string, gpu bool) *NodePool {
+	if name == "" {
+		kind := "CPU"
+		if gpu {
+			kind = "GPU"
+		}
+		v.add(key, "(unset)", "no "+kind+" pool declared in nodePools to default to; name one")
+		return nil
+	}
+	p := c.Pool(name)
+	if p == nil {
+		names := make([]string, len(c.NodePools))
+		for i, np := range c.NodePools {
+			names[i] = np.Name
+		}
+		v.add(key, name, "pool not declared in nodePools; declared: "+strings.Join(names, ", "))
+	}
+	return p
+}
+
+// fits checks that a pod's CPU and memory requests fit one node of the pool.
+func (v *validator) fits(prefix string, p *NodePool, cpu, mem string) {
+	c, errC := resource.ParseQuantity(cpu)
+	m, errM := resource.ParseQuantity(mem)
+	if errC != nil || c.Sign() <= 0 {
+		v.add(prefix+".cpu", cpu, "not a positive CPU quantity such as 4 or 500m")
+	}
+	if errM != nil || m.Sign() <= 0 {
+		v.add(prefix+".memory", mem, "not a positive memory quantity such as 16Gi")
+	}
+	nodeMem, err := resource.ParseQuantity(p.Memory)
+	if errC == nil && c.MilliValue() > int64(p.CPUs)*1000 {
+		v.add(prefix+".cpu", cpu, fmt.Sprintf("more than a node of pool %q has (%d cores)", p.Name, p.CPUs))
+	}
+	if errM == nil && err == nil && m.Cmp(nodeMem) > 0 {
+		v.add(prefix+".memory", mem, fmt.Sprintf("more than a node of pool %q has (%s)", p.Name, p.Memory))
+	}
+}
+
+// hostname checks the longest pod hostname a StatefulSet generates and its FQDN in the hostfile.
+func (v *validator) hostname(key, value, host, service, namespace string) {
+	if msgs := validation.IsDNS1123Label(host); len(msgs) > 0 {
+		v.add(key, value, fmt.Sprintf("pod hostname %q is not a DNS label: %s", host, strings.Join(msgs, "; ")))
+	}
+	fqdn := fmt.Sprintf("%s.%s.%s.svc", host, service, namespace)
+	if len(fqdn) > validation.DNS1123SubdomainMaxLength {
+		v.add(key, value, fmt.Sprintf("hostname %q is longer than %d characters", fqdn, validation.DNS1123SubdomainMaxLength))
+	}
+}
