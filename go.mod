@@ -3,6 +3,7 @@ module kolotoc
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.27.0
 	github.com/pulumi/pulumi/sdk/v3 v3.250.0
 	golang.org/x/crypto v0.58.0
@@ -134,6 +135,7 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260401024825-9d38bb4040a9 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260401024825-9d38bb4040a9 // indirect
+	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect

@@ -80,13 +80,8 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint
-	entryArgs := &entrypoint.Args{
-		Namespace: namespace, NamespaceDNS: c.Namespace, Name: EntryName,
-		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
-		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
-		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
-		Pool: e.Pool, Claim: StorageName, MountPath: s.MountPath, Labels: labels,
-	}
+	entryArgs := EntrypointArgs(c)
+	entryArgs.Namespace = namespace
 	if e.Jupyter {
 		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 	}
@@ -129,6 +124,18 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		ctx.Export(k, v)
 	}
 	return nil
+}
+
+// EntrypointArgs is the entrypoint's configuration, less its namespace input and password.
+func EntrypointArgs(c *Config) *entrypoint.Args {
+	e := c.Entrypoint
+	return &entrypoint.Args{
+		NamespaceDNS: c.Namespace, Name: EntryName,
+		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
+		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
+		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
+		Pool: e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: meta.Labels{Instance: c.Stack, Version: Version},
+	}
 }
 
 // deployCluster returns the Kubernetes provider of the stack's cluster and, for the simulated

@@ -1,0 +1,204 @@
+package stacks
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const (
+	testPassword = "correct-horse-battery-staple"
+	testSeed     = "0123456789abcdef0123456789abcdef"
+)
+
+// devRaw is the committed dev stack with its secrets set, as `make up` sets them.
+func devRaw(t *testing.T) Raw {
+	t.Helper()
+	raw, err := ReadStackFile("../Pulumi.dev.yaml", "kolotoc", "dev", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Values["kolotoc:jupyterPassword"] = testPassword
+	raw.Values["kolotoc:sshKeySeed"] = testSeed
+	raw.Secrets["kolotoc:jupyterPassword"] = true
+	raw.Secrets["kolotoc:sshKeySeed"] = true
+	return raw
+}
+
+func TestCommittedStacksLoad(t *testing.T) {
+	for _, stack := range []string{"dev", "prod"} {
+		t.Run(stack, func(t *testing.T) {
+			raw, err := ReadStackFile("../Pulumi."+stack+".yaml", "kolotoc", stack, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.Values["kolotoc:jupyterPassword"] = testPassword
+			raw.Values["kolotoc:sshKeySeed"] = testSeed
+			raw.Secrets["kolotoc:jupyterPassword"] = true
+			raw.Secrets["kolotoc:sshKeySeed"] = true
+			c, err := Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Namespace != "kolotoc-"+stack {
+				t.Errorf("namespace = %q, want kolotoc-%s", c.Namespace, stack)
+			}
+			if c.Towers.GPUsPerTower != 8 || c.Towers.Slots != 8 {
+				t.Errorf("towers: gpusPerTower %d slots %d, want 8 and 8", c.Towers.GPUsPerTower, c.Towers.Slots)
+			}
+		})
+	}
+}
+
+func TestDevDefaults(t *testing.T) {
+	c, err := Load(devRaw(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Carriers.WorkersPerCarrier != 16 {
+		t.Errorf("carriers.workersPerCarrier = %d, want one per logical core of pool cpu (16)", c.Carriers.WorkersPerCarrier)
+	}
+	if c.Towers.Count != 2 || c.Towers.Pool != "gpu" || c.Towers.SSHPort != defaultSSHPort {
+		t.Errorf("towers = %+v", c.Towers)
+	}
+	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "cpu" {
+		t.Errorf("cluster %+v entrypoint %+v", c.Cluster, c.Entrypoint)
+	}
+	if !*c.DevicePlugin.Enabled {
+		t.Error("device plugin off on a stack with a GPU pool")
+	}
+	// Defaults fill zero values only: applying them again changes nothing.
+	again := *c
+	again.applyDefaults()
+	if !reflect.DeepEqual(&again, c) {
+		t.Errorf("applyDefaults is not idempotent:\n%+v\n%+v", again, *c)
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	c, err := Load(devRaw(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{c.JupyterPassword.String(), c.SSHKeySeed.GoString()} {
+		if strings.Contains(s, testPassword) || strings.Contains(s, testSeed) {
+			t.Errorf("secret printed: %s", s)
+		}
+	}
+}
+
+// TestBadConfigs: each bad config is refused with an error naming the key at fault.
+func TestBadConfigs(t *testing.T) {
+	cases := []struct {
+		name    string
+		set     map[string]string // values replaced (kolotoc: prefix added)
+		unset   []string
+		plain   []string // keys set without --secret
+		wantKey string
+		wantMsg string
+	}{
+		{name: "unknown cloud", set: map[string]string{"cloud": "openstack"}, wantKey: "cloud", wantMsg: "allowed: simulated, existing, gcp, aws, azure"},
+		{name: "missing cloud", unset: []string{"cloud"}, wantKey: "cloud", wantMsg: "required"},
+		{name: "unknown top-level key", set: map[string]string{"tower": `{"count":2}`}, wantKey: "tower", wantMsg: "unknown key"},
+		{name: "unknown nested field", set: map[string]string{"towers": `{"count":2,"gpusPerTowr":8}`}, wantKey: "towers.gpusPerTowr", wantMsg: "allowed: enabled, count, gpusPerTower"},
+		{name: "wrong type", set: map[string]string{"towers": `{"count":"two"}`}, wantKey: "towers.count", wantMsg: "want an integer"},
+		{name: "zero towers", set: map[string]string{"towers": `{"count":0}`}, wantKey: "towers.count", wantMsg: "at least 1"},
+		{name: "negative towers", set: map[string]string{"towers": `{"count":-3}`}, wantKey: "towers.count", wantMsg: "at least 1"},
+		{name: "more GPUs per tower than a node has", set: map[string]string{"towers": `{"count":2,"gpusPerTower":16}`}, wantKey: "towers.gpusPerTower", wantMsg: "allowed: 1..8"},
+		{name: "more towers than the pool holds", set: map[string]string{"towers": `{"count":3,"gpusPerTower":8}`}, wantKey: "towers.count", wantMsg: "allowed: 1..2"},
+		{name: "undeclared tower pool", set: map[string]string{"towers": `{"pool":"a100"}`}, wantKey: "towers.pool", wantMsg: "declared: gpu, cpu"},
+		{name: "towers on a CPU pool", set: map[string]string{"towers": `{"pool":"cpu","gpusPerTower":1}`}, wantKey: "towers.pool", wantMsg: "CPU pool"},
+		{name: "undeclared carrier pool", set: map[string]string{"carriers": `{"pool":"big"}`}, wantKey: "carriers.pool", wantMsg: "not declared"},
+		{name: "zero carriers", set: map[string]string{"carriers": `{"count":0}`}, wantKey: "carriers.count", wantMsg: "at least 1"},
+		{name: "duplicate pool names", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a"},{"name":"gpu"}]`}, wantKey: "nodePools[1].name", wantMsg: "duplicate"},
+		{name: "pool name not DNS", set: map[string]string{"nodePools": `[{"name":"GPU_Pool","gpusPerNode":8,"gpuType":"a"}]`}, wantKey: "nodePools[0].name", wantMsg: "DNS-1123"},
+		{name: "node name too long", set: map[string]string{"cluster": `{"name":"` + strings.Repeat("c", 59) + `"}`}, wantKey: "nodePools[0].name", wantMsg: "at most 63"},
+		{name: "no pools", set: map[string]string{"nodePools": `[]`}, wantKey: "nodePools", wantMsg: "at least one"},
+		{name: "GPU pool without type", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8},{"name":"cpu"}]`}, wantKey: "nodePools[0].gpuType", wantMsg: "required"},
+		{name: "bad memory quantity", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","memory":"lots"},{"name":"cpu"}]`}, wantKey: "nodePools[0].memory", wantMsg: "quantity"},
+		{name: "bad taint effect", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","taints":[{"key":"x","value":"y","effect":"Never"}]},{"name":"cpu"}]`}, wantKey: "nodePools[0].taints[0].effect", wantMsg: "NoSchedule"},
+		{name: "min above nodes", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2,"minNodes":3,"maxNodes":4},{"name":"cpu"}]`}, wantKey: "nodePools[0].nodes", wantMsg: "minNodes (3) <= nodes <= maxNodes (4)"},
+		{name: "namespace not DNS", set: map[string]string{"namespace": "Kolotoc.Dev"}, wantKey: "namespace", wantMsg: "DNS-1123"},
+		{name: "missing jupyter password", unset: []string{"jupyterPassword"}, wantKey: "jupyterPassword", wantMsg: "pulumi config set --secret kolotoc:jupyterPassword"},
+		{name: "plaintext jupyter password", plain: []string{"jupyterPassword"}, wantKey: "jupyterPassword", wantMsg: "must be a secret"},
+		{name: "short jupyter password", set: map[string]string{"jupyterPassword": "hunter2"}, wantKey: "jupyterPassword", wantMsg: "at least 12"},
+		{name: "missing ssh key seed", unset: []string{"sshKeySeed"}, wantKey: "sshKeySeed", wantMsg: "pulumi config set --secret kolotoc:sshKeySeed"},
+		{name: "latest image", set: map[string]string{"towers": `{"image":"horovod/horovod:latest"}`}, wantKey: "towers.image", wantMsg: "not pinned"},
+		{name: "tagless image", set: map[string]string{"carriers": `{"image":"ghcr.io/dask/dask"}`}, wantKey: "carriers.image", wantMsg: "not pinned"},
+		{name: "tagless image with registry port", set: map[string]string{"entrypoint": `{"jupyterImage":"registry:5000/jupyter"}`}, wantKey: "entrypoint.jupyterImage", wantMsg: "not pinned"},
+		{name: "LoadBalancer without source ranges", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer"}`}, wantKey: "entrypoint.sourceRanges", wantMsg: "required with a LoadBalancer"},
+		{name: "bad source range", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["office"]}`}, wantKey: "entrypoint.sourceRanges[0]", wantMsg: "CIDR"},
+		{name: "unknown service type", set: map[string]string{"entrypoint": `{"serviceType":"NodePort"}`}, wantKey: "entrypoint.serviceType", wantMsg: "allowed: ClusterIP, LoadBalancer"},
+		{name: "ssh port out of range", set: map[string]string{"towers": `{"sshPort":70000}`}, wantKey: "towers.sshPort", wantMsg: "1..65535"},
+		{name: "external nfs without server", set: map[string]string{"storage": `{"type":"nfs"}`}, wantKey: "storage.server", wantMsg: "required"},
+		{name: "unknown storage type", set: map[string]string{"storage": `{"type":"ceph"}`}, wantKey: "storage.type", wantMsg: "allowed: in-cluster-nfs, nfs"},
+		{name: "relative mount path", set: map[string]string{"storage": `{"mountPath":"shared"}`}, wantKey: "storage.mountPath", wantMsg: "absolute"},
+		{name: "hostPath scratch without path", set: map[string]string{"storage": `{"scratch":{"type":"hostPath"}}`}, wantKey: "storage.scratch.path", wantMsg: "required"},
+		{name: "existing cluster without kubeconfig", set: map[string]string{"cloud": "existing"}, wantKey: "cluster.kubeconfig", wantMsg: "required"},
+		{name: "cloud without region", set: map[string]string{"cloud": "gcp"}, wantKey: "cluster.region", wantMsg: "required"},
+		{name: "sentinels without towers", set: map[string]string{"towers": `{"enabled":false}`}, wantKey: "sentinels.enabled", wantMsg: "enable towers"},
+		{name: "tower memory larger than node", set: map[string]string{"towers": `{"memory":"1Ti"}`}, wantKey: "towers.memory", wantMsg: "more than a node"},
+		{name: "empty command argument", set: map[string]string{"towers": `{"command":["mpirun",""]}`}, wantKey: "towers.command[1]", wantMsg: "empty"},
+		{name: "not JSON", set: map[string]string{"towers": `{count: 2`}, wantKey: "towers", wantMsg: "not a YAML/JSON value"},
+	}
+	if len(cases) < 20 {
+		t.Fatalf("only %d bad configs; keep at least 20", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := devRaw(t)
+			for k, v := range tc.set {
+				raw.Values["kolotoc:"+k] = v
+			}
+			for _, k := range tc.unset {
+				delete(raw.Values, "kolotoc:"+k)
+			}
+			for _, k := range tc.plain {
+				raw.Secrets["kolotoc:"+k] = false
+			}
+			c, err := Load(raw)
+			if err == nil {
+				t.Fatalf("accepted: %+v", c)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not a *ConfigError: %v", err, err)
+			}
+			for _, fe := range ce.Errors {
+				if fe.Key == tc.wantKey && strings.Contains(fe.Msg, tc.wantMsg) {
+					if !strings.Contains(err.Error(), "kolotoc:"+tc.wantKey) {
+						t.Errorf("message does not name kolotoc:%s: %v", tc.wantKey, err)
+					}
+					for _, secret := range []string{testPassword, testSeed, "hunter2"} {
+						if strings.Contains(err.Error(), secret) {
+							t.Errorf("error message leaks a secret: %v", err)
+						}
+					}
+					return
+				}
+			}
+			t.Errorf("no error for key %s containing %q; got:\n%v", tc.wantKey, tc.wantMsg, err)
+		})
+	}
+}
+
+// TestEveryProblemAtOnce: a config with several mistakes reports all of them in one error.
+func TestEveryProblemAtOnce(t *testing.T) {
+	raw := devRaw(t)
+	raw.Values["kolotoc:towers"] = `{"count":0,"image":"horovod/horovod"}`
+	raw.Values["kolotoc:entrypoint"] = `{"serviceType":"LoadBalancer"}`
+	delete(raw.Values, "kolotoc:sshKeySeed")
+	_, err := Load(raw)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v", err)
+	}
+	want := []string{"kolotoc:towers.count", "kolotoc:towers.image", "kolotoc:entrypoint.sourceRanges", "kolotoc:sshKeySeed"}
+	got := strings.Join(ce.Keys(), " ")
+	for _, k := range want {
+		if !strings.Contains(got, k) {
+			t.Errorf("missing %s in %s", k, got)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+// Package tests holds Kolotoc's cross-cutting tests: what every stack registers (under a recording
+// mock, snapshotted as golden YAML), properties that must hold for every stack file, and (build tag
+// e2e) the end-to-end suite against a real local cluster.
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"gopkg.in/yaml.v3"
+
+	"kolotoc/stacks"
+)
+
+const (
+	testPassword = "correct-horse-battery-staple"
+	testSeed     = "0123456789abcdef0123456789abcdef"
+	// fakeClusterIP is what the mock API server assigns to every ClusterIP Service.
+	fakeClusterIP = "10.96.0.42"
+	secretMarker  = "[secret]"
+)
+
+// registered is one resource as the program registered it.
+type registered struct {
+	Type                string
+	Name                string
+	Parent              string
+	Protect             bool
+	DeleteBeforeReplace bool
+	Inputs              resource.PropertyMap
+}
+
+// recorder is a pulumi.MockResourceMonitor that keeps every registration.
+type recorder struct {
+	mu  sync.Mutex
+	all []registered
+}
+
+func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	rec := registered{Type: args.TypeToken, Name: args.Name, Inputs: args.Inputs}
+	if rpc := args.RegisterRPC; rpc != nil {
+		rec.Parent = rpc.GetParent()
+		if i := strings.LastIndex(rec.Parent, "::"); i >= 0 {
+			rec.Parent = rec.Parent[i+2:]
+		}
+		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
+	}
+	r.mu.Lock()
+	r.all = append(r.all, rec)
+	r.mu.Unlock()
+	state := args.Inputs.Copy()
+	if args.TypeToken == "kubernetes:core/v1:Service" {
+		// The API server assigns a ClusterIP; the storage component feeds it into the volume.
+		spec := resource.PropertyMap{}
+		if s, ok := state["spec"]; ok && s.IsObject() {
+			spec = s.ObjectValue().Copy()
+		}
+		if _, set := spec["clusterIP"]; !set {
+			spec["clusterIP"] = resource.NewProperty(fakeClusterIP)
+		}
+		state["spec"] = resource.NewProperty(spec)
+	}
+	return args.Name + "-id", state, nil
+}
+
+func (r *recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return resource.PropertyMap{}, nil
+}
+
+// sorted returns the registrations in a stable order (registration order varies with goroutines).
+func (r *recorder) sorted() []registered {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]registered(nil), r.all...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// ofType returns the registrations of one type token.
+func (r *recorder) ofType(token string) []registered {
+	var out []registered
+	for _, rec := range r.sorted() {
+		if rec.Type == token {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// one returns the single registration of a type and name, failing the test otherwise.
+func (r *recorder) one(t *testing.T, token, name string) registered {
+	t.Helper()
+	for _, rec := range r.sorted() {
+		if rec.Type == token && rec.Name == name {
+			return rec
+		}
+	}
+	t.Fatalf("no %s named %s registered", token, name)
+	return registered{}
+}
+
+// stackRaw reads a committed stack file with the secrets set as `make up` sets them, pointing the
+// cluster's kubeconfig at a throwaway file (the mock never connects).
+func stackRaw(t *testing.T, stack string, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	raw, err := stacks.ReadStackFile(filepath.Join("..", "Pulumi."+stack+".yaml"), "kolotoc", stack, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Values["kolotoc:jupyterPassword"] = testPassword
+	raw.Values["kolotoc:sshKeySeed"] = testSeed
+	raw.Secrets["kolotoc:jupyterPassword"] = true
+	raw.Secrets["kolotoc:sshKeySeed"] = true
+	for k, v := range overrides {
+		raw.Values["kolotoc:"+k] = v
+	}
+	return raw
+}
+
+// fakeKubeconfig writes a kubeconfig the program can read; its content must only ever reach the
+// registered inputs as a secret.
+func fakeKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, []byte(fakeKubeconfigText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const fakeKubeconfigText = `apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: admin, user: {token: kubeconfig-token-that-must-stay-secret}}]
+contexts: [{name: local, context: {cluster: local, user: admin}}]
+current-context: local
+`
+
+// deploy loads a stack's Raw config and runs the program under the recording mock.
+func deploy(t *testing.T, raw stacks.Raw) *recorder {
+	t.Helper()
+	cfg, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	err = pulumi.RunErr(func(ctx *pulumi.Context) error {
+		return stacks.Deploy(ctx, cfg)
+	}, pulumi.WithMocks(raw.Project, raw.Stack, rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// plain turns registered inputs into plain values for YAML, secrets replaced by a marker.
+func plain(v resource.PropertyValue) any {
+	switch {
+	case v.IsSecret():
+		return secretMarker
+	case v.IsComputed() || (v.IsOutput() && !v.OutputValue().Known):
+		return "[unknown]"
+	case v.IsOutput():
+		if v.OutputValue().Secret {
+			return secretMarker
+		}
+		return plain(v.OutputValue().Element)
+	case v.IsNull():
+		return nil
+	case v.IsBool():
+		return v.BoolValue()
+	case v.IsNumber():
+		return v.NumberValue()
+	case v.IsString():
+		return v.StringValue()
+	case v.IsArray():
+		out := []any{}
+		for _, e := range v.ArrayValue() {
+			out = append(out, plain(e))
+		}
+		return out
+	case v.IsObject():
+		out := map[string]any{}
+		for k, e := range v.ObjectValue() {
+			out[string(k)] = plain(e)
+		}
+		return out
+	case v.IsResourceReference():
+		return "[resource " + string(v.ResourceReferenceValue().URN) + "]"
+	}
+	return fmt.Sprintf("[%s]", v.TypeString())
+}
+
+// goldenYAML renders every registration, in a stable order, as one YAML document each.
+func goldenYAML(t *testing.T, rec *recorder) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range rec.sorted() {
+		doc := map[string]any{
+			"type":   r.Type,
+			"name":   r.Name,
+			"parent": r.Parent,
+			"inputs": plain(resource.NewProperty(r.Inputs)),
+		}
+		if r.Protect {
+			doc["protect"] = true
+		}
+		if r.DeleteBeforeReplace {
+			doc["deleteBeforeReplace"] = true
+		}
+		out, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	return []byte(b.String())
+}
+
+// get walks a path of object keys (and "[i]" indexes) through plain values.
+func get(v any, path ...string) any {
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			var i int
+			if _, err := fmt.Sscanf(p, "[%d]", &i); err != nil || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func inputs(r registered) any { return plain(resource.NewProperty(r.Inputs)) }
