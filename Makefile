@@ -1,0 +1,90 @@
+# Kolotoc: build, run and test the program against the local test bed.
+#
+#   make up        tools + local cluster + pulumi up of the dev stack, then its outputs
+#   make preview   pulumi preview --diff            (STACK=<name> selects another stack)
+#   make down      pulumi destroy, then the cluster down
+#   make test      unit tests, then the end-to-end suite on a local cluster (what CI runs)
+#
+# Everything the test bed writes lives under .kolotoc/ (git-ignored) or the per-user tool cache
+# (~/.cache/kolotoc/tools). The scripts doing the work are in hack/; each says more at its top.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+# The targets share the tool cache and the cluster: never run two of them at once.
+.NOTPARALLEL:
+
+STACK ?= dev
+export STACK
+
+# Go files of this checkout, tracked or new, minus what .gitignore excludes.
+GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
+# The environment of the e2e suite: PATH with .kolotoc/bin first, PULUMI_* for the local file
+# backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
+STACK_ENV = eval "$$(hack/stack.sh env)"
+
+.PHONY: help tools cluster cluster-down up down preview outputs unit e2e test fmt lint
+
+help:
+	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
+	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
+	@echo "make unit | e2e | test                     unit tests, end-to-end tests, both (what CI runs)"
+	@echo "make fmt | lint                            gofmt; gofmt check + go vet (+ shellcheck if installed)"
+	@echo "make tools                                 build the pinned CLI, control plane and kwok (once per machine)"
+
+tools:
+	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
+	hack/tools.sh
+
+cluster:
+	@echo "==> cluster: control plane binaries, then the local cluster on 127.0.0.1"
+	hack/tools.sh etcd kube kwok
+	hack/cluster.sh up
+
+cluster-down:
+	@echo "==> cluster-down"
+	hack/cluster.sh down
+
+up: tools cluster
+	@echo "==> up: pulumi up of stack $(STACK)"
+	hack/stack.sh up
+
+preview: tools
+	@echo "==> preview: pulumi preview --diff of stack $(STACK)"
+	hack/stack.sh preview
+
+outputs:
+	hack/stack.sh outputs
+
+down:
+	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
+	hack/stack.sh down
+
+unit:
+	@echo "==> unit: go vet and go test"
+	go vet ./...
+	go test ./...
+
+e2e: tools cluster
+	@echo "==> e2e: go test -tags e2e ./tests/... against $$(hack/cluster.sh kubeconfig)"
+	$(STACK_ENV); go test -tags e2e -count=1 -timeout 60m ./tests/...
+
+# The cluster make test starts is put back afterwards, even when a test fails: left running if it
+# ran before, stopped if it was stopped, deleted if there was none.
+test: unit
+	@echo "==> test: end-to-end suite (the cluster is restored afterwards)"
+	hack/tools.sh etcd kube kwok
+	hack/cluster.sh with $(MAKE) --no-print-directory e2e
+
+fmt:
+	@echo "==> fmt"
+	$(if $(GO_FILES),gofmt -l -w $(GO_FILES),@echo "no Go files")
+
+lint:
+	@echo "==> lint: gofmt, go vet, shellcheck"
+	@unformatted=$$($(if $(GO_FILES),gofmt -l $(GO_FILES))); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed (make fmt):"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	go vet -tags e2e ./tests/...
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh .ci/run; \
+	else echo "shellcheck not installed: shell scripts not checked"; fi

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Runs the Pulumi program against the local test bed, with no account and no network:
+#
+#   hack/stack.sh up        create/select the stack, set its dev secrets once, pulumi up, outputs
+#   hack/stack.sh preview   pulumi preview --diff
+#   hack/stack.sh outputs   pulumi stack output
+#   hack/stack.sh down      pulumi destroy, then hack/cluster.sh down
+#   hack/stack.sh env       print the environment these use, as shell exports:
+#                           eval "$(hack/stack.sh env)" && pulumi stack ls
+#
+# STACK selects the stack (default dev). State is a local file backend under .kolotoc/state; its
+# secrets are encrypted with a passphrase generated once into .kolotoc/passphrase. The cluster
+# itself is hack/cluster.sh's; `up` and `preview` do not start it (make up does).
+#
+# Committed stack files stay untouched. With the passphrase provider, Pulumi writes a per-machine
+# `encryptionsalt` and the `secure:` ciphertexts into the stack's config file, and v3.250.0 has no
+# way to create a stack without doing so (stack init/select take no --config-file). So:
+#   - the stack is created from a shadow project directory, .kolotoc/stacks/<stack>/, holding a
+#     copy of Pulumi.yaml: the salt lands in .kolotoc/stacks/<stack>/Pulumi.<stack>.yaml (the
+#     "secrets file"), which then also receives the generated secrets. Only this directory
+#     knows the salt; losing it (with the passphrase) means new secrets.
+#   - before every command the effective config .kolotoc/stacks/<stack>/effective.yaml is rebuilt
+#     from the secrets file plus every value of the committed Pulumi.<stack>.yaml (read with
+#     `pulumi config --json` and applied with `pulumi config set-all --json`, so Pulumi does the
+#     YAML), and every command gets --config-file pointing to it. The committed file stays the one
+#     place where settings are edited; it must not hold secure values itself.
+set -euo pipefail
+umask 077  # the passphrase, state and secrets files are for this user only
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+state_dir=$root/.kolotoc
+stack=${STACK:-dev}
+shadow=$state_dir/stacks/$stack
+secrets_file=$shadow/Pulumi.$stack.yaml
+effective=$shadow/effective.yaml
+committed=$root/Pulumi.$stack.yaml
+
+# Secret config values every stack needs, generated here when missing (never overwritten, never
+# printed): the entrypoint's Jupyter password and the seed the ring's ssh keys are derived from.
+SECRET_KEYS=(kolotoc:jupyterPassword kolotoc:sshKeySeed)
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# random_hex BYTES: BYTES random bytes from the kernel, hex-encoded.
+random_hex() { head -c "$1" /dev/urandom | od -An -v -tx1 | tr -d ' \n'; }
+
+setup_env() {
+  mkdir -p "$state_dir/state" "$state_dir/pulumi-home"
+  if [ ! -s "$state_dir/passphrase" ]; then
+    if [ -n "$(ls -A "$state_dir/state" 2>/dev/null)" ]; then
+      die "$state_dir/passphrase is missing but $state_dir/state holds stacks encrypted with it; restore it (or remove $state_dir/state and $state_dir/stacks to start over)"
+    fi
+    (umask 077 && random_hex 32 >"$state_dir/passphrase.tmp")
+    mv "$state_dir/passphrase.tmp" "$state_dir/passphrase"
+    log "generated the state passphrase in $state_dir/passphrase"
+  fi
+  # .kolotoc/bin first, once, however often this environment is re-entered.
+  PATH=$state_dir/bin:$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$state_dir/bin" | paste -sd: -)
+  export PATH
+  export PULUMI_BACKEND_URL=file://$state_dir/state
+  export PULUMI_CONFIG_PASSPHRASE_FILE=$state_dir/passphrase
+  unset PULUMI_CONFIG_PASSPHRASE  # it would take precedence over the file
+  export PULUMI_HOME=$state_dir/pulumi-home
+  export PULUMI_SKIP_UPDATE_CHECK=true
+  export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+  export PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK=true
+  export KOLOTOC_KUBECONFIG=${KOLOTOC_KUBECONFIG:-$state_dir/kubeconfig}
+  export KUBECONFIG=$KOLOTOC_KUBECONFIG
+  export KUBECACHEDIR=${KUBECACHEDIR:-$state_dir/kube-cache}
+}
+
+need_pulumi() {
+  command -v pulumi >/dev/null || die "pulumi is missing from $state_dir/bin: run 'make tools' first"
+}
+
+stack_exists() { pulumi stack select "$stack" >/dev/null 2>&1; }
+
+ensure_stack() {
+  if stack_exists; then
+    return
+  fi
+  log "creating stack $stack (backend $PULUMI_BACKEND_URL)"
+  mkdir -p "$shadow"
+  cp "$root/Pulumi.yaml" "$shadow/Pulumi.yaml"
+  pulumi --cwd "$shadow" stack init "$stack" >/dev/null
+  pulumi stack select "$stack"
+}
+
+# ensure_secrets: sets each of SECRET_KEYS in the secrets file when `pulumi config get` reports it
+# missing. The value goes through a pipe, never argv or the terminal. A stack created elsewhere
+# (no secrets file yet) gets one, with the salt taken from the stack's state (fallback below).
+ensure_secrets() {
+  local key err
+  if [ ! -f "$secrets_file" ]; then
+    mkdir -p "$shadow"
+    : >"$secrets_file"
+  fi
+  for key in "${SECRET_KEYS[@]}"; do
+    if err=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>&1 >/dev/null); then
+      continue
+    fi
+    case $err in
+      *"not found"*) ;;
+      *) die "pulumi config get $key failed: $err" ;;
+    esac
+    log "setting a generated secret $key for stack $stack"
+    random_hex 24 | PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+      pulumi config set --secret "$key" --stack "$stack" --config-file "$secrets_file"
+  done
+}
+
+build_effective_config() {
+  local tmp=$shadow/effective.tmp.yaml  # pulumi picks the format by extension
+  cp "$secrets_file" "$tmp"
+  if [ -f "$committed" ]; then
+    if grep -Eq '^encryptionsalt:|(^|[{ ])secure:' "$committed"; then
+      die "$committed holds an encryptionsalt or secure values: secrets belong in $secrets_file (see $0)"
+    fi
+    pulumi config set-all --stack "$stack" --config-file "$tmp" \
+      --json "$(pulumi config --stack "$stack" --config-file "$committed" --json)"
+  else
+    log "no $committed: stack $stack runs with the program's defaults"
+  fi
+  mv "$tmp" "$effective"
+}
+
+prepare() {
+  need_pulumi
+  ensure_stack
+  ensure_secrets
+  build_effective_config
+}
+
+cmd_up() {
+  prepare
+  log "pulumi up (stack $stack)"
+  pulumi up --yes --skip-preview=false --stack "$stack" --config-file "$effective"
+  cmd_outputs
+}
+
+cmd_preview() {
+  prepare
+  pulumi preview --diff --stack "$stack" --config-file "$effective"
+}
+
+cmd_outputs() {
+  need_pulumi
+  log "outputs of stack $stack"
+  pulumi stack output --stack "$stack"
+}
+
+cmd_down() {
+  need_pulumi
+  local cluster_state=0
+  "$root/hack/cluster.sh" status 2>/dev/null || cluster_state=$?
+  if stack_exists; then
+    if [ "$cluster_state" != 3 ]; then  # 3: no cluster at all
+      # The cluster holds the resources: start it again if it was stopped, so destroy can reach it.
+      "$root/hack/cluster.sh" up
+      prepare
+      log "pulumi destroy (stack $stack)"
+      pulumi destroy --yes --stack "$stack" --config-file "$effective"
+    else
+      log "no local cluster: nothing to destroy. Stack $stack's state may still list resources of a deleted cluster;"
+      log "forget them with: eval \"\$(hack/stack.sh env)\" && pulumi stack rm --force --preserve-config $stack"
+    fi
+  else
+    log "stack $stack does not exist"
+  fi
+  "$root/hack/cluster.sh" down
+}
+
+cmd_env() {
+  local v
+  for v in PATH PULUMI_BACKEND_URL PULUMI_CONFIG_PASSPHRASE_FILE PULUMI_HOME PULUMI_SKIP_UPDATE_CHECK \
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK \
+    KOLOTOC_KUBECONFIG KUBECONFIG KUBECACHEDIR; do
+    printf 'export %s=%q\n' "$v" "${!v}"
+  done
+  echo 'unset PULUMI_CONFIG_PASSPHRASE'
+}
+
+setup_env
+case ${1:-} in
+  up) cmd_up ;;
+  preview) cmd_preview ;;
+  outputs) cmd_outputs ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  *) echo "usage: [STACK=name] $0 up|preview|outputs|down|env" >&2; exit 2 ;;
+esac
