@@ -207,6 +207,23 @@ func failureReasons(err error) string {
 	return strings.Join(parts, "\n")
 }
 
+// readUntilReady refreshes until the object's readiness check passes (a scaled workload is
+// reported unready while its new Pods start).
+func (e *e2e) readUntilReady(rs *resourceState) *pulumirpc.ReadResponse {
+	e.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r, err := e.p.Read(e.ctx, &pulumirpc.ReadRequest{Id: rs.id, Urn: e.urn(rs.token, rs.name), Properties: rs.outputs, Inputs: rs.inputs})
+		if err == nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("refresh of %s never succeeded: %v", rs.name, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func (e *e2e) jobProps(name, taintKey string, annotations map[string]any) presource.PropertyMap {
 	md := map[string]any{"name": name, "namespace": e.namespace}
 	if annotations != nil {
@@ -317,25 +334,13 @@ func TestE2EStatefulSetDriftIsShownAndReverted(t *testing.T) {
 		t.Fatalf("Create returned with %v ready replicas", ready)
 	}
 
-	// Someone scales it by hand, as kubectl scale does.
+	// Someone scales it by hand with `kubectl scale` (an Update of the scale subresource).
 	_, err := e.kube.AppsV1().StatefulSets(e.namespace).Patch(e.ctx, "workers", types.MergePatchType,
 		[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{FieldManager: "kubectl"}, "scale")
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	var refreshed *pulumirpc.ReadResponse
-	for {
-		r, err := e.p.Read(e.ctx, &pulumirpc.ReadRequest{Id: rs.id, Urn: e.urn(rs.token, rs.name), Properties: rs.outputs, Inputs: rs.inputs})
-		if err == nil {
-			refreshed = r
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("refresh of the scaled StatefulSet never succeeded: %v", err)
-		}
-		time.Sleep(time.Second) // the third replica is still starting: Read reports it unready
-	}
+	refreshed := e.readUntilReady(rs)
 	if r := e.unmarshal(refreshed.Properties)["spec"].ObjectValue()["replicas"].NumberValue(); r != 3 {
 		t.Fatalf("refresh shows spec.replicas %v, want the drifted 3", r)
 	}
@@ -344,7 +349,26 @@ func TestE2EStatefulSetDriftIsShownAndReverted(t *testing.T) {
 	if d.Changes != pulumirpc.DiffResponse_DIFF_SOME || d.DetailedDiff["spec.replicas"] == nil || len(d.Replaces) != 0 {
 		t.Fatalf("drift not shown as an update of spec.replicas: %v %v", d.DetailedDiff, d.Replaces)
 	}
-	e.update(rs, upd, false) // kubectl's ownership of spec.replicas is taken over: no conflict
+	// As with the real provider, a field owned through the scale subresource is a conflict.
+	_, err = e.p.Update(e.ctx, &pulumirpc.UpdateRequest{Id: rs.id, Urn: e.urn(rs.token, rs.name), Olds: rs.outputs, News: upd})
+	if err == nil || !strings.Contains(failureReasons(err), "Server-Side Apply field conflict detected") ||
+		!strings.Contains(failureReasons(err), "kubectl") {
+		t.Fatalf("update over a kubectl scale: err = %v, want the apply conflict", err)
+	}
+
+	// Drift made by an ordinary update (kubectl edit) is taken over and reverted.
+	_, err = e.kube.AppsV1().StatefulSets(e.namespace).Patch(e.ctx, "workers", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshed = e.readUntilReady(rs)
+	rs.outputs, rs.inputs = refreshed.Properties, refreshed.Inputs
+	d, upd = e.diff(rs, stsProps(2))
+	if d.DetailedDiff["spec.replicas"] == nil {
+		t.Fatalf("kubectl edit drift not shown: %v", d.DetailedDiff)
+	}
+	e.update(rs, upd, false)
 	sts, err := e.kube.AppsV1().StatefulSets(e.namespace).Get(e.ctx, "workers", metav1.GetOptions{})
 	if err != nil || *sts.Spec.Replicas != 2 {
 		t.Fatalf("update did not revert the drift: %v %v", sts.Spec.Replicas, err)

@@ -645,8 +645,10 @@ func keepLiveValue(inputs, live *unstructured.Unstructured, path string) {
 }
 
 // takeOverClientSideFields gives manager the fields that kubectl and client-side apply own
-// (e.g. spec.replicas after `kubectl scale`), as the real provider does before an update,
-// so that applying the program's value is not an apply conflict.
+// on the main resource (e.g. spec.replicas after `kubectl edit`), as the real provider does
+// before an update, so that applying the program's value is not an apply conflict. Fields
+// set through a subresource (`kubectl scale`) are not taken over, so updating them back is
+// an apply conflict, as with the real provider.
 func takeOverClientSideFields(ctx context.Context, rc dynamic.ResourceInterface, live *unstructured.Unstructured,
 	manager string,
 ) (*unstructured.Unstructured, error) {
@@ -661,7 +663,9 @@ func takeOverClientSideFields(ctx context.Context, rc dynamic.ResourceInterface,
 	for _, e := range entries {
 		taken := false
 		for _, m := range csaManagers {
-			if e.Manager == m.name && e.Operation == m.op {
+			// By name prefix, and never entries of a subresource (e.g. `kubectl scale`'s
+			// "kubectl" Update of /scale), exactly as the real provider's takeover does.
+			if strings.HasPrefix(e.Manager, m.name) && e.Operation == m.op && e.Subresource == "" {
 				taken = true
 			}
 		}
