@@ -10,6 +10,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -162,8 +163,13 @@ func TestAwaitSettingsFromAnnotations(t *testing.T) {
 		t.Errorf("skipAwait-on-delete kinds wrong")
 	}
 	live := &unstructured.Unstructured{Object: map[string]any{}}
-	if patchForce(&unstructured.Unstructured{Object: map[string]any{}}, live, false) {
-		t.Errorf("update forced without annotation")
+	live.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate}})
+	if patchForce(&unstructured.Unstructured{Object: map[string]any{}}, live, false) ||
+		patchForce(&unstructured.Unstructured{Object: map[string]any{}}, live, true) {
+		t.Errorf("update forced over kubectl's fields without annotation")
+	}
+	if !patchForce(&unstructured.Unstructured{Object: map[string]any{}}, &unstructured.Unstructured{Object: map[string]any{}}, false) {
+		t.Errorf("object without managed fields not taken over")
 	}
 	if !patchForce(&unstructured.Unstructured{Object: map[string]any{}}, nil, true) {
 		t.Errorf("preview of a create not forced")

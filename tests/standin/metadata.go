@@ -189,7 +189,8 @@ var csaManagers = []struct {
 
 // patchForce decides whether a server-side apply overrides conflicts, by the real
 // provider's rule: the pulumi.com/patchForce annotation, then PULUMI_K8S_ENABLE_PATCH_FORCE,
-// then (previews only) always for a new object or one still managed by client-side apply.
+// then (previews only) always for a new object or one still managed by client-side apply,
+// and always for an object without managed fields.
 func patchForce(inputs, live *unstructured.Unstructured, preview bool) bool {
 	if annotationTrue(inputs, annotationPatchForce) {
 		return true
@@ -210,6 +211,11 @@ func patchForce(inputs, live *unstructured.Unstructured, preview bool) bool {
 				return true
 			}
 		}
+	}
+	// An object from before server-side apply has no managed fields, yet an implicit
+	// "before-first-apply" manager owns all of it: take control, as the real provider does.
+	if live != nil && len(live.GetManagedFields()) == 0 {
+		return true
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -224,5 +225,47 @@ func TestCheckRejectsListAndDisabledAutonaming(t *testing.T) {
 	got, _ := plugin.UnmarshalProperties(resp.Inputs, plugin.MarshalOptions{})
 	if n := propMapToUnstructured(got).GetName(); n != "exact" {
 		t.Errorf("enforced autoname = %q, want exact", n)
+	}
+}
+
+func TestPreviewWithUnknownKubeconfigNeedsNoCluster(t *testing.T) {
+	p := New(nil)
+	ctx := context.Background()
+	resp, err := p.Configure(ctx, &pulumirpc.ConfigureRequest{AcceptSecrets: true, Variables: map[string]string{
+		"kubernetes:config:kubeconfig": plugin.UnknownStringValue,
+		"kubernetes:config:namespace":  "ml",
+	}})
+	if err != nil {
+		t.Fatalf("Configure with an unknown kubeconfig: %v", err)
+	}
+	if !resp.AcceptSecrets || !resp.AcceptResources || !resp.SupportsPreview {
+		t.Fatalf("Configure response = %+v", resp)
+	}
+	if _, unreachable, _ := p.state(); !unreachable {
+		t.Fatalf("an unknown kubeconfig must leave the cluster unreachable")
+	}
+	urn := resource.NewURN("dev", "kolotoc", "", "kubernetes:apps/v1:Deployment", "entry")
+	news, _ := plugin.MarshalProperties(resource.PropertyMap{
+		"metadata": resource.NewObjectProperty(resource.PropertyMap{"name": resource.NewStringProperty("entry")}),
+		"spec":     resource.NewObjectProperty(resource.PropertyMap{"replicas": resource.NewNumberProperty(2)}),
+	}, plugin.MarshalOptions{})
+	checked, err := p.Check(ctx, &pulumirpc.CheckRequest{Urn: string(urn), News: news})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := plugin.UnmarshalProperties(checked.Inputs, plugin.MarshalOptions{})
+	if ns := propMapToUnstructured(got).GetNamespace(); ns != "ml" {
+		t.Fatalf("namespace in preview = %q, want the configured ml", ns)
+	}
+	prev, err := p.Create(ctx, &pulumirpc.CreateRequest{Urn: string(urn), Properties: checked.Inputs, Preview: true})
+	if err != nil {
+		t.Fatalf("preview Create without a cluster: %v", err)
+	}
+	if prev.Id != "" || !reflect.DeepEqual(prev.Properties.AsMap(), checked.Inputs.AsMap()) {
+		t.Fatalf("preview Create should echo the inputs: %v", prev.Properties.AsMap())
+	}
+	if _, err := p.Create(ctx, &pulumirpc.CreateRequest{Urn: string(urn), Properties: checked.Inputs}); err == nil ||
+		!strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("real Create without a cluster: err = %v", err)
 	}
 }
