@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
@@ -157,7 +158,8 @@ func CheckProviderConfig(urn resource.URN, news resource.PropertyMap) []*pulumir
 	}
 	isProvider := urn.Type() == "pulumi:providers:kubernetes"
 	if strict && isProvider {
-		if urn.Name() == "default" || len(urn.Name()) > 8 && urn.Name()[:8] == "default_" {
+		// Default providers are named "default" or "default_<version>".
+		if urn.Name() == "default" || strings.HasPrefix(urn.Name(), "default_") {
 			failures = append(failures, &pulumirpc.CheckFailure{Reason: "strict mode prohibits default provider"})
 		}
 		if v := news[keyKubeconfig]; !v.HasValue() || (v.IsString() && v.StringValue() == "") {

@@ -131,6 +131,11 @@ func TestCheckProviderConfigStrictMode(t *testing.T) {
 	if len(f) != 2 {
 		t.Fatalf("strict mode without kubeconfig/context: %v", f)
 	}
+	def := resource.NewURN("dev", "kolotoc", "", "pulumi:providers:kubernetes", "default_4_27_0")
+	if f := CheckProviderConfig(def, cfg(map[string]resource.PropertyValue{"strictMode": str("true"),
+		"kubeconfig": str(kubeconfigA), "context": str("local")})); len(f) != 1 {
+		t.Fatalf("strict mode must refuse the default provider: %v", f)
+	}
 	if f := CheckProviderConfig(urn, cfg(map[string]resource.PropertyValue{"renderYamlToDirectory": str("out")})); len(f) != 1 {
 		t.Fatalf("renderYamlToDirectory accepted: %v", f)
 	}

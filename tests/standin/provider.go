@@ -149,9 +149,19 @@ func unmarshal(s *structpb.Struct, label string, keepSecrets bool) (resource.Pro
 }
 
 func (p *Provider) marshal(pm resource.PropertyMap, label string) (*structpb.Struct, error) {
+	p.mu.RLock()
+	keepSecrets := p.enableSecrets
+	p.mu.RUnlock()
 	return plugin.MarshalProperties(pm, plugin.MarshalOptions{
-		Label: label, KeepUnknowns: true, SkipNulls: true, KeepSecrets: p.enableSecrets,
+		Label: label, KeepUnknowns: true, SkipNulls: true, KeepSecrets: keepSecrets,
 	})
+}
+
+// unreachableOptions returns the deleteUnreachable and skipUpdateUnreachable settings.
+func (p *Provider) unreachableOptions() (deleteUnreachable, skipUpdateUnreachable bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.deleteUnreachable, p.skipUpdateUnreachable
 }
 
 // CheckConfig validates the provider configuration.

@@ -39,7 +39,7 @@ func tokenOf(urn resource.URN) string { return string(urn.Type()) }
 func (p *Provider) Check(ctx context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
 	urn := resource.URN(req.GetUrn())
 	_, unreachable, _ := p.state()
-	if unreachable && p.skipUpdateUnreachable {
+	if _, skip := p.unreachableOptions(); unreachable && skip {
 		p.log(ctx, diag.Warning, urn, "Cluster is unreachable but skipUpdateUnreachable flag is set to true, skipping...")
 		return &pulumirpc.CheckResponse{Inputs: req.GetOlds()}, nil
 	}
@@ -399,13 +399,14 @@ func (p *Provider) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulum
 	urn := resource.URN(req.GetUrn())
 	c, unreachable, reason := p.state()
 	if unreachable {
+		deleteUnreachable, skipUpdateUnreachable := p.unreachableOptions()
 		p.log(ctx, diag.Warning, urn, "configured Kubernetes cluster is unreachable: "+reason)
-		if p.deleteUnreachable {
+		if deleteUnreachable {
 			p.log(ctx, diag.Info, urn, "configured Kubernetes cluster is unreachable and the `deleteUnreachable` "+
 				"option is enabled. Deleting the unreachable resource from Pulumi state")
 			return deleteResponse, nil
 		}
-		if p.skipUpdateUnreachable {
+		if skipUpdateUnreachable {
 			return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
 		}
 		return nil, errors.New("failed to read resource state due to unreachable cluster. If the cluster was " +
@@ -750,7 +751,7 @@ func (p *Provider) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*e
 	c, unreachable, reason := p.state()
 	if unreachable {
 		p.log(ctx, diag.Warning, urn, "configured Kubernetes cluster is unreachable: "+reason)
-		if p.deleteUnreachable {
+		if deleteUnreachable, _ := p.unreachableOptions(); deleteUnreachable {
 			p.log(ctx, diag.Info, urn, "configured Kubernetes cluster is unreachable and the `deleteUnreachable` "+
 				"option is enabled. Deleting the unreachable resource from Pulumi state")
 			return &emptypb.Empty{}, nil
