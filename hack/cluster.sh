@@ -90,6 +90,17 @@ wait_for() {
 
 default_sa() { kubectl -n default get serviceaccount default --request-timeout=2s >/dev/null 2>&1; }
 
+# check_loopback: fails when a process of the cluster listens anywhere but 127.0.0.1 (what
+# hack/kwokctl.yaml's bindAddress promises). Skipped where ss(8) is not installed.
+check_loopback() {
+  command -v ss >/dev/null || return 0
+  local pids bad
+  pids=$(cat "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
+  [ -n "$pids" ] || return 0
+  bad=$(ss -Hltunp | grep -E "pid=($pids)," | awk '$5 !~ /^127\.0\.0\.1:/' || true)
+  [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
+}
+
 # created_from: the inputs that shape a new cluster; compared with the stamp of a running one.
 created_from() {
   sha256sum "$config" | cut -d' ' -f1
@@ -138,6 +149,7 @@ cmd_up() {
   wait_for "$READY_TIMEOUT" "the API server's /readyz" serving
   t_ready=$(now_ms)
   wait_for "$READY_TIMEOUT" "the default ServiceAccount in namespace default" default_sa
+  check_loopback
   log "cluster $name ready in $(secs $(($(now_ms) - start))) s (API server /readyz ok after $(secs $((t_ready - start))) s, default ServiceAccount $(secs $(($(now_ms) - t_ready))) s later)"
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
     log "warning: hack/kwokctl.yaml or a binary changed since cluster $name was created; run 'hack/cluster.sh down' then 'up' to apply it"
