@@ -95,7 +95,8 @@ default_sa() { kubectl -n default get serviceaccount default --request-timeout=2
 check_loopback() {
   command -v ss >/dev/null || return 0
   local pids bad
-  pids=$(cat "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
+  # awk, not cat: kwokctl writes its pid files without a trailing newline.
+  pids=$(awk 1 "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
   [ -n "$pids" ] || return 0
   bad=$(ss -Hltunp | grep -E "pid=($pids)," | awk '$5 !~ /^127\.0\.0\.1:/' || true)
   [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
