@@ -49,7 +49,8 @@ up: tools cluster
 	@echo "==> up: pulumi up of stack $(STACK)"
 	hack/stack.sh up
 
-preview: tools
+# The provider previews by server-side dry-run, so a simulated stack needs the cluster running.
+preview: tools cluster
 	@echo "==> preview: pulumi preview --diff of stack $(STACK)"
 	hack/stack.sh preview
 
