@@ -10,15 +10,16 @@
 #
 # STACK selects the stack (default dev). State is a local file backend under .kolotoc/state; its
 # secrets are encrypted with a passphrase generated once into .kolotoc/passphrase. The cluster
-# itself is hack/cluster.sh's; `up` and `preview` do not start it (make up does).
+# itself is hack/cluster.sh's; `up` and `preview` do not start it (make up and make preview do).
 #
 # Committed stack files stay untouched. With the passphrase provider, Pulumi writes a per-machine
 # `encryptionsalt` and the `secure:` ciphertexts into the stack's config file, and v3.250.0 has no
 # way to create a stack without doing so (stack init/select take no --config-file). So:
 #   - the stack is created from a shadow project directory, .kolotoc/stacks/<stack>/, holding a
 #     copy of Pulumi.yaml: the salt lands in .kolotoc/stacks/<stack>/Pulumi.<stack>.yaml (the
-#     "secrets file"), which then also receives the generated secrets. Only this directory
-#     knows the salt; losing it (with the passphrase) means new secrets.
+#     "secrets file"), which then also receives the generated secrets. If it is lost, the salt
+#     is recovered from the stack's state (PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER) and new
+#     secrets are generated.
 #   - before every command the effective config .kolotoc/stacks/<stack>/effective.yaml is rebuilt
 #     from the secrets file plus every value of the committed Pulumi.<stack>.yaml (read with
 #     `pulumi config --json` and applied with `pulumi config set-all --json`, so Pulumi does the
