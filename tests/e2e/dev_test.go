@@ -71,8 +71,9 @@ func TestDevStack(t *testing.T) {
 		s.reconfigure("dev", map[string]any{"towers": map[string]any{"count": 3, "gpusPerTower": 4, "pool": "gpu"}})
 		steps, _ := s.preview()
 		want := map[string]string{
-			"kubernetes:apps/v1:StatefulSet::towers":       "update",
-			"kubernetes:core/v1:ConfigMap::towers-scripts": "update",
+			"kubernetes:apps/v1:StatefulSet::towers": "update",
+			// ConfigMap data is immutable to the Kubernetes provider unless enableConfigMapMutable.
+			"kubernetes:core/v1:ConfigMap::towers-scripts": "replace",
 			"kubernetes:batch/v1:Job::towers-launcher":     "replace",
 		}
 		// Pulumi shows a delete-before-replace as one "replace" step or as its parts.

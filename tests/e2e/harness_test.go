@@ -358,7 +358,9 @@ func (s *stack) cleanup() {
 }
 
 // exists reports whether the stack was created.
-func (s *stack) exists() bool { return s.run("", "stack", "ls").code == 0 && s.run("", "stack", "select").code == 0 }
+func (s *stack) exists() bool {
+	return s.run("", "stack", "ls").code == 0 && s.run("", "stack", "select").code == 0
+}
 
 // selector of every object a stack labels.
 func (s *stack) selector() string { return "app.kubernetes.io/instance=" + s.name }
