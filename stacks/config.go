@@ -54,8 +54,15 @@ type Config struct {
 
 	DevicePlugin DevicePlugin // kolotoc:devicePlugin
 
+	// Optional training workloads, each off unless enabled (types in workloads.go).
+	Etcd       Etcd       // kolotoc:etcd — rendezvous store for elastic
+	Elastic    Elastic    // kolotoc:elastic — torchrun workers
+	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
+	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+
 	JupyterPassword Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
 	SSHKeySeed      Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
+	GrafanaPassword Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).

@@ -191,6 +191,7 @@ func (c *Config) applyDefaults() {
 		on := c.firstPool(true) != nil
 		c.DevicePlugin.Enabled = &on
 	}
+	c.applyWorkloadDefaults()
 }
 
 // Pool returns the node pool of that name, or nil.

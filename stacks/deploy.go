@@ -120,6 +120,10 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		}
 	}
 
+	if err := deployWorkloads(ctx, c, namespace, k8s, withStorage); err != nil {
+		return err
+	}
+
 	for k, v := range StackOutputs(c, entryArgs, towerHosts) {
 		ctx.Export(k, v)
 	}

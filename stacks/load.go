@@ -31,13 +31,18 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"sentinels":       decodeObject(func(c *Config) any { return &c.Sentinels }),
 	"entrypoint":      decodeObject(func(c *Config) any { return &c.Entrypoint }),
 	"devicePlugin":    decodeObject(func(c *Config) any { return &c.DevicePlugin }),
+	"etcd":            decodeObject(func(c *Config) any { return &c.Etcd }),
+	"elastic":         decodeObject(func(c *Config) any { return &c.Elastic }),
+	"tfcluster":       decodeObject(func(c *Config) any { return &c.TFCluster }),
+	"monitoring":      decodeObject(func(c *Config) any { return &c.Monitoring }),
+	"grafanaPassword": decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
 	"jupyterPassword": decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
 	"sshKeySeed":      decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
 }
 
 // secretKeys must be set with --secret: a plaintext value would sit unencrypted in
 // Pulumi.<stack>.yaml and in the state file.
-var secretKeys = []string{"jupyterPassword", "sshKeySeed"}
+var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword"}
 
 // Load decodes, defaults and validates a stack's configuration. The error lists every problem at
 // once, each naming its key; nothing is registered before Load has returned without error.
@@ -84,13 +89,15 @@ func Load(raw Raw) (*Config, error) {
 // newConfig is a Config whose switches that default to on are on; decoding then only turns off
 // what the stack turns off, and absent keys keep their default.
 func newConfig(project, stack string) *Config {
-	return &Config{
+	c := &Config{
 		Project:    project,
 		Stack:      stack,
 		Towers:     Towers{Enabled: true, Count: defaultTowers},
 		Carriers:   Carriers{Enabled: true, Count: defaultCarriers},
 		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
 	}
+	presetWorkloads(c)
+	return c
 }
 
 func decodeString(field func(*Config) *string) func(*Config, string, string) []FieldError {

@@ -141,6 +141,26 @@ func TestBadConfigs(t *testing.T) {
 		{name: "tower memory larger than node", set: map[string]string{"towers": `{"memory":"1Ti"}`}, wantKey: "towers.memory", wantMsg: "more than a node"},
 		{name: "empty command argument", set: map[string]string{"towers": `{"command":["mpirun",""]}`}, wantKey: "towers.command[1]", wantMsg: "empty"},
 		{name: "not JSON", set: map[string]string{"towers": `{count: 2`}, wantKey: "towers", wantMsg: "not a YAML/JSON value"},
+		// The optional workloads (workloads_validate.go).
+		{name: "elastic min above max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":3,"maxNodes":2}`}, wantKey: "elastic.minNodes", wantMsg: "more than elastic.maxNodes (2); allowed: 1..2"},
+		{name: "elastic nodes outside min..max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":1,"maxNodes":2,"nodes":3}`}, wantKey: "elastic.nodes", wantMsg: "allowed: 1..2"},
+		{name: "etcd rendezvous without etcd", set: map[string]string{"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`, "elastic": `{"enabled":true,"rdzvBackend":"etcd-v2"}`}, wantKey: "elastic.rdzvBackend", wantMsg: "needs the etcd component"},
+		{name: "unknown rendezvous backend", set: map[string]string{"elastic": `{"enabled":true,"rdzvBackend":"zookeeper"}`}, wantKey: "elastic.rdzvBackend", wantMsg: "allowed: c10d, etcd-v2, etcd"},
+		{name: "elastic GPUs above a node's", set: map[string]string{"elastic": `{"enabled":true,"gpusPerNode":16}`}, wantKey: "elastic.gpusPerNode", wantMsg: "allowed: 1..8"},
+		{name: "elastic on a CPU pool", set: map[string]string{"elastic": `{"enabled":true,"pool":"cpu","gpusPerNode":1}`}, wantKey: "elastic.pool", wantMsg: "CPU pool"},
+		{name: "elastic typo", set: map[string]string{"elastic": `{"enabled":true,"maxNode":2}`}, wantKey: "elastic.maxNode", wantMsg: "allowed: enabled, minNodes, maxNodes"},
+		{name: "GPU pods of two workloads overflow the pool", set: map[string]string{"elastic": `{"enabled":true}`}, wantKey: "nodePools[0].maxNodes", wantMsg: "towers 2×8, elastic 1×8"},
+		{name: "even etcd member count", set: map[string]string{"etcd": `{"enabled":true,"members":2}`}, wantKey: "etcd.members", wantMsg: "even count"},
+		{name: "etcd without the v2 API", set: map[string]string{"etcd": `{"enabled":true,"image":"quay.io/coreos/etcd:v3.6.0"}`}, wantKey: "etcd.image", wantMsg: "must be etcd 3.5.x"},
+		{name: "etcd on a GPU pool", set: map[string]string{"etcd": `{"enabled":true,"pool":"gpu"}`}, wantKey: "etcd.pool", wantMsg: "GPU pool"},
+		{name: "TF cluster without workers", set: map[string]string{"tfcluster": `{"enabled":true,"workers":{"count":0}}`}, wantKey: "tfcluster.workers.count", wantMsg: "needs at least one worker"},
+		{name: "two TF evaluators", set: map[string]string{"tfcluster": `{"enabled":true,"evaluator":{"count":2}}`}, wantKey: "tfcluster.evaluator.count", wantMsg: "allowed: 0, 1"},
+		{name: "built-in TF program without a chief", set: map[string]string{"tfcluster": `{"enabled":true,"chief":{"count":0}}`}, wantKey: "tfcluster.chief.count", wantMsg: "coordinates from the chief"},
+		{name: "CPU TF task on a GPU pool", set: map[string]string{"tfcluster": `{"enabled":true,"ps":{"pool":"gpu"}}`}, wantKey: "tfcluster.ps.pool", wantMsg: "GPU pool"},
+		{name: "monitoring without a Grafana password", set: map[string]string{"monitoring": `{"enabled":true}`}, wantKey: "grafanaPassword", wantMsg: "pulumi config set --secret kolotoc:grafanaPassword"},
+		{name: "plaintext Grafana password", set: map[string]string{"monitoring": `{"enabled":true}`, "grafanaPassword": "correct-horse-battery"}, wantKey: "grafanaPassword", wantMsg: "must be a secret"},
+		{name: "bad Prometheus retention", set: map[string]string{"monitoring": `{"enabled":true,"retention":"two weeks"}`}, wantKey: "monitoring.retention", wantMsg: "Prometheus duration"},
+		{name: "monitoring on a GPU pool", set: map[string]string{"monitoring": `{"enabled":true,"pool":"gpu"}`}, wantKey: "monitoring.pool", wantMsg: "GPU pool"},
 	}
 	if len(cases) < 20 {
 		t.Fatalf("only %d bad configs; keep at least 20", len(cases))

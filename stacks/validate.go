@@ -59,6 +59,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateTowers(v)
 	c.validateCarriers(v)
 	c.validateEntrypoint(v)
+	c.validateWorkloads(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

@@ -1,0 +1,321 @@
+// Package elastic runs elastic PyTorch training: a StatefulSet of torchrun workers behind a
+// headless Service, each with its node's GPUs, finding each other through a rendezvous (c10d,
+// hosted by worker 0, or the etcd component), between a minimum and a maximum number of nodes.
+//
+// Scaling is a config change that leaves running workers alone. The pod template holds nothing
+// that depends on the number of nodes: the worker count is the StatefulSet's replicas (an
+// in-place update that adds or removes pods), and torchrun's --nnodes=MIN:MAX is read at
+// container start from the <Name>-scale ConfigMap through an environment variable. A new or
+// restarted worker gets the new bounds; running workers keep theirs until torchrun restarts,
+// and the rendezvous (shared state in etcd or worker 0's store) admits the newcomers.
+package elastic
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
+)
+
+// Rendezvous backends torchrun accepts here.
+const (
+	BackendC10d   = "c10d"    // a TCPStore hosted by worker 0; no extra service
+	BackendEtcdV2 = "etcd-v2" // etcd's v2 API through python-etcd
+	BackendEtcd   = "etcd"    // the original torchelastic etcd backend, also v2
+)
+
+const (
+	// Component is the app.kubernetes.io/component label of the workers.
+	Component = "elastic"
+	// NNodesKey is the key of the scale ConfigMap that holds MIN:MAX.
+	NNodesKey = "nnodes"
+	// nnodesEnv carries NNodesKey into the container; torchrun's arguments reference it.
+	nnodesEnv = "KOLOTOC_NNODES"
+	// scriptsDir is where the built-in training check is mounted.
+	scriptsDir = "/etc/kolotoc/elastic"
+	// CheckScript is the built-in check run when no command is configured.
+	CheckScript = scriptsDir + "/check.py"
+	// launchScriptKey is the torchrun wrapper's key in the scripts ConfigMap.
+	launchScriptKey = "torchrun.sh"
+	// pythonEtcd is the python-etcd release torch's etcd backends import; the wrapper installs it
+	// when the image lacks it.
+	pythonEtcd = "python-etcd==0.4.5"
+	// terminationGraceSeconds: time a worker gets after SIGTERM (seconds), for the training
+	// script to write a checkpoint to the shared claim before the pod goes.
+	terminationGraceSeconds = 120
+	// shmSizeLimit caps /dev/shm (quantity): PyTorch's DataLoader workers and NCCL pass tensors
+	// through it, and the runtime's default of 64 MiB stalls them.
+	shmSizeLimit = "16Gi"
+)
+
+// Args are the elastic workers' inputs.
+type Args struct {
+	Namespace     pulumi.StringInput // namespace of every object
+	NamespaceDNS  string             // the namespace's name, for the c10d endpoint
+	Name          string             // StatefulSet, headless Service, ConfigMap prefix; pods Name-0 …
+	Nodes         int                // worker pods running (StatefulSet replicas)
+	MinNodes      int                // torchrun --nnodes lower bound
+	MaxNodes      int                // torchrun --nnodes upper bound
+	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc-per-node
+	CPU           string             // CPU request per worker (quantity)
+	Memory        string             // memory request and limit per worker (quantity)
+	Image         string             // a PyTorch image with torchrun (python-etcd is installed at start if an etcd backend needs it)
+	Command       []string           // training script and its arguments, after torchrun's options
+	Backend       string             // c10d | etcd-v2 | etcd
+	EtcdEndpoint  string             // host:port of the etcd client Service (etcd backends)
+	RdzvID        string             // --rdzv-id: the job's identity in the rendezvous
+	RdzvPort      int                // port of worker 0's c10d store
+	MaxRestarts   int                // --max-restarts: worker-group restarts before torchrun gives up
+	Pool          string             // GPU pool
+	Claim         string             // shared claim
+	MountPath     string             // where the claim is mounted
+	CheckpointDir string             // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
+	Scratch       storage.ScratchArgs
+	Labels        meta.Labels
+}
+
+// Elastic is the elastic workers.
+type Elastic struct {
+	pulumi.ResourceState
+	StatefulSet *appsv1.StatefulSet
+	Endpoint    pulumi.StringOutput // the rendezvous endpoint the workers use
+}
+
+// New registers the workers.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Elastic, error) {
+	if args == nil {
+		return nil, errors.New("elastic: args are required")
+	}
+	if args.MinNodes < 1 || args.MaxNodes < args.MinNodes || args.GPUsPerNode < 1 {
+		return nil, fmt.Errorf("elastic %q: need 1 <= minNodes <= maxNodes and gpusPerNode >= 1", name)
+	}
+	if args.Backend != BackendC10d && args.EtcdEndpoint == "" {
+		return nil, fmt.Errorf("elastic %q: rendezvous backend %s needs an etcd endpoint", name, args.Backend)
+	}
+	e := &Elastic{}
+	if err := ctx.RegisterComponentResource("kolotoc:elastic:Elastic", name, e, opts...); err != nil {
+		return nil, err
+	}
+	scale, err := corev1.NewConfigMap(ctx, name+"-scale", RenderScaleConfigMap(args), pulumi.Parent(e))
+	if err != nil {
+		return nil, err
+	}
+	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(e))
+	if err != nil {
+		return nil, err
+	}
+	svc, err := corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(e))
+	if err != nil {
+		return nil, err
+	}
+	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
+		pulumi.DependsOn([]pulumi.Resource{scale, scripts, svc}))
+	if err != nil {
+		return nil, err
+	}
+	e.Endpoint = pulumi.String(Endpoint(args)).ToStringOutput()
+	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})
+}
+
+// Endpoint is torchrun's --rdzv-endpoint: worker 0's store for c10d, else the etcd Service.
+func Endpoint(a *Args) string {
+	if a.Backend == BackendC10d {
+		return fmt.Sprintf("%s-0.%s.%s.svc:%d", a.Name, a.Name, a.NamespaceDNS, a.RdzvPort)
+	}
+	return a.EtcdEndpoint
+}
+
+// NNodes is torchrun's --nnodes value.
+func NNodes(a *Args) string { return fmt.Sprintf("%d:%d", a.MinNodes, a.MaxNodes) }
+
+// TorchrunArgs are torchrun's arguments: its options, then the training script and its
+// arguments. --nnodes comes from the scale ConfigMap through $(KOLOTOC_NNODES), which the kubelet
+// expands when the container starts.
+func TorchrunArgs(a *Args) []string {
+	args := []string{
+		"--nnodes=$(" + nnodesEnv + ")",
+		fmt.Sprintf("--nproc-per-node=%d", a.GPUsPerNode),
+		"--rdzv-backend=" + a.Backend,
+		"--rdzv-endpoint=" + Endpoint(a),
+		"--rdzv-id=" + a.RdzvID,
+		fmt.Sprintf("--max-restarts=%d", a.MaxRestarts),
+	}
+	if len(a.Command) == 0 {
+		return append(args, CheckScript)
+	}
+	return append(args, a.Command...)
+}
+
+// Command is the workers' entry: a wrapper that runs torchrun with TorchrunArgs.
+func Command() []string { return []string{"/bin/sh", scriptsDir + "/" + launchScriptKey} }
+
+// RenderScaleConfigMap holds what may change while the workers run: --nnodes.
+func RenderScaleConfigMap(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name+"-scale", a.Namespace, Component),
+		Data:     pulumi.StringMap{NNodesKey: pulumi.String(NNodes(a))},
+	}
+}
+
+// RenderScripts holds the torchrun wrapper and the built-in check; neither depends on the
+// configuration, so they never change while workers run.
+func RenderScripts(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, Component),
+		Data: pulumi.StringMap{
+			launchScriptKey: pulumi.String(launchScript),
+			"check.py":      pulumi.String(checkScript),
+		},
+	}
+}
+
+// RenderService is the headless Service that names the workers; worker 0's name is the c10d
+// endpoint, so it resolves before the pod is ready.
+func RenderService(a *Args) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
+		Spec: &corev1.ServiceSpecArgs{
+			ClusterIP:                pulumi.String("None"),
+			PublishNotReadyAddresses: pulumi.Bool(true),
+			Selector:                 pulumi.ToStringMap(a.Labels.Selector(Component)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("rendezvous"), Port: pulumi.Int(a.RdzvPort), TargetPort: pulumi.Int(a.RdzvPort),
+			}},
+		},
+	}
+}
+
+// RenderStatefulSet builds the workers: one per node where the pool allows (preferred
+// anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared
+// claim, scratch and a memory-backed /dev/shm.
+func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
+	gpus := pulumi.String(fmt.Sprint(a.GPUsPerNode))
+	env := corev1.EnvVarArray{
+		corev1.EnvVarArgs{Name: pulumi.String(nnodesEnv), ValueFrom: &corev1.EnvVarSourceArgs{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelectorArgs{Name: pulumi.String(a.Name + "-scale"), Key: pulumi.String(NNodesKey)},
+		}},
+		corev1.EnvVarArgs{Name: pulumi.String("POD_NAME"), ValueFrom: &corev1.EnvVarSourceArgs{
+			FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")},
+		}},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RDZV_BACKEND"), Value: pulumi.String(a.Backend)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
+		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
+	}
+	return &appsv1.StatefulSetArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
+		Spec: &appsv1.StatefulSetSpecArgs{
+			Replicas:            pulumi.Int(a.Nodes),
+			ServiceName:         pulumi.String(a.Name),
+			PodManagementPolicy: pulumi.String("Parallel"),
+			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                  meta.PoolSelector(a.Pool),
+					Tolerations:                   corev1.TolerationArray{meta.GPUToleration()},
+					AutomountServiceAccountToken:  pulumi.Bool(false),
+					TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
+					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
+						PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
+							Weight: pulumi.Int(100),
+							PodAffinityTerm: &corev1.PodAffinityTermArgs{
+								TopologyKey:   pulumi.String("kubernetes.io/hostname"),
+								LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
+							},
+						}},
+					}},
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:    pulumi.String("worker"),
+						Image:   pulumi.String(a.Image),
+						Command: pulumi.ToStringArray(Command()),
+						Args:    pulumi.ToStringArray(TorchrunArgs(a)),
+						Env:     env,
+						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+							Name: pulumi.String("rendezvous"), ContainerPort: pulumi.Int(a.RdzvPort),
+						}},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
+							Limits:   pulumi.StringMap{"memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
+						},
+						VolumeMounts: corev1.VolumeMountArray{
+							storage.Mount("shared", a.MountPath),
+							storage.Mount("scratch", a.Scratch.MountPath),
+							storage.Mount("shm", "/dev/shm"),
+							corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
+						},
+					}},
+					Volumes: corev1.VolumeArray{
+						storage.ClaimVolume("shared", a.Claim),
+						storage.ScratchVolume("scratch", a.Scratch),
+						corev1.VolumeArgs{Name: pulumi.String("shm"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
+							Medium: pulumi.String("Memory"), SizeLimit: pulumi.String(shmSizeLimit),
+						}},
+						corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
+							Name: pulumi.String(a.Name + "-scripts"),
+						}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// launchScript runs torchrun. torch's etcd rendezvous backends import python-etcd, which the
+// stock PyTorch images lack: with an etcd backend the wrapper installs it from PyPI when it is
+// missing (bake it into your image for clusters without a way out).
+const launchScript = `#!/bin/sh
+set -eu
+case "$KOLOTOC_RDZV_BACKEND" in
+  etcd|etcd-v2)
+    if ! python -c 'import etcd' 2>/dev/null; then
+      echo "elastic: the image has no python-etcd, which the $KOLOTOC_RDZV_BACKEND rendezvous needs; installing ` + pythonEtcd + `" >&2
+      pip install --no-cache-dir --quiet '` + pythonEtcd + `'
+    fi ;;
+esac
+echo "elastic: $(hostname): torchrun $*" >&2
+exec torchrun "$@"
+`
+
+// checkScript proves a new environment: every rank joins the process group, all-reduces a one
+// and checks the sum is the world size, rank 0 writes the result beside the checkpoints. It then
+// idles, so that a worker joining later makes torchrun re-form the group and run it again.
+const checkScript = `"""Kolotoc's elastic check: one all-reduce over every rank, then idle."""
+import datetime
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    one = torch.ones(1, device="cuda" if cuda else "cpu")
+    dist.all_reduce(one)
+    ok = int(one.item()) == world
+    print(f"rank {rank}/{world}: all-reduce {'ok' if ok else 'WRONG'} ({int(one.item())})", flush=True)
+    if rank == 0:
+        out = os.environ.get("KOLOTOC_CHECKPOINT_DIR", "/tmp")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "elastic-check.txt"), "a") as f:
+            f.write(f"{datetime.datetime.now().isoformat()} world={world} ok={ok}\n")
+    dist.barrier()
+    if not ok:
+        raise SystemExit(1)
+    while True:
+        time.sleep(60)
+
+
+if __name__ == "__main__":
+    main()
+`

@@ -1,0 +1,356 @@
+// Package monitoring watches the training environment: Prometheus scraping the NVIDIA DCGM
+// exporter (a DaemonSet on GPU nodes only), the Dask scheduler and workers, and kube-state-metrics
+// where a cluster runs one; Grafana with Prometheus provisioned as its data source and a GPU
+// dashboard (power, temperature, utilisation and memory, per GPU and per node).
+package monitoring
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+)
+
+// Object names; each is also the component label of its pods.
+const (
+	PrometheusName = "prometheus"
+	GrafanaName    = "grafana"
+	DCGMName       = "dcgm-exporter"
+)
+
+// Ports.
+const (
+	PrometheusPort = 9090
+	GrafanaPort    = 3000
+	DCGMPort       = 9400
+)
+
+// configHashAnnotation on a pod template carries the hash of the configuration the pod reads at
+// start: a changed configuration rolls the pod, an unchanged one leaves it alone.
+const configHashAnnotation = "kolotoc.dev/config-sha256"
+
+// Args are the monitoring's inputs.
+type Args struct {
+	Namespace       pulumi.StringInput // namespace of every namespaced object
+	NamespaceDNS    string             // the namespace's name: scrape scope, URLs, cluster-scoped names
+	Pool            string             // node pool of Prometheus and Grafana (a CPU pool)
+	PrometheusImage string
+	GrafanaImage    string
+	DCGMImage       string
+	DCGMExporter    bool               // run the DCGM exporter on GPU nodes
+	ScrapeInterval  string             // Prometheus scrape interval (duration, e.g. 30s)
+	Retention       string             // Prometheus retention time (duration, e.g. 15d)
+	StorageSize     string             // Prometheus data volume size limit (quantity)
+	GrafanaPassword pulumi.StringInput // secret; Grafana's admin password
+	Labels          meta.Labels
+}
+
+// Endpoint is one user-facing service.
+type Endpoint struct {
+	URL         string // in-cluster URL
+	PortForward string // command that makes it reachable on localhost
+	LocalURL    string // URL once the port-forward runs
+}
+
+// Monitoring is Prometheus, Grafana and the DCGM exporter.
+type Monitoring struct {
+	pulumi.ResourceState
+	PrometheusURL pulumi.StringOutput
+	GrafanaURL    pulumi.StringOutput
+}
+
+// New registers the monitoring.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Monitoring, error) {
+	if args == nil {
+		return nil, errors.New("monitoring: args are required")
+	}
+	if args.GrafanaPassword == nil {
+		return nil, fmt.Errorf("monitoring %q: Grafana needs an admin password; there is no default", name)
+	}
+	m := &Monitoring{}
+	if err := ctx.RegisterComponentResource("kolotoc:monitoring:Monitoring", name, m, opts...); err != nil {
+		return nil, err
+	}
+	parent := pulumi.Parent(m)
+
+	// Prometheus: its identity, what it may discover, its configuration, the server.
+	sa, err := corev1.NewServiceAccount(ctx, name+"-prometheus", RenderServiceAccount(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	role, err := rbacv1.NewClusterRole(ctx, name+"-prometheus", RenderClusterRole(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	binding, err := rbacv1.NewClusterRoleBinding(ctx, name+"-prometheus", RenderClusterRoleBinding(args), parent,
+		pulumi.DependsOn([]pulumi.Resource{sa, role}))
+	if err != nil {
+		return nil, err
+	}
+	promConfig, err := corev1.NewConfigMap(ctx, name+"-prometheus", RenderPrometheusConfig(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := appsv1.NewDeployment(ctx, name+"-prometheus", RenderPrometheus(args), parent,
+		pulumi.DependsOn([]pulumi.Resource{binding, promConfig})); err != nil {
+		return nil, err
+	}
+	if _, err := corev1.NewService(ctx, name+"-prometheus", RenderPrometheusService(args), parent); err != nil {
+		return nil, err
+	}
+
+	if args.DCGMExporter {
+		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent); err != nil {
+			return nil, err
+		}
+	}
+
+	// Grafana: the password, the provisioned data source and dashboard, the server.
+	secret, err := corev1.NewSecret(ctx, name+"-grafana", RenderGrafanaSecret(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	provisioning, err := corev1.NewConfigMap(ctx, name+"-grafana-provisioning", RenderGrafanaProvisioning(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	dashArgs, err := RenderGrafanaDashboards(args)
+	if err != nil {
+		return nil, fmt.Errorf("monitoring %q: %w", name, err)
+	}
+	dashboards, err := corev1.NewConfigMap(ctx, name+"-grafana-dashboards", dashArgs, parent)
+	if err != nil {
+		return nil, err
+	}
+	grafana, err := RenderGrafana(args)
+	if err != nil {
+		return nil, fmt.Errorf("monitoring %q: %w", name, err)
+	}
+	if _, err := appsv1.NewDeployment(ctx, name+"-grafana", grafana, parent,
+		pulumi.DependsOn([]pulumi.Resource{secret, provisioning, dashboards})); err != nil {
+		return nil, err
+	}
+	if _, err := corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent); err != nil {
+		return nil, err
+	}
+
+	eps := Endpoints(args.NamespaceDNS)
+	m.PrometheusURL = pulumi.String(eps["prometheus"].URL).ToStringOutput()
+	m.GrafanaURL = pulumi.String(eps["grafana"].URL).ToStringOutput()
+	return m, ctx.RegisterResourceOutputs(m, pulumi.Map{"prometheusUrl": m.PrometheusURL, "grafanaUrl": m.GrafanaURL})
+}
+
+// Endpoints are Prometheus's and Grafana's URLs and the port-forwards that reach them.
+func Endpoints(namespace string) map[string]Endpoint {
+	ep := func(svc string, port int, path string) Endpoint {
+		return Endpoint{
+			URL:         fmt.Sprintf("http://%s.%s.svc:%d%s", svc, namespace, port, path),
+			PortForward: fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", namespace, svc, port, port),
+			LocalURL:    fmt.Sprintf("http://localhost:%d%s", port, path),
+		}
+	}
+	return map[string]Endpoint{
+		"prometheus": ep(PrometheusName, PrometheusPort, "/"),
+		"grafana":    ep(GrafanaName, GrafanaPort, "/"),
+	}
+}
+
+// clusterScopedName names a cluster-scoped object after the namespace, so that two stacks on
+// one cluster do not collide.
+func clusterScopedName(a *Args) string { return a.NamespaceDNS + "-" + PrometheusName }
+
+// RenderServiceAccount is Prometheus's identity for service discovery.
+func RenderServiceAccount(a *Args) *corev1.ServiceAccountArgs {
+	return &corev1.ServiceAccountArgs{Metadata: a.Labels.ObjectMeta(PrometheusName, a.Namespace, PrometheusName)}
+}
+
+// RenderClusterRole lets Prometheus discover scrape targets: pods in the stack's namespace
+// (DCGM exporter, Dask) and Services' endpoints anywhere (kube-state-metrics lives where the
+// cluster's operators put it). Read-only.
+func RenderClusterRole(a *Args) *rbacv1.ClusterRoleArgs {
+	verbs := pulumi.ToStringArray([]string{"get", "list", "watch"})
+	return &rbacv1.ClusterRoleArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(clusterScopedName(a)), Labels: pulumi.ToStringMap(a.Labels.For(PrometheusName))},
+		Rules: rbacv1.PolicyRuleArray{
+			rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray([]string{""}), Resources: pulumi.ToStringArray([]string{"pods", "services", "endpoints"}), Verbs: verbs},
+			rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray([]string{"discovery.k8s.io"}), Resources: pulumi.ToStringArray([]string{"endpointslices"}), Verbs: verbs},
+		},
+	}
+}
+
+// RenderClusterRoleBinding grants the role to Prometheus's service account.
+func RenderClusterRoleBinding(a *Args) *rbacv1.ClusterRoleBindingArgs {
+	return &rbacv1.ClusterRoleBindingArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(clusterScopedName(a)), Labels: pulumi.ToStringMap(a.Labels.For(PrometheusName))},
+		RoleRef: &rbacv1.RoleRefArgs{
+			ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("ClusterRole"), Name: pulumi.String(clusterScopedName(a)),
+		},
+		Subjects: rbacv1.SubjectArray{rbacv1.SubjectArgs{
+			Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(PrometheusName), Namespace: a.Namespace,
+		}},
+	}
+}
+
+// RenderPrometheusConfig holds prometheus.yml.
+func RenderPrometheusConfig(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{
+		Metadata: a.Labels.ObjectMeta(PrometheusName, a.Namespace, PrometheusName),
+		Data:     pulumi.StringMap{"prometheus.yml": pulumi.String(PrometheusConfig(a))},
+	}
+}
+
+// RenderPrometheus builds the Prometheus server. Its data lives in a size-limited emptyDir:
+// metrics of a training environment are worth days, not a persistent volume's upkeep.
+func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
+	return &appsv1.DeploymentArgs{
+		Metadata: a.Labels.ObjectMeta(PrometheusName, a.Namespace, PrometheusName),
+		Spec: &appsv1.DeploymentSpecArgs{
+			Replicas: pulumi.Int(1),
+			// Two servers must not write one TSDB: stop the old one first.
+			Strategy: &appsv1.DeploymentStrategyArgs{Type: pulumi.String("Recreate")},
+			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(PrometheusName))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{
+					Labels:      pulumi.ToStringMap(a.Labels.For(PrometheusName)),
+					Annotations: pulumi.StringMap{configHashAnnotation: pulumi.String(hash(PrometheusConfig(a)))},
+				},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:       meta.PoolSelector(a.Pool),
+					ServiceAccountName: pulumi.String(PrometheusName),
+					// Service discovery talks to the API server with the account's token.
+					AutomountServiceAccountToken: pulumi.Bool(true),
+					SecurityContext: &corev1.PodSecurityContextArgs{
+						RunAsNonRoot: pulumi.Bool(true), RunAsUser: pulumi.Int(65534), FsGroup: pulumi.Int(65534),
+					},
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:  pulumi.String(PrometheusName),
+						Image: pulumi.String(a.PrometheusImage),
+						Args: pulumi.ToStringArray([]string{
+							"--config.file=/etc/prometheus/prometheus.yml",
+							"--storage.tsdb.path=/prometheus",
+							"--storage.tsdb.retention.time=" + a.Retention,
+							fmt.Sprintf("--web.listen-address=:%d", PrometheusPort),
+						}),
+						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("web"), ContainerPort: pulumi.Int(PrometheusPort)}},
+						ReadinessProbe: &corev1.ProbeArgs{
+							HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/-/ready"), Port: pulumi.Int(PrometheusPort)},
+							PeriodSeconds: pulumi.Int(10),
+						},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("2Gi")},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("4Gi")},
+						},
+						SecurityContext: noEscalation,
+						VolumeMounts: corev1.VolumeMountArray{
+							corev1.VolumeMountArgs{Name: pulumi.String("config"), MountPath: pulumi.String("/etc/prometheus"), ReadOnly: pulumi.Bool(true)},
+							corev1.VolumeMountArgs{Name: pulumi.String("data"), MountPath: pulumi.String("/prometheus")},
+						},
+					}},
+					Volumes: corev1.VolumeArray{
+						corev1.VolumeArgs{Name: pulumi.String("config"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{Name: pulumi.String(PrometheusName)}},
+						corev1.VolumeArgs{Name: pulumi.String("data"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{SizeLimit: pulumi.String(a.StorageSize)}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// RenderPrometheusService exposes Prometheus (and Grafana's data source points at it).
+func RenderPrometheusService(a *Args) *corev1.ServiceArgs {
+	return service(a, PrometheusName, "web", PrometheusPort)
+}
+
+// RenderDCGMExporter builds the DCGM exporter DaemonSet: on GPU nodes only (selected by the
+// nvidia.com/gpu.present label every GPU pool carries), tolerating their taint, reading which pod
+// holds which GPU from the kubelet's pod-resources socket. It requests no GPU: it watches them
+// all through the driver.
+func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
+	return &appsv1.DaemonSetArgs{
+		Metadata: a.Labels.ObjectMeta(DCGMName, a.Namespace, DCGMName),
+		Spec: &appsv1.DaemonSetSpecArgs{
+			Selector:       &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(DCGMName))},
+			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(DCGMName))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 pulumi.StringMap{meta.GPUPresentLabel: pulumi.String("true")},
+					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:  pulumi.String(DCGMName),
+						Image: pulumi.String(a.DCGMImage),
+						Env: corev1.EnvVarArray{
+							corev1.EnvVarArgs{Name: pulumi.String("DCGM_EXPORTER_LISTEN"), Value: pulumi.String(fmt.Sprintf(":%d", DCGMPort))},
+							// Label each GPU's metrics with the pod that holds it.
+							corev1.EnvVarArgs{Name: pulumi.String("DCGM_EXPORTER_KUBERNETES"), Value: pulumi.String("true")},
+							// Report the node name as the Hostname label rather than the pod's.
+							corev1.EnvVarArgs{Name: pulumi.String("NODE_NAME"), ValueFrom: &corev1.EnvVarSourceArgs{
+								FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("spec.nodeName")},
+							}},
+						},
+						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("metrics"), ContainerPort: pulumi.Int(DCGMPort)}},
+						ReadinessProbe: &corev1.ProbeArgs{
+							HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/health"), Port: pulumi.Int(DCGMPort)},
+							PeriodSeconds: pulumi.Int(10),
+						},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("256Mi")},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("1Gi")},
+						},
+						// DCGM's profiling metrics need CAP_SYS_ADMIN (NVIDIA's own manifests
+						// grant the same); nothing else is added.
+						SecurityContext: &corev1.SecurityContextArgs{
+							RunAsUser: pulumi.Int(0),
+							Capabilities: &corev1.CapabilitiesArgs{
+								Drop: pulumi.StringArray{pulumi.String("ALL")},
+								Add:  pulumi.StringArray{pulumi.String("SYS_ADMIN")},
+							},
+						},
+						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
+							Name: pulumi.String("pod-resources"), MountPath: pulumi.String("/var/lib/kubelet/pod-resources"), ReadOnly: pulumi.Bool(true),
+						}},
+					}},
+					Volumes: corev1.VolumeArray{corev1.VolumeArgs{
+						Name:     pulumi.String("pod-resources"),
+						HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String("/var/lib/kubelet/pod-resources")},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func service(a *Args, name, portName string, port int) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(name, a.Namespace, name),
+		Spec: &corev1.ServiceSpecArgs{
+			Selector: pulumi.ToStringMap(a.Labels.Selector(name)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String(portName), Port: pulumi.Int(port), TargetPort: pulumi.Int(port),
+			}},
+		},
+	}
+}
+
+var noEscalation = &corev1.SecurityContextArgs{
+	AllowPrivilegeEscalation: pulumi.Bool(false),
+	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+}
+
+func hash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

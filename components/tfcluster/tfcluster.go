@@ -1,0 +1,330 @@
+// Package tfcluster runs distributed TensorFlow: parameter servers, workers, an optional chief
+// and an optional evaluator, one StatefulSet and headless Service per task type, each pod given
+// its TF_CONFIG, plus a TensorBoard over the shared log directory when the entrypoint runs none.
+//
+// TF_CONFIG is assembled in the pod, not in the template: the cluster spec (every task's stable
+// DNS name) is the same for all pods of a type and sits in the template as KOLOTOC_TF_CLUSTER;
+// the entry script adds the task type and the index, which it reads from the pod's hostname
+// ordinal (<type>-<i>). One template serves every index, and the number of registered resources
+// does not depend on the number of tasks.
+package tfcluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
+)
+
+// Task types, as TF_CONFIG names them.
+const (
+	TypeChief     = "chief"
+	TypeWorker    = "worker"
+	TypePS        = "ps"
+	TypeEvaluator = "evaluator"
+)
+
+const (
+	// TensorBoardPort is TensorBoard's port, the same as the entrypoint's.
+	TensorBoardPort = 6006
+	// ClusterEnv holds the cluster spec in every task's template.
+	ClusterEnv = "KOLOTOC_TF_CLUSTER"
+	// TaskTypeEnv holds the task type in every task's template.
+	TaskTypeEnv = "KOLOTOC_TF_TASK_TYPE"
+	// scriptsDir is where the entry script and the built-in program are mounted.
+	scriptsDir = "/etc/kolotoc/tf"
+	// EntryScript and Program are the ConfigMap keys of the entry script and the built-in program.
+	EntryScript = "tf_config.sh"
+	Program     = "kolotoc_tf.py"
+	// tensorBoardComponent is the component label of the stack's own TensorBoard.
+	tensorBoardComponent = "tf-tensorboard"
+)
+
+// Task is one task type: a StatefulSet and headless Service named Name, pods Name-0 ….
+type Task struct {
+	Type   string // chief | worker | ps | evaluator
+	Name   string // StatefulSet, Service and component label; e.g. tf-worker
+	Count  int    // number of tasks of this type
+	GPUs   int    // nvidia.com/gpu per task; 0 for a CPU task
+	CPU    string // CPU request per task (quantity)
+	Memory string // memory request and limit per task (quantity)
+	Pool   string // node pool
+}
+
+// TensorBoard is the cluster's own TensorBoard, run when the entrypoint runs none.
+type TensorBoard struct {
+	Name   string // Deployment and Service name
+	Image  string
+	Pool   string
+	LogDir string // directory it reads: the tasks' LogDir or a parent of it
+}
+
+// Args are the TensorFlow cluster's inputs.
+type Args struct {
+	Namespace     pulumi.StringInput // namespace of every object
+	NamespaceDNS  string             // the namespace's name, for the cluster spec's addresses
+	ScriptsName   string             // ConfigMap of the entry script and the built-in program
+	Tasks         []Task             // every task type; types with Count 0 are left out
+	Port          int                // every task's gRPC port
+	Image         string             // TensorFlow image of every task
+	Command       []string           // program each task runs once TF_CONFIG is set; empty: the built-in one
+	Claim         string             // shared claim
+	MountPath     string             // where the claim is mounted
+	LogDir        string             // TensorBoard log directory (on the claim), KOLOTOC_LOG_DIR
+	CheckpointDir string             // checkpoint directory (on the claim), KOLOTOC_CHECKPOINT_DIR
+	Scratch       storage.ScratchArgs
+	TensorBoard   *TensorBoard // nil: the entrypoint's TensorBoard reads the shared log directory
+	Labels        meta.Labels
+}
+
+// TFCluster is the TensorFlow cluster.
+type TFCluster struct {
+	pulumi.ResourceState
+	ClusterSpec pulumi.StringOutput // the cluster spec as JSON, every task's address
+}
+
+// New registers the cluster.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*TFCluster, error) {
+	if args == nil {
+		return nil, errors.New("tfcluster: args are required")
+	}
+	workers := 0
+	for _, t := range args.Tasks {
+		if t.Type == TypeWorker {
+			workers += t.Count
+		}
+	}
+	if workers < 1 {
+		return nil, fmt.Errorf("tfcluster %q: a TensorFlow cluster needs at least one worker", name)
+	}
+	spec, err := ClusterSpecJSON(args)
+	if err != nil {
+		return nil, fmt.Errorf("tfcluster %q: %w", name, err)
+	}
+	c := &TFCluster{}
+	if err := ctx.RegisterComponentResource("kolotoc:tfcluster:TFCluster", name, c, opts...); err != nil {
+		return nil, err
+	}
+	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range args.Tasks {
+		if t.Count == 0 {
+			continue
+		}
+		svc, err := corev1.NewService(ctx, name+"-"+t.Type, RenderService(args, t), pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		sts, err := RenderStatefulSet(args, t)
+		if err != nil {
+			return nil, fmt.Errorf("tfcluster %q: %w", name, err)
+		}
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc})); err != nil {
+			return nil, err
+		}
+	}
+	if tb := args.TensorBoard; tb != nil {
+		if _, err := appsv1.NewDeployment(ctx, name+"-tensorboard", RenderTensorBoard(args), pulumi.Parent(c)); err != nil {
+			return nil, err
+		}
+		if _, err := corev1.NewService(ctx, name+"-tensorboard", RenderTensorBoardService(args), pulumi.Parent(c)); err != nil {
+			return nil, err
+		}
+	}
+	c.ClusterSpec = pulumi.String(spec).ToStringOutput()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"clusterSpec": c.ClusterSpec})
+}
+
+// Address is the stable address of task i of t: its pod's name under the headless Service.
+func Address(t Task, i int, namespace string, port int) string {
+	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", t.Name, i, t.Name, namespace, port)
+}
+
+// ClusterSpec is TF_CONFIG's "cluster": every chief, worker and ps address, in index order. The
+// evaluator is not part of the cluster (TensorFlow's convention): it only reads checkpoints.
+func ClusterSpec(a *Args) map[string][]string {
+	spec := map[string][]string{}
+	for _, t := range a.Tasks {
+		if t.Type == TypeEvaluator || t.Count == 0 {
+			continue
+		}
+		for i := 0; i < t.Count; i++ {
+			spec[t.Type] = append(spec[t.Type], Address(t, i, a.NamespaceDNS, a.Port))
+		}
+	}
+	return spec
+}
+
+// ClusterSpecJSON is ClusterSpec as the JSON the entry script embeds (keys sorted).
+func ClusterSpecJSON(a *Args) (string, error) {
+	b, err := json.Marshal(ClusterSpec(a))
+	return string(b), err
+}
+
+// RenderScripts holds the entry script and the built-in program.
+func RenderScripts(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{
+		Metadata: a.Labels.ObjectMeta(a.ScriptsName, a.Namespace, "tfcluster"),
+		Data: pulumi.StringMap{
+			EntryScript: pulumi.String(entryScript),
+			Program:     pulumi.String(program),
+		},
+	}
+}
+
+// RenderService is a task type's headless Service. Not-ready addresses are published: tasks
+// connect to each other while they are still starting.
+func RenderService(a *Args, t Task) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),
+		Spec: &corev1.ServiceSpecArgs{
+			ClusterIP:                pulumi.String("None"),
+			PublishNotReadyAddresses: pulumi.Bool(true),
+			Selector:                 pulumi.ToStringMap(a.Labels.Selector(t.Name)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("grpc"), Port: pulumi.Int(a.Port), TargetPort: pulumi.Int(a.Port),
+			}},
+		},
+	}
+}
+
+// Command is what every task runs: the entry script, then the program.
+func Command(a *Args) (command, args []string) {
+	command = []string{"/bin/sh", scriptsDir + "/" + EntryScript}
+	if len(a.Command) == 0 {
+		return command, []string{"python", scriptsDir + "/" + Program}
+	}
+	return command, a.Command
+}
+
+// RenderStatefulSet builds one task type. GPU tasks tolerate the GPU taint and request their
+// GPUs; every task mounts the shared claim (checkpoints, logs) and scratch.
+func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
+	spec, err := ClusterSpecJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	command, args := Command(a)
+	requests := pulumi.StringMap{"cpu": pulumi.String(t.CPU), "memory": pulumi.String(t.Memory)}
+	limits := pulumi.StringMap{"memory": pulumi.String(t.Memory)}
+	var tolerations corev1.TolerationArray
+	if t.GPUs > 0 {
+		requests[meta.GPUResource] = pulumi.String(fmt.Sprint(t.GPUs))
+		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(t.GPUs))
+		tolerations = corev1.TolerationArray{meta.GPUToleration()}
+	}
+	env := corev1.EnvVarArray{
+		corev1.EnvVarArgs{Name: pulumi.String(ClusterEnv), Value: pulumi.String(spec)},
+		corev1.EnvVarArgs{Name: pulumi.String(TaskTypeEnv), Value: pulumi.String(t.Type)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_LOG_DIR"), Value: pulumi.String(a.LogDir)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
+		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
+	}
+	return &appsv1.StatefulSetArgs{
+		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),
+		Spec: &appsv1.StatefulSetSpecArgs{
+			Replicas:            pulumi.Int(t.Count),
+			ServiceName:         pulumi.String(t.Name),
+			PodManagementPolicy: pulumi.String("Parallel"),
+			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(t.Name))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(t.Name))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 meta.PoolSelector(t.Pool),
+					Tolerations:                  tolerations,
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:    pulumi.String(t.Type),
+						Image:   pulumi.String(a.Image),
+						Command: pulumi.ToStringArray(command),
+						Args:    pulumi.ToStringArray(args),
+						Env:     env,
+						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+							Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(a.Port),
+						}},
+						Resources: &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits},
+						VolumeMounts: corev1.VolumeMountArray{
+							storage.Mount("shared", a.MountPath),
+							storage.Mount("scratch", a.Scratch.MountPath),
+							corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
+						},
+					}},
+					Volumes: corev1.VolumeArray{
+						storage.ClaimVolume("shared", a.Claim),
+						storage.ScratchVolume("scratch", a.Scratch),
+						corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
+							Name: pulumi.String(a.ScriptsName),
+						}},
+					},
+				},
+			},
+		},
+	}, nil
+}
+
+// RenderTensorBoard is the cluster's own TensorBoard over the shared log directory.
+func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
+	tb := a.TensorBoard
+	return &appsv1.DeploymentArgs{
+		Metadata: a.Labels.ObjectMeta(tb.Name, a.Namespace, tensorBoardComponent),
+		Spec: &appsv1.DeploymentSpecArgs{
+			Replicas: pulumi.Int(1),
+			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(tensorBoardComponent))},
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(tensorBoardComponent))},
+				Spec: &corev1.PodSpecArgs{
+					NodeSelector:                 meta.PoolSelector(tb.Pool),
+					AutomountServiceAccountToken: pulumi.Bool(false),
+					Containers: corev1.ContainerArray{corev1.ContainerArgs{
+						Name:  pulumi.String("tensorboard"),
+						Image: pulumi.String(tb.Image),
+						Command: pulumi.StringArray{
+							pulumi.String("tensorboard"),
+							pulumi.String("--logdir=" + tb.LogDir),
+							pulumi.String("--bind_all"),
+							pulumi.String(fmt.Sprintf("--port=%d", TensorBoardPort)),
+						},
+						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+							Name: pulumi.String("tensorboard"), ContainerPort: pulumi.Int(TensorBoardPort),
+						}},
+						ReadinessProbe: &corev1.ProbeArgs{
+							TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
+						},
+						Resources: &corev1.ResourceRequirementsArgs{
+							Requests: pulumi.StringMap{"cpu": pulumi.String("250m"), "memory": pulumi.String("2Gi")},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("2Gi")},
+						},
+						SecurityContext: &corev1.SecurityContextArgs{
+							AllowPrivilegeEscalation: pulumi.Bool(false),
+							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+						},
+						VolumeMounts: corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)},
+					}},
+					Volumes: corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},
+				},
+			},
+		},
+	}
+}
+
+// RenderTensorBoardService exposes the cluster's own TensorBoard.
+func RenderTensorBoardService(a *Args) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(a.TensorBoard.Name, a.Namespace, tensorBoardComponent),
+		Spec: &corev1.ServiceSpecArgs{
+			Selector: pulumi.ToStringMap(a.Labels.Selector(tensorBoardComponent)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("tensorboard"), Port: pulumi.Int(TensorBoardPort), TargetPort: pulumi.Int(TensorBoardPort),
+			}},
+		},
+	}
+}

@@ -1,0 +1,269 @@
+package stacks
+
+import "strings"
+
+// The optional training workloads: etcd (rendezvous store), elastic PyTorch, a TensorFlow
+// cluster, and monitoring. Each is off unless its key says enabled: true. This file holds their
+// config types and defaults; workloads_validate.go checks them, workloads_deploy.go wires them.
+
+// Etcd is the rendezvous store for elastic training (kolotoc:etcd).
+type Etcd struct {
+	Enabled      bool   `json:"enabled"`      // deploy etcd; default false
+	Members      int    `json:"members"`      // members: 1 or 3; default 1
+	Image        string `json:"image"`        // an etcd 3.5.x image (3.6 dropped the v2 API); default DefaultEtcdImage
+	Pool         string `json:"pool"`         // node pool name (a CPU pool); default the first CPU pool
+	CPU          string `json:"cpu"`          // CPU request per member as a quantity; default 500m
+	Memory       string `json:"memory"`       // memory request and limit per member as a quantity; default 1Gi
+	StorageSize  string `json:"storageSize"`  // volume per member as a quantity; default 10Gi
+	StorageClass string `json:"storageClass"` // storage class of the members' volumes; default the cluster's default (simulated: static volumes)
+}
+
+// Elastic is elastic PyTorch training with torchrun (kolotoc:elastic).
+type Elastic struct {
+	Enabled     bool     `json:"enabled"`     // deploy the workers; default false
+	MinNodes    int      `json:"minNodes"`    // torchrun --nnodes lower bound (nodes = worker pods); default 1
+	MaxNodes    int      `json:"maxNodes"`    // torchrun --nnodes upper bound; default minNodes
+	Nodes       int      `json:"nodes"`       // worker pods to run now, minNodes..maxNodes; default maxNodes
+	GPUsPerNode int      `json:"gpusPerNode"` // GPUs per worker pod and --nproc-per-node; default the pool's gpusPerNode
+	Pool        string   `json:"pool"`        // node pool name; default the first GPU pool
+	Image       string   `json:"image"`       // PyTorch image with torchrun (etcd backends: python-etcd, else installed at start); default DefaultPyTorchImage
+	Command     []string `json:"command"`     // training script and arguments after torchrun's options; default the built-in all-reduce check
+	RdzvBackend string   `json:"rdzvBackend"` // c10d | etcd-v2 | etcd; default c10d (etcd backends need kolotoc:etcd.enabled)
+	RdzvID      string   `json:"rdzvId"`      // --rdzv-id, the job's identity in the rendezvous; default kolotoc-<stack>
+	RdzvPort    int      `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
+	MaxRestarts int      `json:"maxRestarts"` // --max-restarts of the worker group; default 3
+	CPU         string   `json:"cpu"`         // CPU request per worker as a quantity; default 8
+	Memory      string   `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
+}
+
+// TFCluster is distributed TensorFlow with parameter servers (kolotoc:tfcluster).
+type TFCluster struct {
+	Enabled          bool     `json:"enabled"`          // deploy the cluster; default false
+	Image            string   `json:"image"`            // image of every task; default DefaultTensorFlowImage
+	Command          []string `json:"command"`          // program every task runs once TF_CONFIG is set; default the built-in check (needs a chief and a ps)
+	Port             int      `json:"port"`             // gRPC port of every task; default 2222
+	PS               TFRole   `json:"ps"`               // parameter servers; count default 1, CPU pool
+	Workers          TFRole   `json:"workers"`          // workers; count default 2, at least 1, GPU pool
+	Chief            TFRole   `json:"chief"`            // the chief (coordinator); count 0 or 1, default 1, CPU pool
+	Evaluator        TFRole   `json:"evaluator"`        // the evaluator; count 0 or 1, default 1, CPU pool
+	TensorBoardImage string   `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default DefaultTensorBoardImage
+}
+
+// TFRole is one TensorFlow task type (kolotoc:tfcluster.<role>).
+type TFRole struct {
+	Count  int    `json:"count"`  // tasks of this type; defaults per role (see TFCluster)
+	Pool   string `json:"pool"`   // node pool name; default the first GPU pool for workers, the first CPU pool otherwise
+	GPUs   int    `json:"gpus"`   // GPUs per task; default the pool's gpusPerNode for workers, 0 otherwise
+	CPU    string `json:"cpu"`    // CPU request per task as a quantity; default 4 (workers), 2 (others)
+	Memory string `json:"memory"` // memory request and limit per task as a quantity; default 16Gi (workers), 8Gi (others)
+}
+
+// Monitoring is Prometheus, Grafana and the DCGM exporter (kolotoc:monitoring).
+type Monitoring struct {
+	Enabled         bool   `json:"enabled"`         // deploy monitoring; default false (needs kolotoc:grafanaPassword)
+	Pool            string `json:"pool"`            // node pool of Prometheus and Grafana (a CPU pool); default entrypoint.pool
+	DCGMExporter    *bool  `json:"dcgmExporter"`    // run the DCGM exporter on GPU nodes; default true when any pool has GPUs
+	ScrapeInterval  string `json:"scrapeInterval"`  // Prometheus scrape interval as a duration; default 30s
+	Retention       string `json:"retention"`       // Prometheus retention time as a duration; default 15d
+	StorageSize     string `json:"storageSize"`     // Prometheus data (emptyDir) size limit as a quantity; default 20Gi
+	PrometheusImage string `json:"prometheusImage"` // default DefaultPrometheusImage
+	GrafanaImage    string `json:"grafanaImage"`    // default DefaultGrafanaImage
+	DCGMImage       string `json:"dcgmImage"`       // default DefaultDCGMExporterImage
+}
+
+// Rendezvous backends for kolotoc:elastic.rdzvBackend.
+const (
+	RdzvC10d   = "c10d"    // worker 0 hosts the store; nothing else to run
+	RdzvEtcdV2 = "etcd-v2" // the etcd component, v2 API
+	RdzvEtcd   = "etcd"    // the etcd component, torchelastic's original backend (also v2)
+)
+
+// Images of the workloads. Each is pinned by a tag that exists upstream (see the report of
+// issue 5 for where each was checked).
+const (
+	// DefaultEtcdImage: etcd 3.5 (v3.5.17, 2024-11-12) is the last line with the v2 API.
+	DefaultEtcdImage = "quay.io/coreos/etcd:v3.5.17"
+	// DefaultPyTorchImage has torchrun; it lacks python-etcd, which the workers install at start
+	// when an etcd backend is used.
+	DefaultPyTorchImage      = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+	DefaultTensorFlowImage   = "tensorflow/tensorflow:2.17.0-gpu"
+	DefaultPrometheusImage   = "quay.io/prometheus/prometheus:v3.5.0"
+	DefaultGrafanaImage      = "grafana/grafana:11.4.0"
+	DefaultDCGMExporterImage = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
+)
+
+// Object names of the workloads (pods are <name>-<i>; validation checks the longest hostname).
+const (
+	EtcdName        = "etcd"
+	ElasticName     = "elastic"
+	TFPSName        = "tf-ps"
+	TFWorkerName    = "tf-worker"
+	TFChiefName     = "tf-chief"
+	TFEvaluatorName = "tf-evaluator"
+	TFScriptsName   = "tf-scripts"
+	TFTensorBoard   = "tf-tensorboard"
+)
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// defaultEtcdMembers: one member is enough for a rendezvous store that holds no data worth
+	// keeping; three survive a node's loss.
+	defaultEtcdMembers = 1
+	// defaultEtcdCPU, defaultEtcdMemory, defaultEtcdStorage: requests (cores, bytes) and volume
+	// (bytes) of a member; rendezvous is a few keys per round.
+	defaultEtcdCPU     = "500m"
+	defaultEtcdMemory  = "1Gi"
+	defaultEtcdStorage = "10Gi"
+	// defaultElasticMinNodes: one node lets training start as soon as anything is scheduled.
+	defaultElasticMinNodes = 1
+	// defaultRdzvPort: torchrun's documented c10d port.
+	defaultRdzvPort = 29400
+	// defaultMaxRestarts: worker-group restarts (count) before torchrun gives up; each
+	// membership change costs one.
+	defaultMaxRestarts = 3
+	// defaultElasticCPU, defaultElasticMemory: per worker (cores, bytes); data loading runs beside
+	// the GPUs.
+	defaultElasticCPU    = "8"
+	defaultElasticMemory = "64Gi"
+	// defaultTFPort: the gRPC port TensorFlow's own examples use.
+	defaultTFPort = 2222
+	// Task counts: one ps, two workers (the smallest cluster that exercises asynchronous
+	// updates), one chief (the built-in program's coordinator), one evaluator.
+	defaultTFPS        = 1
+	defaultTFWorkers   = 2
+	defaultTFChief     = 1
+	defaultTFEvaluator = 1
+	// defaultTFWorkerCPU, defaultTFWorkerMemory, defaultTFTaskCPU, defaultTFTaskMemory:
+	// requests (cores, bytes) of a worker and of any other task.
+	defaultTFWorkerCPU    = "4"
+	defaultTFWorkerMemory = "16Gi"
+	defaultTFTaskCPU      = "2"
+	defaultTFTaskMemory   = "8Gi"
+	// defaultScrapeInterval: Prometheus's own default; GPU power and temperature move slower.
+	defaultScrapeInterval = "30s"
+	// defaultRetention: two weeks of metrics, about the length of a long training run.
+	defaultRetention = "15d"
+	// defaultPrometheusStorage: size limit of Prometheus's emptyDir (quantity); two weeks of a
+	// few hundred GPUs' DCGM series fit with room.
+	defaultPrometheusStorage = "20Gi"
+)
+
+// presetWorkloads sets, before decoding, the defaults whose zero a stack may mean: 0 chiefs,
+// evaluators or parameter servers leaves them out, 0 restarts is valid, and 0 workers must be
+// reported rather than silently defaulted. Decoding keeps these unless the stack sets them.
+func presetWorkloads(c *Config) {
+	c.TFCluster.PS.Count = defaultTFPS
+	c.TFCluster.Workers.Count = defaultTFWorkers
+	c.TFCluster.Chief.Count = defaultTFChief
+	c.TFCluster.Evaluator.Count = defaultTFEvaluator
+	c.Elastic.MaxRestarts = defaultMaxRestarts
+}
+
+// applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
+// the pools and the entrypoint's defaults are settled.
+func (c *Config) applyWorkloadDefaults() {
+	cpuPool := func() string {
+		if p := c.firstPool(false); p != nil {
+			return p.Name
+		}
+		return ""
+	}
+	gpuPool := func() string {
+		if p := c.firstPool(true); p != nil {
+			return p.Name
+		}
+		return ""
+	}
+	setStr := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+
+	e := &c.Etcd
+	if e.Members == 0 {
+		e.Members = defaultEtcdMembers
+	}
+	setStr(&e.Image, DefaultEtcdImage)
+	setStr(&e.Pool, cpuPool())
+	setStr(&e.CPU, defaultEtcdCPU)
+	setStr(&e.Memory, defaultEtcdMemory)
+	setStr(&e.StorageSize, defaultEtcdStorage)
+
+	el := &c.Elastic
+	if el.MinNodes == 0 {
+		el.MinNodes = defaultElasticMinNodes
+	}
+	if el.MaxNodes == 0 {
+		el.MaxNodes = el.MinNodes
+	}
+	if el.Nodes == 0 {
+		el.Nodes = el.MaxNodes
+	}
+	setStr(&el.Pool, gpuPool())
+	if el.GPUsPerNode == 0 {
+		if p := c.Pool(el.Pool); p != nil {
+			el.GPUsPerNode = p.GPUsPerNode
+		}
+	}
+	setStr(&el.Image, DefaultPyTorchImage)
+	setStr(&el.RdzvBackend, RdzvC10d)
+	if c.Stack != "" {
+		setStr(&el.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
+	}
+	if el.RdzvPort == 0 {
+		el.RdzvPort = defaultRdzvPort
+	}
+	setStr(&el.CPU, defaultElasticCPU)
+	setStr(&el.Memory, defaultElasticMemory)
+
+	tf := &c.TFCluster
+	setStr(&tf.Image, DefaultTensorFlowImage)
+	setStr(&tf.TensorBoardImage, DefaultTensorBoardImage)
+	if tf.Port == 0 {
+		tf.Port = defaultTFPort
+	}
+	setStr(&tf.Workers.Pool, gpuPool())
+	if tf.Workers.GPUs == 0 {
+		if p := c.Pool(tf.Workers.Pool); p != nil {
+			tf.Workers.GPUs = p.GPUsPerNode
+		}
+	}
+	setStr(&tf.Workers.CPU, defaultTFWorkerCPU)
+	setStr(&tf.Workers.Memory, defaultTFWorkerMemory)
+	for _, r := range []*TFRole{&tf.PS, &tf.Chief, &tf.Evaluator} {
+		setStr(&r.Pool, cpuPool())
+		setStr(&r.CPU, defaultTFTaskCPU)
+		setStr(&r.Memory, defaultTFTaskMemory)
+	}
+
+	m := &c.Monitoring
+	setStr(&m.Pool, c.Entrypoint.Pool)
+	if m.DCGMExporter == nil {
+		on := c.firstPool(true) != nil
+		m.DCGMExporter = &on
+	}
+	setStr(&m.ScrapeInterval, defaultScrapeInterval)
+	setStr(&m.Retention, defaultRetention)
+	setStr(&m.StorageSize, defaultPrometheusStorage)
+	setStr(&m.PrometheusImage, DefaultPrometheusImage)
+	setStr(&m.GrafanaImage, DefaultGrafanaImage)
+	setStr(&m.DCGMImage, DefaultDCGMExporterImage)
+}
+
+// tfRoles lists the TensorFlow task types with their config keys, object names and types.
+func (c *Config) tfRoles() []struct {
+	Key, Name, Type string
+	Role            *TFRole
+} {
+	tf := &c.TFCluster
+	return []struct {
+		Key, Name, Type string
+		Role            *TFRole
+	}{
+		{"tfcluster.chief", TFChiefName, "chief", &tf.Chief},
+		{"tfcluster.workers", TFWorkerName, "worker", &tf.Workers},
+		{"tfcluster.ps", TFPSName, "ps", &tf.PS},
+		{"tfcluster.evaluator", TFEvaluatorName, "evaluator", &tf.Evaluator},
+	}
+}

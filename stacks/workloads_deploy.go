@@ -1,0 +1,185 @@
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/elastic"
+	"kolotoc/components/etcd"
+	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/storage"
+	"kolotoc/components/tfcluster"
+)
+
+// deployWorkloads registers the optional workloads the stack enables and exports their outputs.
+// opts carry the Kubernetes provider and the dependencies every workload waits for (the
+// namespace, the shared storage, the simulated nodes).
+func deployWorkloads(ctx *pulumi.Context, c *Config, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) error {
+	with := func(extra ...pulumi.ResourceOption) []pulumi.ResourceOption {
+		return append(append([]pulumi.ResourceOption{}, opts...), extra...)
+	}
+
+	var store pulumi.Resource
+	if c.Etcd.Enabled {
+		a := EtcdArgs(c)
+		a.Namespace = namespace
+		e, err := etcd.New(ctx, "etcd", a, opts...)
+		if err != nil {
+			return err
+		}
+		store = e
+	}
+	if c.Elastic.Enabled {
+		a := ElasticArgs(c)
+		a.Namespace = namespace
+		o := opts
+		if a.Backend != elastic.BackendC10d && store != nil {
+			// Workers started before etcd is ready would spend their join timeout failing.
+			o = with(pulumi.DependsOn([]pulumi.Resource{store}))
+		}
+		if _, err := elastic.New(ctx, "elastic", a, o...); err != nil {
+			return err
+		}
+	}
+	if c.TFCluster.Enabled {
+		a := TFClusterArgs(c)
+		a.Namespace = namespace
+		if _, err := tfcluster.New(ctx, "tfcluster", a, opts...); err != nil {
+			return err
+		}
+	}
+	if c.Monitoring.Enabled {
+		a := MonitoringArgs(c)
+		a.Namespace = namespace
+		a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
+		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
+			return err
+		}
+	}
+	for k, v := range WorkloadOutputs(c) {
+		ctx.Export(k, v)
+	}
+	return nil
+}
+
+func workloadLabels(c *Config) meta.Labels { return meta.Labels{Instance: c.Stack, Version: Version} }
+
+func workloadScratch(c *Config) storage.ScratchArgs {
+	s := c.Storage.Scratch
+	out := storage.ScratchArgs{SizeLimit: s.SizeLimit, MountPath: s.MountPath}
+	if s.Type == ScratchHostPath {
+		out.HostPath = s.Path
+	}
+	return out
+}
+
+// EtcdArgs is the etcd component's configuration, less its namespace input. The simulated
+// cloud has no volume provisioner: its members get static volumes unless a class is named.
+func EtcdArgs(c *Config) *etcd.Args {
+	e := c.Etcd
+	return &etcd.Args{
+		NamespaceDNS: c.Namespace, Name: EtcdName, Members: e.Members, Image: e.Image, Pool: e.Pool,
+		CPU: e.CPU, Memory: e.Memory, StorageSize: e.StorageSize, StorageClass: e.StorageClass,
+		StaticVolumes: c.Cloud == CloudSimulated && e.StorageClass == "",
+		Labels:        workloadLabels(c),
+	}
+}
+
+// ElasticArgs is the elastic workers' configuration, less their namespace input.
+func ElasticArgs(c *Config) *elastic.Args {
+	el := c.Elastic
+	a := &elastic.Args{
+		NamespaceDNS: c.Namespace, Name: ElasticName,
+		Nodes: el.Nodes, MinNodes: el.MinNodes, MaxNodes: el.MaxNodes, GPUsPerNode: el.GPUsPerNode,
+		CPU: el.CPU, Memory: el.Memory, Image: el.Image, Command: el.Command,
+		Backend: el.RdzvBackend, RdzvID: el.RdzvID, RdzvPort: el.RdzvPort, MaxRestarts: el.MaxRestarts,
+		Pool: el.Pool, Claim: StorageName, MountPath: c.Storage.MountPath,
+		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
+		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
+	}
+	if el.RdzvBackend != RdzvC10d {
+		a.EtcdEndpoint = etcd.ClientEndpoint(EtcdName, c.Namespace)
+	}
+	return a
+}
+
+// TFClusterArgs is the TensorFlow cluster's configuration, less its namespace input. Its logs go
+// under the entrypoint's TensorBoard log directory (storage.mountPath/logs), so that TensorBoard
+// shows them; the cluster runs its own TensorBoard only when the entrypoint runs none.
+func TFClusterArgs(c *Config) *tfcluster.Args {
+	tf := c.TFCluster
+	a := &tfcluster.Args{
+		NamespaceDNS: c.Namespace, ScriptsName: TFScriptsName, Port: tf.Port, Image: tf.Image, Command: tf.Command,
+		Claim: StorageName, MountPath: c.Storage.MountPath,
+		LogDir:        c.Storage.MountPath + "/logs/tfcluster",
+		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
+		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
+	}
+	for _, r := range c.tfRoles() {
+		a.Tasks = append(a.Tasks, tfcluster.Task{
+			Type: r.Type, Name: r.Name, Count: r.Role.Count, GPUs: r.Role.GPUs,
+			CPU: r.Role.CPU, Memory: r.Role.Memory, Pool: r.Role.Pool,
+		})
+	}
+	if !c.Entrypoint.TensorBoard {
+		a.TensorBoard = &tfcluster.TensorBoard{
+			Name: TFTensorBoard, Image: tf.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
+		}
+	}
+	return a
+}
+
+// MonitoringArgs is the monitoring's configuration, less its namespace input and password.
+func MonitoringArgs(c *Config) *monitoring.Args {
+	m := c.Monitoring
+	return &monitoring.Args{
+		NamespaceDNS: c.Namespace, Pool: m.Pool,
+		PrometheusImage: m.PrometheusImage, GrafanaImage: m.GrafanaImage, DCGMImage: m.DCGMImage,
+		DCGMExporter: *m.DCGMExporter, ScrapeInterval: m.ScrapeInterval, Retention: m.Retention,
+		StorageSize: m.StorageSize, Labels: workloadLabels(c),
+	}
+}
+
+// WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach
+// them, and what a training script needs to know. Nothing secret is among them.
+func WorkloadOutputs(c *Config) pulumi.Map {
+	out := pulumi.Map{}
+	ns := c.Namespace
+	if c.Etcd.Enabled {
+		out["etcdEndpoint"] = pulumi.String(etcd.ClientEndpoint(EtcdName, ns))
+	}
+	if c.Elastic.Enabled {
+		a := ElasticArgs(c)
+		out["elasticRendezvousEndpoint"] = pulumi.String(elastic.Endpoint(a))
+		out["elasticNnodes"] = pulumi.String(elastic.NNodes(a))
+		out["gotoElastic"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -- bash", ns, ElasticName))
+		out["elasticLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f %s-0", ns, ElasticName))
+	}
+	if c.TFCluster.Enabled {
+		a := TFClusterArgs(c)
+		if spec, err := tfcluster.ClusterSpecJSON(a); err == nil {
+			out["tfClusterSpec"] = pulumi.String(spec)
+		}
+		if c.TFCluster.Chief.Count > 0 {
+			out["tfChiefLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f %s-0", ns, TFChiefName))
+		}
+		if a.TensorBoard != nil {
+			out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", TFTensorBoard, ns, tfcluster.TensorBoardPort))
+			out["tfTensorboardPortForward"] = pulumi.String(fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", ns, TFTensorBoard, tfcluster.TensorBoardPort, tfcluster.TensorBoardPort))
+			out["tfTensorboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/", tfcluster.TensorBoardPort))
+		}
+	}
+	if c.Monitoring.Enabled {
+		for name, ep := range monitoring.Endpoints(ns) {
+			out[name+"Url"] = pulumi.String(ep.URL)
+			out[name+"PortForward"] = pulumi.String(ep.PortForward)
+			out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+		}
+		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
+		out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
+		out["grafanaPasswordCommand"] = pulumi.String("pulumi config get kolotoc:grafanaPassword")
+	}
+	return out
+}

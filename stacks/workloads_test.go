@@ -1,0 +1,99 @@
+package stacks
+
+import (
+	"reflect"
+	"testing"
+)
+
+// workloadsRaw is examples/workloads/Pulumi.workloads.yaml with its secrets set.
+func workloadsRaw(t *testing.T) Raw {
+	t.Helper()
+	raw, err := ReadStackFile("../examples/workloads/Pulumi.workloads.yaml", "kolotoc", "workloads", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"jupyterPassword", "grafanaPassword"} {
+		raw.Values["kolotoc:"+k] = testPassword
+		raw.Secrets["kolotoc:"+k] = true
+	}
+	return raw
+}
+
+func TestWorkloadsExampleLoads(t *testing.T) {
+	c, err := Load(workloadsRaw(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Etcd.Enabled || !c.Elastic.Enabled || !c.TFCluster.Enabled || !c.Monitoring.Enabled {
+		t.Errorf("the example enables every workload: etcd %v elastic %v tfcluster %v monitoring %v",
+			c.Etcd.Enabled, c.Elastic.Enabled, c.TFCluster.Enabled, c.Monitoring.Enabled)
+	}
+	// Defaults the example leaves to the program.
+	el := c.Elastic
+	if el.Nodes != 2 || el.Pool != "gpu" || el.RdzvID != "kolotoc-workloads" || el.RdzvPort != defaultRdzvPort || el.MaxRestarts != defaultMaxRestarts {
+		t.Errorf("elastic = %+v", el)
+	}
+	tf := c.TFCluster
+	if tf.Chief.Count != 1 || tf.Evaluator.Count != 1 || tf.PS.Pool != "cpu" || tf.Workers.Pool != "gpu" || tf.Workers.GPUs != 4 || tf.Port != defaultTFPort {
+		t.Errorf("tfcluster = %+v", tf)
+	}
+	if c.Etcd.Pool != "cpu" || c.Etcd.Image != DefaultEtcdImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
+		t.Errorf("etcd %+v monitoring %+v", c.Etcd, c.Monitoring)
+	}
+	again := *c
+	again.applyDefaults()
+	if !reflect.DeepEqual(&again, c) {
+		t.Errorf("applyDefaults is not idempotent with the workloads:\n%+v\n%+v", again, *c)
+	}
+}
+
+// TestWorkloadsOffByDefault: a stack that says nothing about them runs none of them and needs no
+// Grafana password.
+func TestWorkloadsOffByDefault(t *testing.T) {
+	c, err := Load(devRaw(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Etcd.Enabled || c.Elastic.Enabled || c.TFCluster.Enabled || c.Monitoring.Enabled {
+		t.Error("a workload is on in the dev stack, which enables none")
+	}
+	if len(WorkloadOutputs(c)) != 0 {
+		t.Errorf("outputs for workloads that are off: %v", WorkloadOutputs(c))
+	}
+}
+
+// TestExplicitZeros: 0 chiefs, evaluators, parameter servers or restarts are kept, not defaulted.
+func TestExplicitZeros(t *testing.T) {
+	raw := workloadsRaw(t)
+	raw.Values["kolotoc:tfcluster"] = `{"enabled":true,"command":["python","/shared/train.py"],"chief":{"count":0},"evaluator":{"count":0},"ps":{"count":0},"workers":{"gpus":4}}`
+	raw.Values["kolotoc:elastic"] = `{"enabled":true,"maxRestarts":0,"rdzvBackend":"etcd-v2"}`
+	c, err := Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf := c.TFCluster; tf.Chief.Count != 0 || tf.Evaluator.Count != 0 || tf.PS.Count != 0 || tf.Workers.Count != defaultTFWorkers {
+		t.Errorf("tfcluster counts = chief %d evaluator %d ps %d workers %d", tf.Chief.Count, tf.Evaluator.Count, tf.PS.Count, tf.Workers.Count)
+	}
+	if c.Elastic.MaxRestarts != 0 {
+		t.Errorf("elastic.maxRestarts = %d, want the explicit 0", c.Elastic.MaxRestarts)
+	}
+}
+
+func TestPackGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		demands  []gpuDemand
+		nodes    int
+		capacity int
+		want     bool
+	}{
+		{"exact", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}}, 3, 8, true},
+		{"one GPU too many", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}, {"c", 1, 1}}, 3, 8, false},
+		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6}, {"b", 2, 4}}, 2, 8, false},
+		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6}, {"b", 4, 1}}, 2, 8, true},
+	} {
+		if got := packGPUs(tc.demands, tc.nodes, tc.capacity); got != tc.want {
+			t.Errorf("%s: packGPUs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package stacks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var (
+	allowedRdzvBackends = []string{RdzvC10d, RdzvEtcdV2, RdzvEtcd}
+	// promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
+	promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+	// rdzvIDPattern: the rendezvous id becomes an etcd key and a store prefix; keep it plain.
+	rdzvIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+)
+
+// validateWorkloads checks the optional workloads that are enabled, and that all GPU pods of a
+// pool fit its nodes together.
+func (c *Config) validateWorkloads(v *validator) {
+	c.validateEtcd(v)
+	c.validateElastic(v)
+	c.validateTFCluster(v)
+	c.validateMonitoring(v)
+	c.validateGPUBudget(v)
+}
+
+func (c *Config) validateEtcd(v *validator) {
+	e := c.Etcd
+	if !e.Enabled {
+		return
+	}
+	if e.Members != 1 && e.Members != 3 {
+		msg := "allowed: 1, 3"
+		if e.Members > 0 && e.Members%2 == 0 {
+			msg = fmt.Sprintf("an even count tolerates no more failures than %d members and needs a larger quorum; allowed: 1, 3", e.Members-1)
+		}
+		v.add("etcd.members", strconv.Itoa(e.Members), msg)
+	}
+	if v.image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") {
+		if tag := imageTag(e.Image); tag != "" && tag != "latest" && !isEtcd35(tag) {
+			v.add("etcd.image", e.Image, "must be etcd 3.5.x (e.g. "+DefaultEtcdImage+"): etcd runs with --enable-v2=true, "+
+				"which torch's etcd rendezvous needs and etcd 3.6 removed")
+		}
+	}
+	v.cpuPool(c, "etcd.pool", e.Pool, "etcd", "etcd", e.CPU, e.Memory)
+	v.quantity("etcd.storageSize", e.StorageSize)
+	if e.Members > 0 {
+		v.hostname("etcd.members", strconv.Itoa(e.Members), fmt.Sprintf("%s-%d", EtcdName, e.Members-1), EtcdName+"-peer", c.Namespace)
+	}
+}
+
+func (c *Config) validateElastic(v *validator) {
+	el := c.Elastic
+	if !el.Enabled {
+		return
+	}
+	if el.MinNodes < 1 {
+		v.add("elastic.minNodes", strconv.Itoa(el.MinNodes), "must be at least 1")
+	}
+	if el.MinNodes > el.MaxNodes {
+		v.add("elastic.minNodes", strconv.Itoa(el.MinNodes),
+			fmt.Sprintf("more than elastic.maxNodes (%d); allowed: 1..%d", el.MaxNodes, el.MaxNodes))
+	} else if el.Nodes < el.MinNodes || el.Nodes > el.MaxNodes {
+		v.add("elastic.nodes", strconv.Itoa(el.Nodes),
+			fmt.Sprintf("worker pods to run must lie between minNodes and maxNodes; allowed: %d..%d", el.MinNodes, el.MaxNodes))
+	}
+	v.oneOf("elastic.rdzvBackend", el.RdzvBackend, allowedRdzvBackends)
+	if (el.RdzvBackend == RdzvEtcd || el.RdzvBackend == RdzvEtcdV2) && !c.Etcd.Enabled {
+		v.add("elastic.rdzvBackend", el.RdzvBackend, "needs the etcd component: set kolotoc:etcd.enabled true, or use rdzvBackend c10d")
+	}
+	if !rdzvIDPattern.MatchString(el.RdzvID) {
+		v.add("elastic.rdzvId", orUnset(el.RdzvID), "letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit")
+	}
+	if el.RdzvPort < 1 || el.RdzvPort > 65535 {
+		v.add("elastic.rdzvPort", strconv.Itoa(el.RdzvPort), "allowed: 1..65535")
+	}
+	if el.MaxRestarts < 0 {
+		v.add("elastic.maxRestarts", strconv.Itoa(el.MaxRestarts), "must be 0 or more")
+	}
+	v.image("elastic.image", el.Image)
+	v.args("elastic.command", el.Command)
+	if pool := v.pool(c, "elastic.pool", el.Pool, true); pool != nil {
+		v.gpuPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
+		v.fits("elastic", pool, el.CPU, el.Memory)
+	}
+	if n := max(el.Nodes, el.MaxNodes); n > 0 {
+		v.hostname("elastic.maxNodes", strconv.Itoa(el.MaxNodes), fmt.Sprintf("%s-%d", ElasticName, n-1), ElasticName, c.Namespace)
+	}
+}
+
+func (c *Config) validateTFCluster(v *validator) {
+	tf := c.TFCluster
+	if !tf.Enabled {
+		return
+	}
+	if tf.Workers.Count < 1 {
+		v.add("tfcluster.workers.count", strconv.Itoa(tf.Workers.Count), "a TensorFlow cluster needs at least one worker; allowed: 1 or more")
+	}
+	if tf.PS.Count < 0 {
+		v.add("tfcluster.ps.count", strconv.Itoa(tf.PS.Count), "must be 0 or more")
+	}
+	for _, r := range []struct {
+		key   string
+		count int
+	}{{"tfcluster.chief.count", tf.Chief.Count}, {"tfcluster.evaluator.count", tf.Evaluator.Count}} {
+		if r.count < 0 || r.count > 1 {
+			v.add(r.key, strconv.Itoa(r.count), "allowed: 0, 1")
+		}
+	}
+	if len(tf.Command) == 0 {
+		// The built-in program is parameter-server training coordinated by the chief.
+		if tf.Chief.Count != 1 {
+			v.add("tfcluster.chief.count", strconv.Itoa(tf.Chief.Count), "the built-in program coordinates from the chief; allowed: 1, or set tfcluster.command to your own program")
+		}
+		if tf.PS.Count < 1 {
+			v.add("tfcluster.ps.count", strconv.Itoa(tf.PS.Count), "the built-in program keeps its variables on parameter servers; allowed: 1 or more, or set tfcluster.command to your own program")
+		}
+	}
+	v.args("tfcluster.command", tf.Command)
+	v.image("tfcluster.image", tf.Image)
+	if !c.Entrypoint.TensorBoard {
+		v.image("tfcluster.tensorboardImage", tf.TensorBoardImage)
+	}
+	if tf.Port < 1 || tf.Port > 65535 {
+		v.add("tfcluster.port", strconv.Itoa(tf.Port), "allowed: 1..65535")
+	}
+	for _, r := range c.tfRoles() {
+		role := *r.Role
+		if role.Count < 1 {
+			continue
+		}
+		if role.GPUs < 0 {
+			v.add(r.Key+".gpus", strconv.Itoa(role.GPUs), "must be 0 (a CPU task) or more")
+			continue
+		}
+		if pool := v.pool(c, r.Key+".pool", role.Pool, role.GPUs > 0); pool != nil {
+			if role.GPUs == 0 && pool.GPUsPerNode > 0 {
+				v.add(r.Key+".pool", role.Pool, fmt.Sprintf("is a GPU pool (tainted %s); a task with gpus 0 does not tolerate it: name a CPU pool or give %s.gpus", gpuTaint, r.Key))
+			} else if role.GPUs > 0 {
+				v.gpuPods(pool, r.Key, r.Key+".pool", role.Pool, r.Key+".gpus", role.GPUs, r.Key+".count", role.Count, "tasks")
+			}
+			v.fits(r.Key, pool, role.CPU, role.Memory)
+		}
+		v.hostname(r.Key+".count", strconv.Itoa(role.Count), fmt.Sprintf("%s-%d", r.Name, role.Count-1), r.Name, c.Namespace)
+	}
+}
+
+func (c *Config) validateMonitoring(v *validator) {
+	m := c.Monitoring
+	if !m.Enabled {
+		return
+	}
+	if pool := v.pool(c, "monitoring.pool", m.Pool, false); pool != nil && pool.GPUsPerNode > 0 {
+		v.add("monitoring.pool", m.Pool, fmt.Sprintf("is a GPU pool (tainted %s); Prometheus and Grafana need a CPU pool", gpuTaint))
+	}
+	v.image("monitoring.prometheusImage", m.PrometheusImage)
+	v.image("monitoring.grafanaImage", m.GrafanaImage)
+	if *m.DCGMExporter {
+		v.image("monitoring.dcgmImage", m.DCGMImage)
+	}
+	for _, d := range [][2]string{{"monitoring.scrapeInterval", m.ScrapeInterval}, {"monitoring.retention", m.Retention}} {
+		if !promDuration.MatchString(d[1]) {
+			v.add(d[0], orUnset(d[1]), "not a Prometheus duration such as 30s, 15d or 1h30m")
+		}
+	}
+	v.quantity("monitoring.storageSize", m.StorageSize)
+	switch {
+	case !c.GrafanaPassword.IsSet():
+		v.add("grafanaPassword", "(unset)", "required when monitoring is enabled (Grafana's admin password; there is no default); "+
+			"run `pulumi config set --secret kolotoc:grafanaPassword <password>`")
+	case len(c.GrafanaPassword.Reveal()) < minPasswordLength:
+		v.add("grafanaPassword", "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))
+	}
+}
+
+// gpuDemand is one workload's GPU pods on a pool.
+type gpuDemand struct {
+	who        string // config key of the workload
+	pods, gpus int    // pods and GPUs per pod
+}
+
+// validateGPUBudget checks that the GPU pods of all workloads on a pool fit its nodes together,
+// whole pods to a node (first-fit decreasing, exact for the power-of-two sizes GPUs come in).
+// Each workload alone is checked where it is validated; this catches two that fit only apart.
+func (c *Config) validateGPUBudget(v *validator) {
+	demands := map[string][]gpuDemand{}
+	add := func(pool, who string, pods, gpus int) {
+		if pods > 0 && gpus > 0 {
+			demands[pool] = append(demands[pool], gpuDemand{who, pods, gpus})
+		}
+	}
+	if t := c.Towers; t.Enabled {
+		add(t.Pool, "towers", t.Count, t.GPUsPerTower)
+	}
+	if el := c.Elastic; el.Enabled {
+		add(el.Pool, "elastic", el.Nodes, el.GPUsPerNode)
+	}
+	if tf := c.TFCluster; tf.Enabled {
+		for _, r := range c.tfRoles() {
+			add(r.Role.Pool, strings.TrimPrefix(r.Key, "tfcluster."), r.Role.Count, r.Role.GPUs)
+		}
+	}
+	for i, p := range c.NodePools {
+		d := demands[p.Name]
+		if len(d) < 2 || p.GPUsPerNode < 1 {
+			continue // one workload is checked on its own; a CPU pool is refused elsewhere
+		}
+		if packGPUs(d, p.MaxNodes, p.GPUsPerNode) {
+			continue
+		}
+		parts, total := make([]string, len(d)), 0
+		for j, x := range d {
+			parts[j] = fmt.Sprintf("%s %d×%d", x.who, x.pods, x.gpus)
+			total += x.pods * x.gpus
+		}
+		v.add(fmt.Sprintf("nodePools[%d].maxNodes", i), strconv.Itoa(p.MaxNodes),
+			fmt.Sprintf("the GPU pods on pool %q (%s: %d GPUs) do not fit %d nodes × %d GPUs; add nodes or shrink a workload",
+				p.Name, strings.Join(parts, ", "), total, p.MaxNodes, p.GPUsPerNode))
+	}
+}
+
+// packGPUs places every pod on one of nodes nodes of capacity GPUs each, largest first.
+func packGPUs(demands []gpuDemand, nodes, capacity int) bool {
+	var pods []int
+	for _, d := range demands {
+		for i := 0; i < d.pods; i++ {
+			pods = append(pods, d.gpus)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(pods)))
+	free := make([]int, nodes)
+	for i := range free {
+		free[i] = capacity
+	}
+	for _, g := range pods {
+		placed := false
+		for i := range free {
+			if free[i] >= g {
+				free[i] -= g
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return false
+		}
+	}
+	return true
+}
+
+// gpuTaint is the GPU pools' taint as users see it in messages.
+const gpuTaint = "nvidia.com/gpu=present:NoSchedule"
+
+// gpuPods checks a GPU workload against its pool: GPUs per pod within a node, and the pods
+// within the pool (whole pods per node).
+func (v *validator) gpuPods(pool *NodePool, what, poolKey, poolName, gpusKey string, gpus int, countKey string, count int, noun string) {
+	switch {
+	case pool.GPUsPerNode == 0:
+		v.add(poolKey, poolName, fmt.Sprintf("is a CPU pool (gpusPerNode 0); %s needs a pool with GPUs", what))
+	case gpus < 1 || gpus > pool.GPUsPerNode:
+		v.add(gpusKey, strconv.Itoa(gpus), fmt.Sprintf("pool %q has %d GPUs per node; allowed: 1..%d", pool.Name, pool.GPUsPerNode, pool.GPUsPerNode))
+	default:
+		perNode := pool.GPUsPerNode / gpus
+		if capacity := perNode * pool.MaxNodes; count > capacity {
+			v.add(countKey, strconv.Itoa(count),
+				fmt.Sprintf("%d %s × %d GPUs need more GPUs than pool %q has (%d nodes × %d GPUs, %d per node); allowed: 1..%d",
+					count, noun, gpus, pool.Name, pool.MaxNodes, pool.GPUsPerNode, perNode, capacity))
+		}
+	}
+}
+
+// cpuPool checks that a CPU workload's pool exists, is a CPU pool and fits one pod.
+func (v *validator) cpuPool(c *Config, key, name, what, prefix, cpu, mem string) {
+	pool := v.pool(c, key, name, false)
+	if pool == nil {
+		return
+	}
+	if pool.GPUsPerNode > 0 {
+		v.add(key, name, fmt.Sprintf("is a GPU pool (tainted %s); %s needs a CPU pool", gpuTaint, what))
+	}
+	v.fits(prefix, pool, cpu, mem)
+}
+
+// args refuses empty command arguments.
+func (v *validator) args(key string, args []string) {
+	for i, a := range args {
+		if strings.TrimSpace(a) == "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), strconv.Quote(a), "empty argument")
+		}
+	}
+}
+
+// imageTag returns an image reference's tag, or "" without one.
+func imageTag(ref string) string {
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	_, tag, _ := strings.Cut(last, ":")
+	return tag
+}
+
+// isEtcd35 reports whether an etcd image tag is a 3.5 release: v3.5.17, 3.5.16-0 (registry.k8s.io).
+func isEtcd35(tag string) bool {
+	return strings.HasPrefix(strings.TrimPrefix(tag, "v"), "3.5.")
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return s
+}
