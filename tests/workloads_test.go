@@ -1,0 +1,969 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"gopkg.in/yaml.v3"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"kolotoc/stacks"
+)
+
+const (
+	tService  = "kubernetes:core/v1:Service"
+	tPDB      = "kubernetes:policy/v1:PodDisruptionBudget"
+	workloads = "workloads"
+	// grafanaTestPassword is the Grafana admin password the workload tests set.
+	grafanaTestPassword = "grafana-admin-password-for-tests"
+)
+
+// workloadsRaw is examples/workloads/Pulumi.workloads.yaml with its secrets set and the
+// cluster's kubeconfig pointed at a throwaway file; overrides replace whole keys.
+func workloadsRaw(t *testing.T, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	raw, err := stacks.ReadStackFile(filepath.Join("..", "examples", workloads, "Pulumi."+workloads+".yaml"), "kolotoc", workloads, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"jupyterPassword": testPassword, "grafanaPassword": grafanaTestPassword} {
+		raw.Values["kolotoc:"+k] = v
+		raw.Secrets["kolotoc:"+k] = true
+	}
+	raw.Values["kolotoc:cluster"] = fmt.Sprintf(`{"kubeconfig":%q}`, fakeKubeconfig(t))
+	for k, v := range overrides {
+		raw.Values["kolotoc:"+k] = v
+	}
+	return raw
+}
+
+// TestGoldenWorkloads snapshots everything the workloads layout registers. Regenerate on purpose
+// only: UPDATE_GOLDEN=1 go test ./tests -run TestGolden
+func TestGoldenWorkloads(t *testing.T) {
+	got := goldenYAML(t, deploy(t, workloadsRaw(t, nil)))
+	path := filepath.Join("testdata", workloads+".golden.yaml")
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
+	}
+	for _, secret := range []string{testPassword, grafanaTestPassword, "kubeconfig-token-that-must-stay-secret"} {
+		if bytes.Contains(got, []byte(secret)) {
+			t.Errorf("golden output contains secret material %q", secret)
+		}
+	}
+}
+
+// envOf returns a container's plain environment (name → value; valueFrom entries as their source).
+func envOf(container any) map[string]any {
+	out := map[string]any{}
+	list, _ := get(container, "env").([]any)
+	for _, e := range list {
+		name, _ := get(e, "name").(string)
+		if v, ok := get(e, "value").(string); ok {
+			out[name] = v
+		} else {
+			out[name] = get(e, "valueFrom")
+		}
+	}
+	return out
+}
+
+func strs(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i], _ = s.(string)
+	}
+	return out
+}
+
+// headlessServices maps each headless Service's name to its plain inputs.
+func headlessServices(rec *recorder) map[string]any {
+	out := map[string]any{}
+	for _, r := range rec.ofType(tService) {
+		in := inputs(r)
+		if get(in, "spec", "clusterIP") == "None" {
+			out[get(in, "metadata", "name").(string)] = in
+		}
+	}
+	return out
+}
+
+// servicePorts lists a Service's ports.
+func servicePorts(svc any) []int {
+	var out []int
+	list, _ := get(svc, "spec", "ports").([]any)
+	for _, p := range list {
+		if n, ok := get(p, "port").(float64); ok {
+			out = append(out, int(n))
+		}
+	}
+	return out
+}
+
+// selects reports whether a Service's selector matches a pod template's labels.
+func selects(svc, podTemplate any) bool {
+	sel, _ := get(svc, "spec", "selector").(map[string]any)
+	labels, _ := get(podTemplate, "metadata", "labels").(map[string]any)
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// runEntry runs the TensorFlow entry script as a pod of the given hostname would, with
+// `printenv TF_CONFIG` as the program.
+func runEntry(t *testing.T, script, hostname string, env map[string]any) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tf_config.sh")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", path, "printenv", "TF_CONFIG")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOSTNAME=" + hostname}
+	for k, v := range env {
+		if s, ok := v.(string); ok {
+			cmd.Env = append(cmd.Env, k+"="+s)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return "", fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+type tfConfig struct {
+	Cluster map[string][]string `json:"cluster"`
+	Task    struct {
+		Type  string `json:"type"`
+		Index *int   `json:"index"`
+	} `json:"task"`
+}
+
+// TestTFConfig runs every TensorFlow pod's entry script as that pod and checks the TF_CONFIG it
+// produces: it parses, names the pod's own task type and index, every pod sees the same cluster,
+// every chief/worker/ps task appears exactly once with contiguous indexes, and every address is
+// a pod of a StatefulSet under the headless Service it names, on a port that Service serves.
+func TestTFConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tf     string // kolotoc:tfcluster override; "" = the example's
+		counts map[string]int
+	}{
+		{name: "example", counts: map[string]int{"chief": 1, "worker": 2, "ps": 2, "evaluator": 1}},
+		{name: "no chief, no evaluator, own program", tf: `{"enabled":true,"command":["python","/shared/train.py"],"chief":{"count":0},"evaluator":{"count":0},"workers":{"count":3,"gpus":2},"ps":{"count":3}}`,
+			counts: map[string]int{"worker": 3, "ps": 3}},
+		{name: "workers only", tf: `{"enabled":true,"command":["python","/shared/mwms.py"],"chief":{"count":0},"evaluator":{"count":0},"ps":{"count":0},"workers":{"count":4,"gpus":4}}`,
+			counts: map[string]int{"worker": 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ov := map[string]string{}
+			if tc.tf != "" {
+				ov["tfcluster"] = tc.tf
+			}
+			rec := deploy(t, workloadsRaw(t, ov))
+			script, _ := get(inputs(rec.one(t, tConfigMap, "tfcluster-scripts")), "data", "tf_config.sh").(string)
+			if script == "" {
+				t.Fatal("no entry script in the tf-scripts ConfigMap")
+			}
+			services := headlessServices(rec)
+			port := 2222
+
+			var cluster map[string][]string
+			seenTypes := map[string]int{}
+			for _, r := range rec.ofType(tStatefulSet) {
+				sts := inputs(r)
+				name, _ := get(sts, "metadata", "name").(string)
+				if !strings.HasPrefix(name, "tf-") {
+					continue
+				}
+				replicas := int(get(sts, "spec", "replicas").(float64))
+				tmpl := get(sts, "spec", "template")
+				c := get(tmpl, "spec", "containers", "[0]")
+				env := envOf(c)
+				if got := strs(get(c, "command")); len(got) != 2 || got[1] != "/etc/kolotoc/tf/tf_config.sh" {
+					t.Errorf("%s: command %v does not run the entry script", name, got)
+				}
+				svcName, _ := get(sts, "spec", "serviceName").(string)
+				if svc, ok := services[svcName]; !ok || !selects(svc, tmpl) {
+					t.Errorf("%s: serviceName %q is not a headless Service selecting its pods", name, svcName)
+				}
+				typ, _ := env["KOLOTOC_TF_TASK_TYPE"].(string)
+				seenTypes[typ] = replicas
+				for i := 0; i < replicas; i++ {
+					host := fmt.Sprintf("%s-%d", name, i)
+					out, err := runEntry(t, script, host, env)
+					if err != nil {
+						t.Fatalf("%s: entry script: %v", host, err)
+					}
+					var cfg tfConfig
+					if err := json.Unmarshal([]byte(out), &cfg); err != nil {
+						t.Fatalf("%s: TF_CONFIG does not parse: %v\n%s", host, err, out)
+					}
+					if cfg.Task.Type != typ || cfg.Task.Index == nil || *cfg.Task.Index != i {
+						t.Errorf("%s: TF_CONFIG task is %s, want type %s index %d", host, out, typ, i)
+					}
+					if cluster == nil {
+						cluster = cfg.Cluster
+					} else if d := cmp.Diff(cluster, cfg.Cluster); d != "" {
+						t.Errorf("%s sees another cluster (-first +this):\n%s", host, d)
+					}
+				}
+			}
+			if d := cmp.Diff(tc.counts, seenTypes); d != "" {
+				t.Errorf("task types and counts (-want +got):\n%s", d)
+			}
+			if _, ok := cluster["evaluator"]; ok {
+				t.Error("the evaluator is in the cluster spec; TensorFlow keeps it out")
+			}
+			seen := map[string]bool{}
+			addr := regexp.MustCompile(`^(tf-[a-z]+)-([0-9]+)\.(tf-[a-z]+)\.kolotoc-workloads\.svc:([0-9]+)$`)
+			for typ, tasks := range cluster {
+				if tasks == nil || len(tasks) != seenTypes[typ] {
+					t.Errorf("cluster[%s] has %d tasks, the StatefulSet %d pods", typ, len(tasks), seenTypes[typ])
+				}
+				for i, a := range tasks {
+					if seen[a] {
+						t.Errorf("%s appears twice in the cluster", a)
+					}
+					seen[a] = true
+					m := addr.FindStringSubmatch(a)
+					if m == nil {
+						t.Errorf("cluster[%s][%d] = %q is not <pod>.<service>.<namespace>.svc:<port>", typ, i, a)
+						continue
+					}
+					if idx, _ := strconv.Atoi(m[2]); idx != i {
+						t.Errorf("cluster[%s][%d] = %q: index out of order (indexes must be contiguous from 0)", typ, i, a)
+					}
+					svc, ok := services[m[3]]
+					if !ok {
+						t.Errorf("%s: no headless Service %s", a, m[3])
+						continue
+					}
+					if p, _ := strconv.Atoi(m[4]); p != port || !contains(servicePorts(svc), p) {
+						t.Errorf("%s: port %s not served by Service %s (%v)", a, m[4], m[3], servicePorts(svc))
+					}
+					sts := byName(t, rec, tStatefulSet, m[1])
+					if get(sts, "spec", "serviceName") != m[3] {
+						t.Errorf("%s: pod of StatefulSet %s, which is not under Service %s", a, m[1], m[3])
+					}
+				}
+			}
+		})
+	}
+}
+
+func contains(list []int, n int) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTFConfigRefusesHostnameWithoutOrdinal: a pod that is not a StatefulSet pod fails loudly
+// instead of running with a wrong index.
+func TestTFConfigRefusesHostnameWithoutOrdinal(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	script, _ := get(inputs(rec.one(t, tConfigMap, "tfcluster-scripts")), "data", "tf_config.sh").(string)
+	if _, err := runEntry(t, script, "tf-worker", map[string]any{"KOLOTOC_TF_CLUSTER": "{}", "KOLOTOC_TF_TASK_TYPE": "worker"}); err == nil {
+		t.Error("entry script accepted hostname tf-worker (no ordinal)")
+	}
+}
+
+// TestTFTensorBoard: the entrypoint's TensorBoard reads the shared log directory the tasks write
+// under; without it the cluster brings its own over the same directory.
+func TestTFTensorBoard(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	w := get(byName(t, rec, tStatefulSet, "tf-worker"), "spec", "template", "spec", "containers", "[0]")
+	logDir, _ := envOf(w)["KOLOTOC_LOG_DIR"].(string)
+	entry := inputs(rec.one(t, tDeployment, "entrypoint"))
+	var tbArgs []string
+	for _, c := range get(entry, "spec", "template", "spec", "containers").([]any) {
+		if get(c, "name") == "tensorboard" {
+			tbArgs = strs(get(c, "command"))
+		}
+	}
+	if !hasLogdirAbove(tbArgs, logDir) {
+		t.Errorf("entrypoint TensorBoard %v does not read the tasks' log dir %s", tbArgs, logDir)
+	}
+	for _, r := range rec.ofType(tDeployment) {
+		if get(inputs(r), "metadata", "name") == "tf-tensorboard" {
+			t.Error("a second TensorBoard although the entrypoint runs one")
+		}
+	}
+
+	rec = deploy(t, workloadsRaw(t, map[string]string{"entrypoint": `{"tensorboard":false}`}))
+	tb := byName(t, rec, tDeployment, "tf-tensorboard")
+	if !hasLogdirAbove(strs(get(tb, "spec", "template", "spec", "containers", "[0]", "command")), logDir) {
+		t.Errorf("own TensorBoard does not read %s", logDir)
+	}
+	byName(t, rec, tService, "tf-tensorboard")
+}
+
+// byName returns the plain inputs of the one object of a type with that Kubernetes name.
+func byName(t *testing.T, rec *recorder, token, name string) any {
+	t.Helper()
+	for _, r := range rec.ofType(token) {
+		if in := inputs(r); get(in, "metadata", "name") == name {
+			return in
+		}
+	}
+	t.Fatalf("no %s with metadata.name %s", token, name)
+	return nil
+}
+
+func hasLogdirAbove(args []string, dir string) bool {
+	for _, a := range args {
+		if d, ok := strings.CutPrefix(a, "--logdir="); ok && (dir == d || strings.HasPrefix(dir, d+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// torchrunFlags expands the worker's $(VAR) references as the kubelet does, with configMapKeyRef
+// values read from the registered ConfigMaps, and returns torchrun's --flag=value options and the
+// rest (script and its arguments).
+func torchrunFlags(t *testing.T, rec *recorder, container any) (map[string]string, []string) {
+	t.Helper()
+	env := map[string]string{}
+	for name, v := range envOf(container) {
+		switch x := v.(type) {
+		case string:
+			env[name] = x
+		default:
+			cmName, _ := get(x, "configMapKeyRef", "name").(string)
+			key, _ := get(x, "configMapKeyRef", "key").(string)
+			if cmName == "" {
+				continue
+			}
+			for _, r := range rec.ofType(tConfigMap) {
+				in := inputs(r)
+				if get(in, "metadata", "name") == cmName {
+					env[name], _ = get(in, "data", key).(string)
+				}
+			}
+		}
+	}
+	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+	flags := map[string]string{}
+	var rest []string
+	for _, a := range strs(get(container, "args")) {
+		a = ref.ReplaceAllStringFunc(a, func(m string) string {
+			v, ok := env[m[2:len(m)-1]]
+			if !ok {
+				t.Errorf("argument %q references undefined %s", a, m)
+			}
+			return v
+		})
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") && len(rest) == 0 {
+			flags[k] = v
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	return flags, rest
+}
+
+// TestElasticTorchrun: torchrun's arguments follow the config for both rendezvous backends, the
+// endpoint is a Service that exists, and the etcd backends run against etcd 3.5 with v2 on.
+func TestElasticTorchrun(t *testing.T) {
+	for _, tc := range []struct {
+		name, elastic, etcd string
+		wantEndpoint        string
+		wantFlags           map[string]string
+	}{
+		{name: "etcd-v2 (example)", wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
+			wantFlags: map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd-v2", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+		{name: "c10d", etcd: `{"enabled":false}`,
+			elastic:      `{"enabled":true,"minNodes":2,"maxNodes":3,"nodes":2,"gpusPerNode":4,"rdzvId":"bert-large","maxRestarts":0}`,
+			wantEndpoint: "elastic-0.elastic.kolotoc-workloads.svc:29400",
+			wantFlags:    map[string]string{"--nnodes": "2:3", "--nproc-per-node": "4", "--rdzv-backend": "c10d", "--rdzv-id": "bert-large", "--max-restarts": "0"}},
+		{name: "etcd, own script", elastic: `{"enabled":true,"maxNodes":2,"rdzvBackend":"etcd","command":["/shared/train.py","--epochs","3"]}`,
+			wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
+			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ov := map[string]string{}
+			if tc.elastic != "" {
+				ov["elastic"] = tc.elastic
+			}
+			if tc.etcd != "" {
+				ov["etcd"] = tc.etcd
+			}
+			raw := workloadsRaw(t, ov)
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := deploy(t, raw)
+			sts := inputs(rec.one(t, tStatefulSet, "elastic"))
+			pod := get(sts, "spec", "template", "spec")
+			c := get(pod, "containers", "[0]")
+			flags, rest := torchrunFlags(t, rec, c)
+			want := map[string]string{"--rdzv-endpoint": tc.wantEndpoint}
+			for k, v := range tc.wantFlags {
+				want[k] = v
+			}
+			if d := cmp.Diff(want, flags); d != "" {
+				t.Errorf("torchrun options (-want +got):\n%s", d)
+			}
+			wantRest := cfg.Elastic.Command
+			if len(wantRest) == 0 {
+				wantRest = []string{"/etc/kolotoc/elastic/check.py"}
+			}
+			if d := cmp.Diff(wantRest, rest); d != "" {
+				t.Errorf("training command (-want +got):\n%s", d)
+			}
+			if got := int(get(sts, "spec", "replicas").(float64)); got != cfg.Elastic.Nodes {
+				t.Errorf("replicas %d, want elastic.nodes %d", got, cfg.Elastic.Nodes)
+			}
+			gpus := tc.wantFlags["--nproc-per-node"]
+			if get(c, "resources", "requests", "nvidia.com/gpu") != gpus || get(c, "resources", "limits", "nvidia.com/gpu") != gpus {
+				t.Errorf("GPU requests/limits %v, want %s", get(c, "resources"), gpus)
+			}
+			if get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" || get(pod, "nodeSelector", "kolotoc.dev/pool") != "gpu" {
+				t.Errorf("workers do not tolerate the GPU taint or select the gpu pool: %v %v", get(pod, "tolerations"), get(pod, "nodeSelector"))
+			}
+			if !mountsClaim(pod, c, "shared", "/shared") {
+				t.Error("workers do not mount the shared claim at /shared")
+			}
+
+			host, portStr, _ := strings.Cut(tc.wantEndpoint, ":")
+			port, _ := strconv.Atoi(portStr)
+			svcName := strings.Split(host, ".")[0]
+			if strings.HasPrefix(host, "elastic-0.") {
+				svcName = "elastic"
+				if get(sts, "spec", "serviceName") != "elastic" || get(headlessServices(rec)["elastic"], "spec", "publishNotReadyAddresses") != true {
+					t.Error("c10d endpoint: worker 0 is not named by a headless Service publishing not-ready addresses")
+				}
+			}
+			svc := inputs(rec.one(t, tService, svcName))
+			if !contains(servicePorts(svc), port) {
+				t.Errorf("endpoint %s: Service %s serves %v", tc.wantEndpoint, svcName, servicePorts(svc))
+			}
+
+			etcds := 0
+			for _, r := range rec.ofType(tStatefulSet) {
+				if r.Name == "etcd" {
+					etcds++
+				}
+			}
+			if backend := tc.wantFlags["--rdzv-backend"]; backend != "c10d" {
+				if etcds != 1 {
+					t.Fatalf("backend %s without an etcd StatefulSet", backend)
+				}
+				checkEtcdV2(t, rec)
+			}
+		})
+	}
+}
+
+// checkEtcdV2: the etcd members run etcd 3.5.x with the v2 API enabled.
+func checkEtcdV2(t *testing.T, rec *recorder) {
+	t.Helper()
+	c := get(inputs(rec.one(t, tStatefulSet, "etcd")), "spec", "template", "spec", "containers", "[0]")
+	img, _ := get(c, "image").(string)
+	tag := img[strings.LastIndex(img, ":")+1:]
+	if !regexp.MustCompile(`^v?3\.5\.[0-9]+`).MatchString(tag) {
+		t.Errorf("etcd image %s is not 3.5.x (3.6 has no v2 API)", img)
+	}
+	if cmd := strs(get(c, "command")); !containsStr(cmd, "--enable-v2=true") {
+		t.Errorf("etcd runs without --enable-v2=true: %v", cmd)
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func mountsClaim(pod, container any, volume, path string) bool {
+	claimed := false
+	for _, v := range get(pod, "volumes").([]any) {
+		if get(v, "name") == volume && get(v, "persistentVolumeClaim", "claimName") == "shared" {
+			claimed = true
+		}
+	}
+	for _, m := range get(container, "volumeMounts").([]any) {
+		if claimed && get(m, "name") == volume && get(m, "mountPath") == path {
+			return true
+		}
+	}
+	return false
+}
+
+// TestElasticScalingKeepsWorkers: changing nodes, maxNodes or minNodes changes the StatefulSet's
+// replicas and the scale ConfigMap, never the pod template, so running workers are not rolled.
+func TestElasticScalingKeepsWorkers(t *testing.T) {
+	render := func(elastic string) (tmpl, replicas, nnodes any) {
+		rec := deploy(t, workloadsRaw(t, map[string]string{"elastic": elastic}))
+		sts := inputs(rec.one(t, tStatefulSet, "elastic"))
+		return get(sts, "spec", "template"), get(sts, "spec", "replicas"),
+			get(inputs(rec.one(t, tConfigMap, "elastic-scale")), "data", "nnodes")
+	}
+	base := `{"enabled":true,"rdzvBackend":"etcd-v2","minNodes":1,"maxNodes":2}`
+	t0, r0, n0 := render(base)
+	for name, changed := range map[string]string{
+		"max 2→3":   `{"enabled":true,"rdzvBackend":"etcd-v2","minNodes":1,"maxNodes":3}`,
+		"min 1→2":   `{"enabled":true,"rdzvBackend":"etcd-v2","minNodes":2,"maxNodes":2}`,
+		"nodes 2→1": `{"enabled":true,"rdzvBackend":"etcd-v2","minNodes":1,"maxNodes":2,"nodes":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t1, r1, n1 := render(changed)
+			if d := cmp.Diff(t0, t1); d != "" {
+				t.Errorf("the pod template changed, which would restart every worker:\n%s", d)
+			}
+			if cmp.Equal(r0, r1) && cmp.Equal(n0, n1) {
+				t.Errorf("neither replicas (%v) nor --nnodes (%v) changed", r1, n1)
+			}
+		})
+	}
+}
+
+// TestEtcd: members, Services, volumes, disruption budget and readiness.
+func TestEtcd(t *testing.T) {
+	for _, members := range []int{1, 3} {
+		t.Run(fmt.Sprint(members), func(t *testing.T) {
+			rec := deploy(t, workloadsRaw(t, map[string]string{"etcd": fmt.Sprintf(`{"enabled":true,"members":%d}`, members)}))
+			sts := inputs(rec.one(t, tStatefulSet, "etcd"))
+			if got := int(get(sts, "spec", "replicas").(float64)); got != members {
+				t.Errorf("replicas %d, want %d", got, members)
+			}
+			checkEtcdV2(t, rec)
+			c := get(sts, "spec", "template", "spec", "containers", "[0]")
+			cmd := strs(get(c, "command"))
+			var initial string
+			for _, a := range cmd {
+				if v, ok := strings.CutPrefix(a, "--initial-cluster="); ok {
+					initial = v
+				}
+			}
+			if n := len(strings.Split(initial, ",")); n != members {
+				t.Errorf("--initial-cluster names %d members, want %d: %s", n, members, initial)
+			}
+			if get(c, "readinessProbe", "httpGet", "path") != "/health" {
+				t.Errorf("no /health readiness probe: %v", get(c, "readinessProbe"))
+			}
+			if get(c, "resources", "requests", "cpu") == nil || get(c, "resources", "limits", "memory") == nil {
+				t.Errorf("resources %v", get(c, "resources"))
+			}
+			peer := headlessServices(rec)["etcd-peer"]
+			if peer == nil || get(peer, "spec", "publishNotReadyAddresses") != true || get(sts, "spec", "serviceName") != "etcd-peer" {
+				t.Error("members are not named by a headless peer Service that publishes not-ready addresses")
+			}
+			if client := inputs(rec.one(t, tService, "etcd")); !contains(servicePorts(client), 2379) {
+				t.Error("client Service does not serve 2379")
+			}
+			// Simulated cloud: one static volume per member, pre-bound to the claim the
+			// StatefulSet controller will make (<template>-<statefulset>-<i>).
+			vct := get(sts, "spec", "volumeClaimTemplates", "[0]", "metadata", "name")
+			pvs := 0
+			for _, r := range rec.ofType(tPV) {
+				in := inputs(r)
+				claim, _ := get(in, "spec", "claimRef", "name").(string)
+				if !strings.HasPrefix(claim, fmt.Sprintf("%v-etcd-", vct)) {
+					continue
+				}
+				pvs++
+				if get(in, "spec", "storageClassName") != "" {
+					t.Errorf("%s: static volume with a storage class", r.Name)
+				}
+			}
+			if pvs != members {
+				t.Errorf("%d static volumes, want %d", pvs, members)
+			}
+			pdbs := rec.ofType(tPDB)
+			if members == 3 {
+				if len(pdbs) != 1 || get(inputs(pdbs[0]), "spec", "maxUnavailable") != float64(1) {
+					t.Errorf("3 members need a PodDisruptionBudget with maxUnavailable 1: %v", pdbs)
+				}
+			} else if len(pdbs) != 0 {
+				t.Error("a PodDisruptionBudget for a single member would block every drain")
+			}
+		})
+	}
+}
+
+// TestDCGMExporterOnlyOnGPUNodes: the exporter's node selector picks exactly the GPU nodes, and it
+// tolerates their taint; Prometheus scrapes it.
+func TestDCGMExporterOnlyOnGPUNodes(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	ds := inputs(rec.one(t, tDaemonSet, "monitoring-dcgm-exporter"))
+	pod := get(ds, "spec", "template", "spec")
+	sel, _ := get(pod, "nodeSelector").(map[string]any)
+	if len(sel) == 0 {
+		t.Fatal("the DCGM exporter has no node selector: it would run on CPU nodes")
+	}
+	gpuNodes := 0
+	for _, n := range rec.ofType(tNode) {
+		md := get(inputs(n), "metadata")
+		labels, _ := get(md, "labels").(map[string]any)
+		selected := true
+		for k, v := range sel {
+			selected = selected && labels[k] == v
+		}
+		var capacity map[string]string
+		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+			t.Fatal(err)
+		}
+		hasGPU := capacity["nvidia.com/gpu"] != ""
+		if selected != hasGPU {
+			t.Errorf("node %s: DCGM exporter selected=%v, GPUs=%v", n.Name, selected, hasGPU)
+		}
+		if hasGPU {
+			gpuNodes++
+		}
+	}
+	if gpuNodes == 0 {
+		t.Fatal("no GPU nodes in the layout")
+	}
+	if get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" {
+		t.Errorf("the exporter does not tolerate the GPU taint: %v", get(pod, "tolerations"))
+	}
+	if get(pod, "containers", "[0]", "resources", "requests", "nvidia.com/gpu") != nil {
+		t.Error("the exporter requests a GPU, taking it from training")
+	}
+
+	// With no GPU pool, no exporter.
+	rec = deploy(t, workloadsRaw(t, map[string]string{
+		"nodePools": `[{"name":"cpu","nodes":2,"cpus":16,"memory":"64Gi"}]`,
+		"elastic":   `{"enabled":false}`, "tfcluster": `{"enabled":false}`,
+	}))
+	if len(rec.ofType(tDaemonSet)) != 0 {
+		t.Error("DaemonSets on a cluster without GPUs")
+	}
+}
+
+// TestMonitoringConfig: prometheus.yml parses and has the scrape jobs; Grafana's data source is
+// the stack's Prometheus; the GPU dashboard shows power, temperature, utilisation and memory per
+// GPU and per node, against that data source.
+func TestMonitoringConfig(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	promYAML, _ := get(inputs(rec.one(t, tConfigMap, "monitoring-prometheus")), "data", "prometheus.yml").(string)
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName string `yaml:"job_name"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(promYAML), &prom); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	var jobs []string
+	for _, s := range prom.ScrapeConfigs {
+		jobs = append(jobs, s.JobName)
+	}
+	if d := cmp.Diff([]string{"prometheus", "dcgm-exporter", "dask", "kube-state-metrics"}, jobs); d != "" {
+		t.Errorf("scrape jobs (-want +got):\n%s", d)
+	}
+	// The dask job keeps the port names the Dask containers declare.
+	for _, want := range []string{"dashboard", "dask-dash"} {
+		if !strings.Contains(fmt.Sprint(inputs(rec.one(t, tDeployment, "entrypoint")), inputs(rec.one(t, tStatefulSet, "carriers"))), "name:"+want) {
+			t.Errorf("no Dask container port named %s to scrape", want)
+		}
+	}
+
+	prov := inputs(rec.one(t, tConfigMap, "monitoring-grafana-provisioning"))
+	var ds struct {
+		Datasources []struct{ UID, Type, URL string } `yaml:"datasources"`
+	}
+	if err := yaml.Unmarshal([]byte(get(prov, "data", "datasources.yaml").(string)), &ds); err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus.kolotoc-workloads.svc:9090" {
+		t.Fatalf("data sources %+v", ds.Datasources)
+	}
+	if svc := inputs(rec.one(t, tService, "monitoring-prometheus")); get(svc, "metadata", "name") != "prometheus" || !contains(servicePorts(svc), 9090) {
+		t.Error("the data source URL is not the Prometheus Service")
+	}
+
+	dashText, _ := get(inputs(rec.one(t, tConfigMap, "monitoring-grafana-dashboards")), "data", "gpus.json").(string)
+	var dash struct {
+		Panels []struct {
+			Title      string
+			Datasource struct{ UID string }
+			Targets    []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal([]byte(dashText), &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	exprs := map[string]bool{}
+	for _, p := range dash.Panels {
+		if p.Datasource.UID != ds.Datasources[0].UID {
+			t.Errorf("panel %q uses data source %q", p.Title, p.Datasource.UID)
+		}
+		for _, tg := range p.Targets {
+			exprs[tg.Expr] = true
+		}
+	}
+	for _, metric := range []string{"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"} {
+		perNode := false
+		for e := range exprs {
+			if strings.Contains(e, "by (node)") && strings.Contains(e, metric) {
+				perNode = true
+			}
+		}
+		if !exprs[metric] || !perNode {
+			t.Errorf("%s: per GPU %v, per node %v", metric, exprs[metric], perNode)
+		}
+	}
+}
+
+// TestGrafanaPasswordIsSecret: the password reaches its Secret as a secret value, appears nowhere
+// in plain text, reaches Grafana only by reference, and no output carries it.
+func TestGrafanaPasswordIsSecret(t *testing.T) {
+	raw := workloadsRaw(t, nil)
+	rec := deploy(t, raw)
+	for _, r := range rec.sorted() {
+		if leak := findPlain(resource.NewProperty(r.Inputs), []string{grafanaTestPassword, testPassword, "kubeconfig-token"}); leak != "" {
+			t.Errorf("%s %s: %q in plain text", r.Type, r.Name, leak)
+		}
+	}
+	s := rec.one(t, tSecret, "monitoring-grafana")
+	if v := s.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), grafanaTestPassword) {
+		t.Errorf("Grafana Secret: stringData secret=%v", isSecret(v))
+	}
+	g := get(inputs(rec.one(t, tDeployment, "monitoring-grafana")), "spec", "template", "spec", "containers", "[0]")
+	ref := envOf(g)["GF_SECURITY_ADMIN_PASSWORD"]
+	if get(ref, "secretKeyRef", "name") != get(inputs(s), "metadata", "name") {
+		t.Errorf("Grafana reads its password from %v, not the Secret", ref)
+	}
+	cfg, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(fmt.Sprint(stacks.WorkloadOutputs(cfg)))
+	if bytes.Contains(b, []byte(grafanaTestPassword)) {
+		t.Error("a stack output carries the Grafana password")
+	}
+	for _, k := range []string{"grafanaUrl", "grafanaPortForward", "prometheusUrl", "grafanaPasswordCommand", "etcdEndpoint",
+		"elasticRendezvousEndpoint", "elasticNnodes", "tfClusterSpec", "gotoElastic"} {
+		if _, ok := stacks.WorkloadOutputs(cfg)[k]; !ok {
+			t.Errorf("output %s missing", k)
+		}
+	}
+}
+
+// TestWorkloadsProperties: the properties every layout keeps, on this one: labels, pinned images.
+func TestWorkloadsProperties(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	want := []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
+		"app.kubernetes.io/part-of", "app.kubernetes.io/version"}
+	for _, r := range rec.sorted() {
+		if !strings.HasPrefix(r.Type, "kubernetes:") {
+			continue
+		}
+		in := inputs(r)
+		paths := [][]string{{"metadata", "labels"}}
+		if get(in, "spec", "template", "metadata") != nil {
+			paths = append(paths, []string{"spec", "template", "metadata", "labels"})
+		}
+		for _, p := range paths {
+			labels, _ := get(in, p...).(map[string]any)
+			for _, k := range want {
+				if labels[k] == nil || labels[k] == "" {
+					t.Errorf("%s %s: %s lacks label %s", r.Type, r.Name, strings.Join(p, "."), k)
+				}
+			}
+		}
+		walkImages(in, func(img string) {
+			last := img[strings.LastIndex(img, "/")+1:]
+			if !strings.Contains(last, ":") || strings.HasSuffix(img, ":latest") {
+				t.Errorf("%s %s: image %q is not pinned", r.Type, r.Name, img)
+			}
+		})
+	}
+}
+
+// TestEveryWorkloadPodFits schedules every pod the layout creates (replicas of Deployments and
+// StatefulSets, DaemonSet pods on the nodes they select) onto the simulated nodes, honouring node
+// selectors, the GPU taint and CPU, memory and GPU requests, largest first: the layout promises
+// that nothing stays Pending. The end-to-end suite checks the same on the real scheduler.
+func TestEveryWorkloadPodFits(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	type node struct {
+		name    string
+		labels  map[string]any
+		tainted bool
+		free    map[string]int64 // milli-CPU, bytes, GPUs
+	}
+	var nodes []*node
+	for _, n := range rec.ofType(tNode) {
+		md := get(inputs(n), "metadata")
+		var capacity map[string]string
+		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+			t.Fatal(err)
+		}
+		nd := &node{name: n.Name, labels: get(md, "labels").(map[string]any), free: map[string]int64{}}
+		nd.tainted = get(inputs(n), "spec", "taints") != nil && len(get(inputs(n), "spec", "taints").([]any)) > 0
+		for k, v := range capacity {
+			q := k8sresource.MustParse(v)
+			if k == "cpu" {
+				nd.free[k] = q.MilliValue()
+			} else {
+				nd.free[k] = q.Value()
+			}
+		}
+		nodes = append(nodes, nd)
+	}
+	type pod struct {
+		name      string
+		selector  map[string]any
+		tolerates bool
+		requests  map[string]int64
+		pinned    *node // DaemonSet pods
+	}
+	var pods []pod
+	podOf := func(name string, spec any) pod {
+		p := pod{name: name, requests: map[string]int64{}}
+		p.selector, _ = get(spec, "nodeSelector").(map[string]any)
+		p.tolerates = get(spec, "tolerations", "[0]", "key") == "nvidia.com/gpu"
+		for _, c := range get(spec, "containers").([]any) {
+			req, _ := get(c, "resources", "requests").(map[string]any)
+			for k, v := range req {
+				q := k8sresource.MustParse(v.(string))
+				if k == "cpu" {
+					p.requests[k] += q.MilliValue()
+				} else {
+					p.requests[k] += q.Value()
+				}
+			}
+		}
+		return p
+	}
+	matches := func(sel map[string]any, n *node) bool {
+		for k, v := range sel {
+			if n.labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, typ := range []string{tDeployment, tStatefulSet, tDaemonSet} {
+		for _, r := range rec.ofType(typ) {
+			in := inputs(r)
+			spec := get(in, "spec", "template", "spec")
+			if typ == tDaemonSet {
+				for _, n := range nodes {
+					if p := podOf(r.Name, spec); matches(p.selector, n) {
+						p.pinned = n
+						pods = append(pods, p)
+					}
+				}
+				continue
+			}
+			replicas := 1
+			if n, ok := get(in, "spec", "replicas").(float64); ok {
+				replicas = int(n)
+			}
+			for i := 0; i < replicas; i++ {
+				pods = append(pods, podOf(fmt.Sprintf("%s-%d", r.Name, i), spec))
+			}
+		}
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		if (pods[i].pinned != nil) != (pods[j].pinned != nil) {
+			return pods[i].pinned != nil
+		}
+		if pods[i].requests["nvidia.com/gpu"] != pods[j].requests["nvidia.com/gpu"] {
+			return pods[i].requests["nvidia.com/gpu"] > pods[j].requests["nvidia.com/gpu"]
+		}
+		return pods[i].requests["cpu"] > pods[j].requests["cpu"]
+	})
+	fits := func(p pod, n *node) bool {
+		if !matches(p.selector, n) || (n.tainted && !p.tolerates) {
+			return false
+		}
+		for k, v := range p.requests {
+			if n.free[k] < v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range pods {
+		candidates := nodes
+		if p.pinned != nil {
+			candidates = []*node{p.pinned}
+		}
+		placed := false
+		for _, n := range candidates {
+			if fits(p, n) {
+				for k, v := range p.requests {
+					n.free[k] -= v
+				}
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			t.Errorf("pod %s (requests %v, selector %v) fits no node", p.name, p.requests, p.selector)
+		}
+	}
+	if len(pods) < 15 {
+		t.Errorf("only %d pods counted", len(pods))
+	}
+	// The layout keeps room for one more elastic worker: `maxNodes: 3` must fit as well.
+	for _, n := range nodes {
+		if n.free["nvidia.com/gpu"] >= 8 {
+			return
+		}
+	}
+	t.Error("no GPU node left with 8 free GPUs for a third elastic worker")
+}
+
+// TestWorkloadResourceCount: the resources registered do not depend on the number of workers,
+// tasks or etcd... beyond etcd's fixed per-member volumes on the simulated cloud.
+func TestWorkloadResourceCount(t *testing.T) {
+	count := func(workers, ps int) map[string]int {
+		raw := workloadsRaw(t, map[string]string{
+			"nodePools": `[{"name":"gpu","nodes":512,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100","cpus":96,"memory":"680Gi"},{"name":"cpu","nodes":64,"cpus":16,"memory":"64Gi"}]`,
+			"elastic":   fmt.Sprintf(`{"enabled":true,"rdzvBackend":"etcd-v2","maxNodes":%d}`, workers),
+			"tfcluster": fmt.Sprintf(`{"enabled":true,"workers":{"count":%d,"gpus":8},"ps":{"count":%d}}`, workers, ps),
+		})
+		m := map[string]int{}
+		for _, r := range deploy(t, raw).sorted() {
+			if r.Type != tNode {
+				m[r.Type]++
+			}
+		}
+		return m
+	}
+	if d := cmp.Diff(count(2, 1), count(200, 40)); d != "" {
+		t.Errorf("resources by type differ between small and large (-small +large):\n%s", d)
+	}
+}
