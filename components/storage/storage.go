@@ -1,6 +1,7 @@
 // Package storage provides the shared ReadWriteMany claim that every workload mounts for
 // checkpoints, logs and notebooks, backed by NFS: an external server, or an NFS server run inside
-// the namespace. Per-pod scratch (emptyDir or a local SSD path) is rendered by Scratch.
+// the namespace, or a cloud file store (Filestore over NFS; EFS and Azure Files through their CSI
+// drivers, csi.go). Per-pod scratch (emptyDir or a local SSD path) is rendered by Scratch.
 package storage
 
 import (
@@ -10,6 +11,7 @@ import (
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	storagev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/storage/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
@@ -39,6 +41,14 @@ type Args struct {
 	ServerPool  string             // pool the in-cluster server runs on
 	Protect     bool               // protect the volume and claim from `pulumi destroy`
 	Labels      meta.Labels
+
+	// ServerAddress, when set, is the NFS server's address as a cloud file store reports it once
+	// created (Filestore); it takes the place of Server.
+	ServerAddress pulumi.StringInput
+	// MountOptions of the NFS volume; default nfsvers=4.1, hard. Filestore serves NFSv3.
+	MountOptions []string
+	// CSI, when set, serves the volume through a CSI driver (EFS, Azure Files) instead of NFS.
+	CSI *CSI
 }
 
 // Storage is the shared claim and whatever backs it.
@@ -69,10 +79,28 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		// the volume must point at the Service's ClusterIP.
 		server = svc.Spec.ClusterIP().Elem()
 	}
+	if args.ServerAddress != nil {
+		server = args.ServerAddress.ToStringOutput()
+	}
 	// Checkpoints outlive a `pulumi destroy` only if Pulumi refuses to delete the claim and the
 	// volume keeps its data when the claim goes (Retain).
 	protect := pulumi.Protect(args.Protect)
-	pv, err := corev1.NewPersistentVolume(ctx, name, RenderVolume(args, server), pulumi.Parent(s), protect)
+	var volumeDeps []pulumi.Resource
+	if args.CSI != nil && args.CSI.SecretData != nil {
+		sec, err := corev1.NewSecret(ctx, name+"-credentials", RenderCredentials(args), pulumi.Parent(s))
+		if err != nil {
+			return nil, err
+		}
+		volumeDeps = append(volumeDeps, sec)
+	}
+	if args.CSI != nil && args.CSI.ClassParameters != nil {
+		sc, err := storagev1.NewStorageClass(ctx, name, RenderStorageClass(args), pulumi.Parent(s), protect)
+		if err != nil {
+			return nil, err
+		}
+		volumeDeps = append(volumeDeps, sc)
+	}
+	pv, err := corev1.NewPersistentVolume(ctx, name, RenderVolume(args, server), pulumi.Parent(s), protect, pulumi.DependsOn(volumeDeps))
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +122,27 @@ func RenderVolume(a *Args, server pulumi.StringInput) *corev1.PersistentVolumeAr
 	if a.InCluster {
 		path = "/"
 	}
+	mountOptions := pulumi.ToStringArray(a.MountOptions)
+	if len(a.MountOptions) == 0 {
+		mountOptions = pulumi.StringArray{pulumi.String("nfsvers=4.1"), pulumi.String("hard")}
+	}
+	var nfs *corev1.NFSVolumeSourceArgs
+	var csi *corev1.CSIPersistentVolumeSourceArgs
+	if a.CSI != nil {
+		csi = RenderCSIVolumeSource(a)
+	} else {
+		nfs = &corev1.NFSVolumeSourceArgs{Server: server, Path: pulumi.String(path)}
+	}
 	return &corev1.PersistentVolumeArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(a.VolumeName), Labels: pulumi.ToStringMap(a.Labels.For("storage"))},
 		Spec: &corev1.PersistentVolumeSpecArgs{
 			Capacity:                      pulumi.StringMap{"storage": pulumi.String(a.Size)},
 			AccessModes:                   pulumi.StringArray{pulumi.String("ReadWriteMany")},
 			PersistentVolumeReclaimPolicy: pulumi.String(reclaim),
-			StorageClassName:              pulumi.String(""),
-			MountOptions:                  pulumi.StringArray{pulumi.String("nfsvers=4.1"), pulumi.String("hard")},
-			Nfs:                           &corev1.NFSVolumeSourceArgs{Server: server, Path: pulumi.String(path)},
+			StorageClassName:              pulumi.String(storageClassName(a)),
+			MountOptions:                  mountOptions,
+			Nfs:                           nfs,
+			Csi:                           csi,
 			ClaimRef: &corev1.ObjectReferenceArgs{
 				Namespace: a.Namespace,
 				Name:      pulumi.String(a.ClaimName),
@@ -117,7 +157,7 @@ func RenderClaim(a *Args) *corev1.PersistentVolumeClaimArgs {
 		Metadata: a.Labels.ObjectMeta(a.ClaimName, a.Namespace, "storage"),
 		Spec: &corev1.PersistentVolumeClaimSpecArgs{
 			AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},
-			StorageClassName: pulumi.String(""),
+			StorageClassName: pulumi.String(storageClassName(a)),
 			VolumeName:       pulumi.String(a.VolumeName),
 			Resources: &corev1.VolumeResourceRequirementsArgs{
 				Requests: pulumi.StringMap{"storage": pulumi.String(a.Size)},

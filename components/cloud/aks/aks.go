@@ -1,0 +1,209 @@
+// Package aks makes a stack's cluster on Azure: a resource group, an AKS cluster with a small
+// system pool, one agent pool per configured pool (GPU VM size, autoscaling, Spot, the GPU taint,
+// the Kolotoc pool label), the kubeconfig from the cluster's user credentials, and a storage
+// account with a file share for the shared storage. AKS creates its own virtual network, so the
+// azure-native network module (5.6 GB to compile) is never imported. It is the only package that
+// imports the Azure SDK, so that only the stack layer pays for compiling it.
+package aks
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
+	"github.com/pulumi/pulumi-azure-native-sdk/resources/v2"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+const (
+	// SpotEvictionPolicy: an evicted Spot node is deleted, not deallocated; a deallocated node
+	// keeps its disk (billed) and its cores count against the quota while it earns nothing.
+	SpotEvictionPolicy = "Delete"
+	// spotMaxPrice -1: pay up to the on-demand price, so nodes are evicted for capacity only,
+	// never because the Spot price moved.
+	spotMaxPrice = -1
+	// SpotTaint is the taint AKS puts on every Spot node whether asked or not; it is declared
+	// so that the pool's registered taints say what its nodes carry.
+	SpotTaint = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+	// osDiskGiB: OS disk per node (GiB); training images are 10-20 GB each.
+	osDiskGiB = 128
+)
+
+// AgentPoolTimeouts: an agent pool of ND96asr_v4 VMs has taken over 30 minutes to provision when
+// capacity is scarce; the default would fail a healthy `pulumi up`.
+var AgentPoolTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
+
+// Taint is a node taint with its Kubernetes effect.
+type Taint struct{ Key, Value, Effect string }
+
+// String is the taint as AKS writes it: key=value:Effect.
+func (t Taint) String() string { return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect) }
+
+// Pool is one AKS agent pool.
+type Pool struct {
+	Name     string            // agent pool name: 1-12 lower-case letters and digits
+	VMSize   string            // e.g. Standard_ND96asr_v4
+	Nodes    int               // initial node count
+	MinNodes int               // autoscaling lower bound; autoscaling is on when MinNodes < MaxNodes
+	MaxNodes int               // autoscaling upper bound
+	Zones    []string          // availability zones "1".."3"; empty = none
+	Spot     bool              // Spot priority
+	Labels   map[string]string // every Kubernetes label of the nodes
+	Taints   []Taint           // every taint of the nodes, the GPU taint included (Spot pools get SpotTaint as well)
+}
+
+// ClusterArgs are the inputs of an AKS cluster.
+type ClusterArgs struct {
+	Name              string            // cluster name and DNS prefix (at most 54 characters)
+	ResourceGroup     string            // resource group created for the stack
+	NodeResourceGroup string            // resource group AKS puts the nodes in
+	Location          string            // Azure region
+	KubernetesVersion string            // empty = AKS's default
+	SystemVMSize      string            // VM size of the system pool
+	SystemNodes       int               // nodes of the system pool
+	Pools             []Pool            // user pools
+	Tags              map[string]string // Azure tags
+}
+
+// Cluster is the resource group, the AKS cluster and its agent pools.
+type Cluster struct {
+	pulumi.ResourceState
+	ResourceGroup *resources.ResourceGroup
+	ClusterName   pulumi.StringOutput
+	Kubeconfig    pulumi.StringOutput // secret
+	AgentPools    []*containerservice.AgentPool
+}
+
+// NewCluster registers the resource group, the cluster and its pools.
+func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pulumi.ResourceOption) (*Cluster, error) {
+	if args == nil {
+		return nil, errors.New("aks: args are required")
+	}
+	if args.Name == "" || args.Location == "" || args.SystemNodes < 1 {
+		return nil, fmt.Errorf("aks %q: name, location and a system pool are required", name)
+	}
+	c := &Cluster{}
+	if err := ctx.RegisterComponentResource("kolotoc:aks:Cluster", name, c, opts...); err != nil {
+		return nil, err
+	}
+	parent := pulumi.Parent(c)
+
+	rg, err := resources.NewResourceGroup(ctx, name, &resources.ResourceGroupArgs{
+		ResourceGroupName: pulumi.String(args.ResourceGroup),
+		Location:          pulumi.String(args.Location),
+		Tags:              pulumi.ToStringMap(args.Tags),
+	}, parent)
+	if err != nil {
+		return nil, err
+	}
+	c.ResourceGroup = rg
+	cluster, err := containerservice.NewManagedCluster(ctx, name, RenderCluster(args, rg.Name), parent,
+		// The user pools are AgentPool resources of their own; the cluster must not claim them.
+		pulumi.IgnoreChanges([]string{"agentPoolProfiles"}))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range args.Pools {
+		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name), parent,
+			pulumi.Timeouts(AgentPoolTimeouts),
+			// An agent pool's name is its identity: a replacement must delete first.
+			pulumi.DeleteBeforeReplace(true),
+			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
+		if err != nil {
+			return nil, err
+		}
+		c.AgentPools = append(c.AgentPools, ap)
+	}
+
+	creds := containerservice.ListManagedClusterUserCredentialsOutput(ctx, containerservice.ListManagedClusterUserCredentialsOutputArgs{
+		ResourceGroupName: rg.Name,
+		ResourceName:      cluster.Name,
+	}, pulumi.Parent(c))
+	c.ClusterName = cluster.Name
+	c.Kubeconfig = pulumi.ToSecret(creds.Kubeconfigs().Index(pulumi.Int(0)).Value().ApplyT(func(b64 string) (string, error) {
+		kc, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return "", fmt.Errorf("aks %q: decoding the user kubeconfig: %w", name, err)
+		}
+		return string(kc), nil
+	})).(pulumi.StringOutput)
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"clusterName": c.ClusterName, "kubeconfig": c.Kubeconfig})
+}
+
+// RenderCluster builds the managed cluster with its system pool. The system pool runs AKS's own
+// pods; Kolotoc's workloads select their pools by label and never land there.
+func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containerservice.ManagedClusterArgs {
+	mc := &containerservice.ManagedClusterArgs{
+		ResourceName:      pulumi.String(a.Name),
+		ResourceGroupName: resourceGroup,
+		Location:          pulumi.String(a.Location),
+		DnsPrefix:         pulumi.String(a.Name),
+		NodeResourceGroup: pulumi.String(a.NodeResourceGroup),
+		EnableRBAC:        pulumi.Bool(true),
+		Identity:          &containerservice.ManagedClusterIdentityArgs{Type: containerservice.ResourceIdentityTypeSystemAssigned},
+		AgentPoolProfiles: containerservice.ManagedClusterAgentPoolProfileArray{containerservice.ManagedClusterAgentPoolProfileArgs{
+			Name:   pulumi.String("system"),
+			Mode:   pulumi.String("System"),
+			OsType: pulumi.String("Linux"),
+			VmSize: pulumi.String(a.SystemVMSize),
+			Count:  pulumi.Int(a.SystemNodes),
+			Type:   pulumi.String("VirtualMachineScaleSets"),
+		}},
+		Tags: pulumi.ToStringMap(a.Tags),
+	}
+	if a.KubernetesVersion != "" {
+		mc.KubernetesVersion = pulumi.String(a.KubernetesVersion)
+	}
+	return mc
+}
+
+// RenderAgentPool builds one user agent pool.
+func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.StringInput) *containerservice.AgentPoolArgs {
+	ap := &containerservice.AgentPoolArgs{
+		AgentPoolName:     pulumi.String(p.Name),
+		ResourceGroupName: resourceGroup,
+		ResourceName:      cluster,
+		Mode:              pulumi.String("User"),
+		OsType:            pulumi.String("Linux"),
+		Type:              pulumi.String("VirtualMachineScaleSets"),
+		VmSize:            pulumi.String(p.VMSize),
+		Count:             pulumi.Int(p.Nodes),
+		OsDiskSizeGB:      pulumi.Int(osDiskGiB),
+		NodeLabels:        pulumi.ToStringMap(p.Labels),
+		Tags:              pulumi.ToStringMap(a.Tags),
+	}
+	var taints pulumi.StringArray
+	for _, t := range p.Taints {
+		taints = append(taints, pulumi.String(t.String()))
+	}
+	if p.Spot {
+		taints = append(taints, pulumi.String(SpotTaint))
+	}
+	if len(taints) > 0 {
+		ap.NodeTaints = taints
+	}
+	if len(p.Zones) > 0 {
+		ap.AvailabilityZones = pulumi.ToStringArray(p.Zones)
+	}
+	if autoscaled(p) {
+		ap.EnableAutoScaling = pulumi.Bool(true)
+		ap.MinCount = pulumi.Int(p.MinNodes)
+		ap.MaxCount = pulumi.Int(p.MaxNodes)
+	}
+	if p.Spot {
+		ap.ScaleSetPriority = pulumi.String("Spot")
+		ap.ScaleSetEvictionPolicy = pulumi.String(SpotEvictionPolicy)
+		ap.SpotMaxPrice = pulumi.Float64(spotMaxPrice)
+	}
+	return ap
+}
+
+func autoscaled(p Pool) bool { return p.MinNodes < p.MaxNodes }
+
+func ignoredPoolChanges(p Pool) []string {
+	if autoscaled(p) {
+		return []string{"count"} // the cluster autoscaler owns it
+	}
+	return nil
+}

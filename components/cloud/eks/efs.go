@@ -1,0 +1,126 @@
+package eks
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/efs"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+const (
+	// EFSCSIAddon is the EKS add-on of the EFS CSI driver.
+	EFSCSIAddon = "aws-efs-csi-driver"
+	// EFSCSIServiceAccount is the driver's controller service account; it receives the role.
+	EFSCSIServiceAccount = "efs-csi-controller-sa"
+	// EFSCSIPolicy lets the driver manage access points (dynamic provisioning).
+	EFSCSIPolicy = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+	// nfsPort is the one port EFS listens on.
+	nfsPort = 2049
+	// podIdentityService is the principal that EKS Pod Identity assumes roles as.
+	podIdentityService = "pods.eks.amazonaws.com"
+)
+
+// EFSArgs are the inputs of the shared EFS file system.
+type EFSArgs struct {
+	Name                string               // creation token, Name tag and prefix of the security group and role names
+	ClusterName         pulumi.StringInput   // EKS cluster the CSI add-on goes into
+	VPCID               pulumi.StringInput   // VPC of the mount targets' security group
+	SubnetIDs           []pulumi.StringInput // one mount target in each
+	NodeSecurityGroupID pulumi.StringInput   // the only source allowed to reach NFS
+	ThroughputMode      string               // elastic | bursting
+	Protect             bool                 // refuse `pulumi destroy` of the file system (it holds the checkpoints)
+	DependsOn           []pulumi.Resource    // what the add-on needs first: the node groups and the pod identity agent
+}
+
+// EFS is the file system, its mount targets and the CSI driver that mounts it.
+type EFS struct {
+	pulumi.ResourceState
+	FileSystemID  pulumi.StringOutput
+	SecurityGroup *ec2.SecurityGroup
+	Driver        *eks.Addon
+	MountTargets  []*efs.MountTarget
+}
+
+// NewEFS registers the file system, reachable over NFS from the nodes only, and the CSI driver.
+func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.ResourceOption) (*EFS, error) {
+	if args == nil {
+		return nil, errors.New("efs: args are required")
+	}
+	if len(args.SubnetIDs) == 0 {
+		return nil, fmt.Errorf("efs %q: at least one subnet is required", name)
+	}
+	e := &EFS{}
+	if err := ctx.RegisterComponentResource("kolotoc:eks:EFS", name, e, opts...); err != nil {
+		return nil, err
+	}
+	parent := pulumi.Parent(e)
+
+	sg, err := ec2.NewSecurityGroup(ctx, name, RenderSecurityGroup(args), parent)
+	if err != nil {
+		return nil, err
+	}
+	e.SecurityGroup = sg
+	fs, err := efs.NewFileSystem(ctx, name, &efs.FileSystemArgs{
+		CreationToken:   pulumi.String(args.Name),
+		Encrypted:       pulumi.Bool(true),
+		PerformanceMode: pulumi.String("generalPurpose"),
+		ThroughputMode:  pulumi.String(args.ThroughputMode),
+		Tags:            pulumi.StringMap{"Name": pulumi.String(args.Name)},
+	}, parent, pulumi.Protect(args.Protect))
+	if err != nil {
+		return nil, err
+	}
+	e.FileSystemID = fs.ID().ToStringOutput()
+	deps := append([]pulumi.Resource(nil), args.DependsOn...)
+	for i, subnet := range args.SubnetIDs {
+		mt, err := efs.NewMountTarget(ctx, fmt.Sprintf("%s-%d", name, i), &efs.MountTargetArgs{
+			FileSystemId:   fs.ID(),
+			SubnetId:       subnet,
+			SecurityGroups: pulumi.StringArray{sg.ID()},
+		}, parent)
+		if err != nil {
+			return nil, err
+		}
+		e.MountTargets = append(e.MountTargets, mt)
+		deps = append(deps, mt)
+	}
+
+	// Pod Identity assumes the role with sts:TagSession besides sts:AssumeRole.
+	role, attached, err := newRole(ctx, name+"-csi", args.Name+"-csi",
+		TrustPolicy(podIdentityService, "sts:AssumeRole", "sts:TagSession"), []string{EFSCSIPolicy}, parent)
+	if err != nil {
+		return nil, err
+	}
+	e.Driver, err = eks.NewAddon(ctx, name+"-csi", &eks.AddonArgs{
+		ClusterName: args.ClusterName,
+		AddonName:   pulumi.String(EFSCSIAddon),
+		PodIdentityAssociations: eks.AddonPodIdentityAssociationArray{eks.AddonPodIdentityAssociationArgs{
+			RoleArn: role.Arn, ServiceAccount: pulumi.String(EFSCSIServiceAccount),
+		}},
+	}, parent, pulumi.DependsOn(append(deps, attached...)))
+	if err != nil {
+		return nil, err
+	}
+	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"fileSystemId": e.FileSystemID})
+}
+
+// RenderSecurityGroup builds the mount targets' security group: NFS in from the nodes' security
+// group and from nothing else; no CIDR, so no address outside the cluster can reach the data.
+func RenderSecurityGroup(a *EFSArgs) *ec2.SecurityGroupArgs {
+	return &ec2.SecurityGroupArgs{
+		Name:        pulumi.String(a.Name),
+		Description: pulumi.String("NFS to the shared EFS file system, from the cluster's nodes only"),
+		VpcId:       a.VPCID,
+		Ingress: ec2.SecurityGroupIngressArray{ec2.SecurityGroupIngressArgs{
+			Description:    pulumi.String("NFS from the EKS nodes"),
+			Protocol:       pulumi.String("tcp"),
+			FromPort:       pulumi.Int(nfsPort),
+			ToPort:         pulumi.Int(nfsPort),
+			SecurityGroups: pulumi.StringArray{a.NodeSecurityGroupID},
+		}},
+		Tags: pulumi.StringMap{"Name": pulumi.String(a.Name)},
+	}
+}

@@ -1,0 +1,293 @@
+// Package eks makes a stack's cluster on AWS: a VPC (or existing subnets), the cluster and node
+// IAM roles, the EKS cluster, one managed node group per configured pool (NVIDIA AMI for GPU
+// pools, the GPU taint, the Kolotoc pool label), the kubeconfig that reaches it, and an EFS file
+// system with its CSI driver for the shared storage. It is the only package that imports the AWS
+// SDK, so that only the stack layer pays for compiling it.
+package eks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Managed policies of the roles, as AWS documents them for EKS.
+var (
+	ClusterPolicies = []string{"arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"}
+	NodePolicies    = []string{
+		"arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+		"arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+		"arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+	}
+)
+
+const (
+	// AMIs of the node groups: Amazon Linux 2023; the NVIDIA variant carries the GPU driver and
+	// the container toolkit (the device plugin runs as a Kolotoc DaemonSet).
+	GPUAMI = "AL2023_x86_64_NVIDIA"
+	CPUAMI = "AL2023_x86_64_STANDARD"
+	// nodeDiskGiB: root volume per node (GiB); training images are 10-20 GB each and EKS's
+	// 20 GiB default fills after two of them.
+	nodeDiskGiB = 100
+	// PodIdentityAddon runs the agent that hands IAM roles to pods (the EFS CSI controller's).
+	PodIdentityAddon = "eks-pod-identity-agent"
+)
+
+// NodeGroupTimeouts: a node group of p4d/p5 instances has taken over 30 minutes to become
+// ACTIVE when capacity is scarce; the provider's default would fail a healthy `pulumi up`.
+var NodeGroupTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
+
+// Taint is a node taint with its Kubernetes effect (NoSchedule, PreferNoSchedule, NoExecute).
+type Taint struct{ Key, Value, Effect string }
+
+// Pool is one managed node group.
+type Pool struct {
+	Name         string            // node group name
+	InstanceType string            // e.g. p4d.24xlarge
+	Nodes        int               // desired size when created
+	MinNodes     int               // minimum size
+	MaxNodes     int               // maximum size
+	GPUs         int               // GPUs per node; selects the NVIDIA AMI
+	Spot         bool              // SPOT capacity
+	Labels       map[string]string // every Kubernetes label of the nodes
+	Taints       []Taint           // every taint of the nodes, the GPU taint included
+}
+
+// ClusterArgs are the inputs of an EKS cluster.
+type ClusterArgs struct {
+	Name              string               // EKS cluster name; the IAM roles are <Name>-cluster and <Name>-nodes
+	Region            string               // for the kubeconfig's `aws eks get-token`
+	KubernetesVersion string               // empty = EKS's default
+	SubnetIDs         []pulumi.StringInput // subnets of the control plane's interfaces and of the nodes
+	Pools             []Pool
+}
+
+// Cluster is the EKS cluster, its roles and node groups.
+type Cluster struct {
+	pulumi.ResourceState
+	Cluster     *eks.Cluster
+	ClusterName pulumi.StringOutput
+	Endpoint    pulumi.StringOutput
+	Kubeconfig  pulumi.StringOutput // secret
+	// NodeSecurityGroupID is the cluster security group EKS attaches to managed nodes.
+	NodeSecurityGroupID pulumi.StringOutput
+	NodeGroups          []*eks.NodeGroup
+	PodIdentity         *eks.Addon
+}
+
+// NewCluster registers the cluster.
+func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pulumi.ResourceOption) (*Cluster, error) {
+	if args == nil {
+		return nil, errors.New("eks: args are required")
+	}
+	if args.Name == "" || len(args.SubnetIDs) < 2 || len(args.Pools) == 0 {
+		return nil, fmt.Errorf("eks %q: a name, subnets in two zones and at least one pool are required", name)
+	}
+	c := &Cluster{}
+	if err := ctx.RegisterComponentResource("kolotoc:eks:Cluster", name, c, opts...); err != nil {
+		return nil, err
+	}
+	parent := pulumi.Parent(c)
+
+	clusterRole, clusterAttached, err := newRole(ctx, name+"-cluster", args.Name+"-cluster",
+		TrustPolicy("eks.amazonaws.com", "sts:AssumeRole"), ClusterPolicies, parent)
+	if err != nil {
+		return nil, err
+	}
+	nodeRole, nodeAttached, err := newRole(ctx, name+"-nodes", args.Name+"-nodes",
+		TrustPolicy("ec2.amazonaws.com", "sts:AssumeRole"), NodePolicies, parent)
+	if err != nil {
+		return nil, err
+	}
+
+	cluster, err := eks.NewCluster(ctx, name, RenderCluster(args, clusterRole.Arn), parent, pulumi.DependsOn(clusterAttached))
+	if err != nil {
+		return nil, err
+	}
+	c.Cluster = cluster
+	for _, p := range args.Pools {
+		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn), parent,
+			pulumi.DependsOn(nodeAttached),
+			pulumi.Timeouts(NodeGroupTimeouts),
+			// An explicit node group name cannot exist twice: a replacement must delete first.
+			pulumi.DeleteBeforeReplace(true),
+			// A cluster autoscaler, if installed, owns the desired size once the group exists.
+			pulumi.IgnoreChanges([]string{"scalingConfig.desiredSize"}))
+		if err != nil {
+			return nil, err
+		}
+		c.NodeGroups = append(c.NodeGroups, ng)
+	}
+	var groups []pulumi.Resource
+	for _, ng := range c.NodeGroups {
+		groups = append(groups, ng)
+	}
+	c.PodIdentity, err = eks.NewAddon(ctx, name+"-pod-identity", &eks.AddonArgs{
+		ClusterName: cluster.Name,
+		AddonName:   pulumi.String(PodIdentityAddon),
+	}, parent, pulumi.DependsOn(groups))
+	if err != nil {
+		return nil, err
+	}
+
+	c.ClusterName = cluster.Name
+	c.Endpoint = cluster.Endpoint
+	c.NodeSecurityGroupID = cluster.VpcConfig.ClusterSecurityGroupId().Elem()
+	region := args.Region
+	c.Kubeconfig = pulumi.ToSecret(pulumi.All(cluster.Name, cluster.Endpoint, cluster.CertificateAuthority.Data()).ApplyT(
+		func(v []any) string {
+			ca, _ := v[2].(*string)
+			data := ""
+			if ca != nil {
+				data = *ca
+			}
+			return Kubeconfig(v[0].(string), region, v[1].(string), data)
+		})).(pulumi.StringOutput)
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "nodeSecurityGroupId": c.NodeSecurityGroupID,
+	})
+}
+
+// RenderCluster builds the cluster: API authentication (the identity that runs `pulumi up`
+// becomes cluster admin), public and private endpoint, control-plane logs for audits.
+func RenderCluster(a *ClusterArgs, roleArn pulumi.StringInput) *eks.ClusterArgs {
+	ca := &eks.ClusterArgs{
+		Name:    pulumi.String(a.Name),
+		RoleArn: roleArn,
+		VpcConfig: &eks.ClusterVpcConfigArgs{
+			SubnetIds:             pulumi.StringArray(a.SubnetIDs),
+			EndpointPrivateAccess: pulumi.Bool(true),
+			EndpointPublicAccess:  pulumi.Bool(true),
+		},
+		AccessConfig: &eks.ClusterAccessConfigArgs{
+			AuthenticationMode:                      pulumi.String("API_AND_CONFIG_MAP"),
+			BootstrapClusterCreatorAdminPermissions: pulumi.Bool(true),
+		},
+		EnabledClusterLogTypes: pulumi.StringArray{pulumi.String("api"), pulumi.String("audit"), pulumi.String("authenticator")},
+	}
+	if a.KubernetesVersion != "" {
+		ca.Version = pulumi.String(a.KubernetesVersion)
+	}
+	return ca
+}
+
+// RenderNodeGroup builds one managed node group.
+func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringInput) *eks.NodeGroupArgs {
+	ami, capacity := CPUAMI, "ON_DEMAND"
+	if p.GPUs > 0 {
+		ami = GPUAMI
+	}
+	if p.Spot {
+		capacity = "SPOT"
+	}
+	ng := &eks.NodeGroupArgs{
+		ClusterName:   cluster,
+		NodeGroupName: pulumi.String(p.Name),
+		NodeRoleArn:   nodeRoleArn,
+		SubnetIds:     pulumi.StringArray(a.SubnetIDs),
+		AmiType:       pulumi.String(ami),
+		CapacityType:  pulumi.String(capacity),
+		InstanceTypes: pulumi.StringArray{pulumi.String(p.InstanceType)},
+		DiskSize:      pulumi.Int(nodeDiskGiB),
+		ScalingConfig: &eks.NodeGroupScalingConfigArgs{
+			DesiredSize: pulumi.Int(p.Nodes),
+			MinSize:     pulumi.Int(p.MinNodes),
+			MaxSize:     pulumi.Int(p.MaxNodes),
+		},
+		// One node at a time: a surge node of an 8-GPU instance needs quota nobody has.
+		UpdateConfig: &eks.NodeGroupUpdateConfigArgs{MaxUnavailable: pulumi.Int(1)},
+		Labels:       pulumi.ToStringMap(p.Labels),
+	}
+	var taints eks.NodeGroupTaintArray
+	for _, t := range p.Taints {
+		taints = append(taints, eks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(TaintEffect(t.Effect))})
+	}
+	if len(taints) > 0 {
+		ng.Taints = taints
+	}
+	if a.KubernetesVersion != "" {
+		ng.Version = pulumi.String(a.KubernetesVersion)
+	}
+	return ng
+}
+
+// newRole registers an IAM role with its trust policy and managed policies attached.
+func newRole(ctx *pulumi.Context, name, roleName, trust string, policies []string, opts ...pulumi.ResourceOption) (*iam.Role, []pulumi.Resource, error) {
+	role, err := iam.NewRole(ctx, name, &iam.RoleArgs{
+		Name:             pulumi.String(roleName),
+		AssumeRolePolicy: pulumi.String(trust),
+	}, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	attached := []pulumi.Resource{role}
+	for _, arn := range policies {
+		att, err := iam.NewRolePolicyAttachment(ctx, name+"-"+policyName(arn), &iam.RolePolicyAttachmentArgs{
+			Role: role.Name, PolicyArn: pulumi.String(arn),
+		}, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		attached = append(attached, att)
+	}
+	return role, attached, nil
+}
+
+// TrustPolicy is the policy that lets a service principal assume a role.
+func TrustPolicy(service string, actions ...string) string {
+	b, _ := json.Marshal(map[string]any{
+		"Version": "2012-10-17",
+		"Statement": []map[string]any{{
+			"Effect":    "Allow",
+			"Principal": map[string]string{"Service": service},
+			"Action":    actions,
+		}},
+	})
+	return string(b)
+}
+
+func policyName(arn string) string { return strings.ToLower(arn[strings.LastIndex(arn, "/")+1:]) }
+
+// TaintEffect maps a Kubernetes taint effect to EKS's spelling.
+func TaintEffect(effect string) string {
+	switch effect {
+	case "PreferNoSchedule":
+		return "PREFER_NO_SCHEDULE"
+	case "NoExecute":
+		return "NO_EXECUTE"
+	}
+	return "NO_SCHEDULE"
+}
+
+// Kubeconfig is a kubeconfig for the cluster: its endpoint and CA, credentials from
+// `aws eks get-token` (so no token is ever stored in it).
+func Kubeconfig(cluster, region, endpoint, caData string) string {
+	return strings.TrimLeft(fmt.Sprintf(`
+apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: %[3]s
+    certificate-authority-data: %[4]s
+contexts:
+- name: %[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s
+current-context: %[1]s
+users:
+- name: %[1]s
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: aws
+      args: [eks, get-token, --cluster-name, %[1]s, --region, %[2]s, --output, json]
+      interactiveMode: IfAvailable
+`, cluster, region, endpoint, caData), "\n")
+}

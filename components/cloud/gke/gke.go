@@ -1,0 +1,314 @@
+// Package gke makes a stack's cluster on Google Cloud: a GKE cluster whose default pool is
+// removed, one node pool per configured pool (GPUs attached with their driver, the GPU taint, the
+// Kolotoc pool label), a least-privilege node service account, the kubeconfig that reaches the
+// cluster, and a Filestore instance for the shared storage. It is the only package that imports
+// the GCP SDK, so that only the stack layer pays for compiling it.
+package gke
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
+	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
+	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+const (
+	// NodeRole is the one role the node service account holds: GKE's own least-privilege role
+	// for nodes (write logs and metrics, read monitoring config). Images are public, so no
+	// registry role is needed.
+	NodeRole = "roles/container.defaultNodeServiceAccount"
+	// cloudPlatformScope: with a dedicated service account, access is governed by its IAM roles;
+	// GKE recommends the broad scope together with a narrow account.
+	cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+	// AuthPlugin is the kubectl credential plugin GKE requires since 1.26.
+	AuthPlugin = "gke-gcloud-auth-plugin"
+)
+
+// NodePoolTimeouts: creating a pool of 8-GPU machines has taken over 30 minutes when GCP must
+// find the capacity; the provider's 30-minute default would fail a healthy `pulumi up`.
+var NodePoolTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
+
+// Taint is a node taint with its Kubernetes effect (NoSchedule, PreferNoSchedule, NoExecute).
+type Taint struct{ Key, Value, Effect string }
+
+// Pool is one GKE node pool. Node counts are totals across the pool's zones.
+type Pool struct {
+	Name            string            // node pool name (at most 40 characters)
+	MachineType     string            // e.g. a2-highgpu-8g
+	Nodes           int               // initial nodes (total)
+	MinNodes        int               // autoscaling lower bound (total); autoscaling is on when MinNodes < MaxNodes
+	MaxNodes        int               // autoscaling upper bound (total)
+	Zones           []string          // node locations; empty = the cluster's zone
+	GPUs            int               // GPUs per node; 0 for a CPU pool
+	GPUType         string            // accelerator type, e.g. nvidia-tesla-a100
+	GPUDriver       string            // DEFAULT | LATEST | INSTALLATION_DISABLED
+	Spot            bool              // Spot VMs
+	LocalSSDs       int               // local SSDs per node
+	SSDsAsEphemeral bool              // local SSDs back emptyDir (ephemeral storage) rather than mounted at /mnt/disks/ssd*
+	Labels          map[string]string // every Kubernetes label of the nodes
+	Taints          []Taint           // every taint of the nodes, the GPU taint included
+}
+
+// ClusterArgs are the inputs of a GKE cluster.
+type ClusterArgs struct {
+	Name              string            // cluster name (at most 40 characters)
+	Project           string            // project id; empty = the provider's
+	Region            string            // region of a regional cluster
+	Zone              string            // zone of a zonal cluster; empty = regional
+	Network           string            // VPC network
+	ReleaseChannel    string            // RAPID | REGULAR | STABLE
+	KubernetesVersion string            // minimum control-plane version; empty = the channel's default
+	ServiceAccountID  string            // account id of the node service account (6-30 characters)
+	Pools             []Pool            // node pools
+	ResourceLabels    map[string]string // GCP labels on the cluster and its nodes
+}
+
+// Cluster is a GKE cluster and its node pools.
+type Cluster struct {
+	pulumi.ResourceState
+	ClusterName    pulumi.StringOutput
+	Endpoint       pulumi.StringOutput
+	Kubeconfig     pulumi.StringOutput // secret
+	ServiceAccount pulumi.StringOutput // the nodes' service account email
+	NodePools      []*container.NodePool
+}
+
+// Location is where the cluster lives: its zone when zonal, else its region.
+func (a *ClusterArgs) Location() string {
+	if a.Zone != "" {
+		return a.Zone
+	}
+	return a.Region
+}
+
+// NewCluster registers the cluster, its node service account and its node pools.
+func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pulumi.ResourceOption) (*Cluster, error) {
+	if args == nil {
+		return nil, errors.New("gke: args are required")
+	}
+	if args.Name == "" || args.Location() == "" || len(args.Pools) == 0 {
+		return nil, fmt.Errorf("gke %q: name, region and at least one pool are required", name)
+	}
+	c := &Cluster{}
+	if err := ctx.RegisterComponentResource("kolotoc:gke:Cluster", name, c, opts...); err != nil {
+		return nil, err
+	}
+	parent := pulumi.Parent(c)
+
+	sa, err := serviceaccount.NewAccount(ctx, name+"-nodes", &serviceaccount.AccountArgs{
+		AccountId:   pulumi.String(args.ServiceAccountID),
+		DisplayName: pulumi.String("GKE nodes of " + args.Name),
+		Project:     optional(args.Project),
+	}, parent)
+	if err != nil {
+		return nil, err
+	}
+	role, err := projects.NewIAMMember(ctx, name+"-nodes", &projects.IAMMemberArgs{
+		Project: sa.Project,
+		Role:    pulumi.String(NodeRole),
+		Member:  sa.Member,
+	}, parent)
+	if err != nil {
+		return nil, err
+	}
+
+	cluster, err := container.NewCluster(ctx, name, RenderCluster(args, sa.Email), parent,
+		// The default pool exists only while the cluster is created; its config is moot after.
+		pulumi.IgnoreChanges([]string{"nodeConfig", "initialNodeCount"}))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range args.Pools {
+		pool, err := container.NewNodePool(ctx, name+"-"+p.Name, RenderNodePool(args, p, cluster.Name, sa.Email), parent,
+			pulumi.DependsOn([]pulumi.Resource{role}),
+			pulumi.Timeouts(NodePoolTimeouts),
+			// An explicit pool name cannot exist twice: a replacement must delete first. For
+			// GPU pools that is also what quota allows.
+			pulumi.DeleteBeforeReplace(true),
+			// The autoscaler owns the node count once the pool exists.
+			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
+		if err != nil {
+			return nil, err
+		}
+		c.NodePools = append(c.NodePools, pool)
+	}
+
+	c.ClusterName = cluster.Name
+	c.Endpoint = cluster.Endpoint
+	c.ServiceAccount = sa.Email
+	c.Kubeconfig = pulumi.ToSecret(pulumi.All(cluster.Name, cluster.Endpoint, cluster.MasterAuth.ClusterCaCertificate()).ApplyT(
+		func(v []any) string {
+			ca, _ := v[2].(*string)
+			return Kubeconfig(v[0].(string), v[1].(string), deref(ca))
+		})).(pulumi.StringOutput)
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "serviceAccount": c.ServiceAccount,
+	})
+}
+
+// RenderCluster builds the cluster: VPC-native, on a release channel, its default pool removed
+// as soon as it is created (so that every pool is one Kolotoc declared).
+func RenderCluster(a *ClusterArgs, serviceAccount pulumi.StringInput) *container.ClusterArgs {
+	ca := &container.ClusterArgs{
+		Name:                  pulumi.String(a.Name),
+		Project:               optional(a.Project),
+		Location:              pulumi.String(a.Location()),
+		Network:               pulumi.String(a.Network),
+		NetworkingMode:        pulumi.String("VPC_NATIVE"),
+		IpAllocationPolicy:    &container.ClusterIpAllocationPolicyArgs{},
+		RemoveDefaultNodePool: pulumi.Bool(true),
+		InitialNodeCount:      pulumi.Int(1),
+		// Pulumi's own protect option guards the cluster; GKE's flag would make every
+		// `pulumi destroy` fail until changed by hand.
+		DeletionProtection: pulumi.Bool(false),
+		ReleaseChannel:     &container.ClusterReleaseChannelArgs{Channel: pulumi.String(a.ReleaseChannel)},
+		ResourceLabels:     pulumi.ToStringMap(a.ResourceLabels),
+		// Even the short-lived default pool runs as the least-privilege account.
+		NodeConfig: &container.ClusterNodeConfigArgs{
+			ServiceAccount: serviceAccount,
+			OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+		},
+	}
+	if a.KubernetesVersion != "" {
+		ca.MinMasterVersion = pulumi.String(a.KubernetesVersion)
+	}
+	return ca
+}
+
+// RenderNodePool builds one node pool. GKE counts nodes per zone, so the totals are divided by
+// the number of zones (validation has made sure they divide evenly).
+func RenderNodePool(a *ClusterArgs, p Pool, cluster, serviceAccount pulumi.StringInput) *container.NodePoolArgs {
+	zones := len(p.Zones)
+	if zones == 0 {
+		zones = 1
+	}
+	np := &container.NodePoolArgs{
+		Name:       pulumi.String(p.Name),
+		Cluster:    cluster,
+		Project:    optional(a.Project),
+		Location:   pulumi.String(a.Location()),
+		Management: &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)},
+		NodeConfig: renderNodeConfig(a, p, serviceAccount),
+	}
+	if len(p.Zones) > 0 {
+		np.NodeLocations = pulumi.ToStringArray(p.Zones)
+	}
+	if autoscaled(p) {
+		np.InitialNodeCount = pulumi.Int(p.Nodes / zones)
+		np.Autoscaling = &container.NodePoolAutoscalingArgs{
+			MinNodeCount: pulumi.Int(p.MinNodes / zones),
+			MaxNodeCount: pulumi.Int(p.MaxNodes / zones),
+		}
+	} else {
+		np.NodeCount = pulumi.Int(p.Nodes / zones)
+	}
+	if p.GPUs > 0 {
+		// A surge node of an 8-GPU machine needs quota nobody has; replace nodes one at a time.
+		np.UpgradeSettings = &container.NodePoolUpgradeSettingsArgs{MaxSurge: pulumi.Int(0), MaxUnavailable: pulumi.Int(1)}
+	}
+	return np
+}
+
+func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput) *container.NodePoolNodeConfigArgs {
+	nc := &container.NodePoolNodeConfigArgs{
+		MachineType:    pulumi.String(p.MachineType),
+		ServiceAccount: serviceAccount,
+		OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+		Spot:           pulumi.Bool(p.Spot),
+		Labels:         pulumi.ToStringMap(p.Labels),
+		ResourceLabels: pulumi.ToStringMap(a.ResourceLabels),
+	}
+	var taints container.NodePoolNodeConfigTaintArray
+	for _, t := range p.Taints {
+		taints = append(taints, container.NodePoolNodeConfigTaintArgs{
+			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(TaintEffect(t.Effect)),
+		})
+	}
+	if len(taints) > 0 {
+		nc.Taints = taints
+	}
+	if p.GPUs > 0 {
+		nc.GuestAccelerators = container.NodePoolNodeConfigGuestAcceleratorArray{container.NodePoolNodeConfigGuestAcceleratorArgs{
+			Type:  pulumi.String(p.GPUType),
+			Count: pulumi.Int(p.GPUs),
+			GpuDriverInstallationConfig: &container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs{
+				GpuDriverVersion: pulumi.String(p.GPUDriver),
+			},
+		}}
+	}
+	if p.LocalSSDs > 0 {
+		if p.SSDsAsEphemeral {
+			nc.EphemeralStorageLocalSsdConfig = &container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs{LocalSsdCount: pulumi.Int(p.LocalSSDs)}
+		} else {
+			nc.LocalSsdCount = pulumi.Int(p.LocalSSDs)
+		}
+	}
+	return nc
+}
+
+func autoscaled(p Pool) bool { return p.MinNodes < p.MaxNodes }
+
+func ignoredPoolChanges(p Pool) []string {
+	if autoscaled(p) {
+		return []string{"initialNodeCount", "nodeCount"}
+	}
+	return nil
+}
+
+// TaintEffect maps a Kubernetes taint effect to GKE's spelling.
+func TaintEffect(effect string) string {
+	switch effect {
+	case "PreferNoSchedule":
+		return "PREFER_NO_SCHEDULE"
+	case "NoExecute":
+		return "NO_EXECUTE"
+	}
+	return "NO_SCHEDULE"
+}
+
+// Kubeconfig is a kubeconfig for the cluster: its endpoint and CA, credentials from
+// gke-gcloud-auth-plugin (so no token is ever stored in it).
+func Kubeconfig(cluster, endpoint, caData string) string {
+	return strings.TrimLeft(fmt.Sprintf(`
+apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: https://%[2]s
+    certificate-authority-data: %[3]s
+contexts:
+- name: %[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s
+current-context: %[1]s
+users:
+- name: %[1]s
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: %[4]s
+      installHint: Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin)
+      provideClusterInfo: true
+      interactiveMode: IfAvailable
+`, cluster, endpoint, caData, AuthPlugin), "\n")
+}
+
+func optional(s string) pulumi.StringPtrInput {
+	if s == "" {
+		return nil
+	}
+	return pulumi.String(s)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
