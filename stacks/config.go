@@ -22,6 +22,9 @@ const (
 const (
 	StorageInClusterNFS = "in-cluster-nfs" // an NFS server Deployment inside the namespace
 	StorageNFS          = "nfs"            // an external NFS server: storage.server + storage.path
+	StorageFilestore    = "filestore"      // gcp: a Filestore instance, mounted over NFS
+	StorageEFS          = "efs"            // aws: an EFS file system through the EFS CSI driver
+	StorageAzureFiles   = "azurefiles"     // azure: an Azure Files share through the Azure Files CSI driver
 )
 
 // Scratch types for `kolotoc:storage.scratch.type`.
@@ -73,6 +76,16 @@ type Cluster struct {
 	Region     string `json:"region"`     // cloud region (gcp, aws, azure); required for clouds
 	Zone       string `json:"zone"`       // gcp: a zone makes the cluster zonal; default regional
 	Project    string `json:"project"`    // gcp project id; default the gcp provider's
+
+	KubernetesVersion string   `json:"kubernetesVersion"` // control-plane version (gcp, aws, azure), e.g. "1.30"; default the cloud's default
+	ReleaseChannel    string   `json:"releaseChannel"`    // gcp: RAPID | REGULAR | STABLE; default REGULAR
+	Network           string   `json:"network"`           // gcp: VPC network of the cluster and Filestore; default "default"
+	Zones             []string `json:"zones"`             // aws: availability zones of the created subnets (at least 2); default the region's first two
+	VPCCIDR           string   `json:"vpcCidr"`           // aws: CIDR of the created VPC; default 10.0.0.0/16
+	VPCID             string   `json:"vpcId"`             // aws: an existing VPC to use instead of creating one; needs subnetIds
+	SubnetIDs         []string `json:"subnetIds"`         // aws: existing subnets (in at least 2 zones) for the cluster, nodes and EFS; needs vpcId
+	SystemVMSize      string   `json:"systemVmSize"`      // azure: VM size of the AKS system pool (no workloads run there); default Standard_D4s_v5
+	SystemNodes       int      `json:"systemNodes"`       // azure: nodes of the AKS system pool; default 1
 }
 
 // NodePool is one pool of identical nodes (kolotoc:nodePools[i]).
@@ -90,6 +103,8 @@ type NodePool struct {
 	Taints      []Taint           `json:"taints"`      // extra taints; GPU pools always get nvidia.com/gpu=present:NoSchedule
 	Spot        bool              `json:"spot"`        // spot/preemptible capacity (clouds); default false
 	LocalSSDs   int               `json:"localSsds"`   // local SSDs per node (gcp); default 0
+	Zones       []string          `json:"zones"`       // gcp: zones of the nodes, required with a regional cluster (counts are totals, split evenly); azure: availability zones "1".."3"; default the cluster's
+	GPUDriver   string            `json:"gpuDriver"`   // gcp: NVIDIA driver GKE installs: DEFAULT | LATEST | INSTALLATION_DISABLED; default DEFAULT
 }
 
 // Taint is a node taint (kolotoc:nodePools[i].taints[j]).
@@ -102,13 +117,16 @@ type Taint struct {
 // Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
 // (kolotoc:storage).
 type Storage struct {
-	Type      string  `json:"type"`      // in-cluster-nfs | nfs; default in-cluster-nfs
+	Type      string  `json:"type"`      // in-cluster-nfs | nfs | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
 	Server    string  `json:"server"`    // nfs: server address; required for type nfs
 	Path      string  `json:"path"`      // nfs: exported path; default /
 	Size      string  `json:"size"`      // claim size as a quantity; default 100Gi
 	MountPath string  `json:"mountPath"` // where every workload mounts it; default /shared
 	Image     string  `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
-	Protect   bool    `json:"protect"`   // refuse `pulumi destroy` of the claim and its volume; default false
+	Protect   bool    `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
+	Tier      string  `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
+	Zone      string  `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
+	Account   string  `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
 	Scratch   Scratch `json:"scratch"`
 }
 

@@ -67,6 +67,7 @@ func (c *Config) applyDefaults() {
 	if c.Cluster.Kubeconfig == "" && c.Cloud == CloudSimulated {
 		c.Cluster.Kubeconfig = defaultKubeconfig
 	}
+	c.applyCloudDefaults() // machine-type figures first, before the generic pool defaults below
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
 		if p.Nodes == 0 {
@@ -188,7 +189,9 @@ func (c *Config) applyDefaults() {
 		c.DevicePlugin.Image = DefaultDevicePluginImage
 	}
 	if c.DevicePlugin.Enabled == nil {
-		on := c.firstPool(true) != nil
+		// GKE runs its own NVIDIA device plugin on GPU nodes; a second one would fight it over
+		// nvidia.com/gpu.
+		on := c.firstPool(true) != nil && c.Cloud != CloudGCP
 		c.DevicePlugin.Enabled = &on
 	}
 	c.applyWorkloadDefaults()

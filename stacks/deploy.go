@@ -40,7 +40,7 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 func Deploy(ctx *pulumi.Context, c *Config) error {
 	labels := meta.Labels{Instance: c.Stack, Version: Version}
 
-	provider, clusterDeps, err := deployCluster(ctx, c, labels)
+	provider, clusterDeps, cloud, err := deployClusterOrCloud(ctx, c, labels)
 	if err != nil {
 		return err
 	}
@@ -64,11 +64,13 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	}
 
 	s := c.Storage
-	shared, err := storage.New(ctx, "storage", &storage.Args{
+	storageArgs := &storage.Args{
 		Namespace: namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
-		InCluster: s.Type == StorageInClusterNFS, Server: s.Server, Path: s.Path, Size: s.Size,
+		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
 		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
-	}, k8s, after)
+	}
+	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
+	shared, err := storage.New(ctx, "storage", storageArgs, k8s, after)
 	if err != nil {
 		return err
 	}
@@ -125,6 +127,9 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	}
 
 	for k, v := range StackOutputs(c, entryArgs, towerHosts) {
+		ctx.Export(k, v)
+	}
+	for k, v := range cloud.exports() { // clusterName, kubeconfig (a secret), the file store
 		ctx.Export(k, v)
 	}
 	return nil

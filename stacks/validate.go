@@ -27,7 +27,7 @@ const minPasswordLength = 12
 
 var (
 	allowedClouds       = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
-	allowedStorage      = []string{StorageInClusterNFS, StorageNFS}
+	allowedStorage      = []string{StorageInClusterNFS, StorageNFS, StorageFilestore, StorageEFS, StorageAzureFiles}
 	allowedScratch      = []string{ScratchEmptyDir, ScratchHostPath}
 	allowedServiceTypes = []string{ServiceClusterIP, ServiceLoadBalancer}
 	allowedEffects      = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
@@ -55,6 +55,7 @@ func (c *Config) Validate() []FieldError {
 	}
 
 	c.validatePools(v)
+	c.validateCloud(v)
 	c.validateStorage(v)
 	c.validateTowers(v)
 	c.validateCarriers(v)
@@ -138,7 +139,7 @@ func (c *Config) validateStorage(v *validator) {
 	if s.Type == StorageNFS && s.Server == "" {
 		v.add("storage.server", "(unset)", "required with storage.type nfs: the NFS server's address")
 	}
-	if s.Type == StorageInClusterNFS {
+	if c.InClusterNFS() {
 		v.image("storage.image", s.Image)
 	}
 	v.quantity("storage.size", s.Size)

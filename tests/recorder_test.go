@@ -34,6 +34,7 @@ type registered struct {
 	Parent              string
 	Protect             bool
 	DeleteBeforeReplace bool
+	CreateTimeout       string // pulumi.Timeouts' create timeout, if any
 	Inputs              resource.PropertyMap
 }
 
@@ -51,6 +52,7 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 			rec.Parent = rec.Parent[i+2:]
 		}
 		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
+		rec.CreateTimeout = rpc.GetCustomTimeouts().GetCreate()
 	}
 	r.mu.Lock()
 	r.all = append(r.all, rec)
@@ -67,11 +69,12 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		}
 		state["spec"] = resource.NewProperty(spec)
 	}
+	cloudState(args.TypeToken, state) // what a cloud reports once a resource exists (clouds_test.go)
 	return args.Name + "-id", state, nil
 }
 
 func (r *recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	return resource.PropertyMap{}, nil
+	return cloudCall(args), nil // the clouds' invokes (clouds_test.go)
 }
 
 // sorted returns the registrations in a stable order (registration order varies with goroutines).
@@ -219,6 +222,9 @@ func goldenYAML(t *testing.T, rec *recorder) []byte {
 		}
 		if r.DeleteBeforeReplace {
 			doc["deleteBeforeReplace"] = true
+		}
+		if r.CreateTimeout != "" {
+			doc["createTimeout"] = r.CreateTimeout
 		}
 		out, err := yaml.Marshal(doc)
 		if err != nil {

@@ -1,0 +1,226 @@
+package stacks
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cloud/eks"
+)
+
+// Config values shared by the cloud cases of TestBadConfigs.
+const (
+	gkeZonal = `{"region":"us-central1","zone":"us-central1-a"}`
+	aksPools = `[{"name":"gpu","machineType":"Standard_ND96asr_v4"},{"name":"cpu","machineType":"Standard_D16s_v5"}]`
+)
+
+// exampleRaw reads a committed cloud stack file with its secrets set.
+func exampleRaw(t *testing.T, path, stack string) Raw {
+	t.Helper()
+	raw, err := ReadStackFile(path, "kolotoc", stack, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Values["kolotoc:jupyterPassword"] = testPassword
+	raw.Values["kolotoc:sshKeySeed"] = testSeed
+	raw.Secrets["kolotoc:jupyterPassword"] = true
+	raw.Secrets["kolotoc:sshKeySeed"] = true
+	return raw
+}
+
+var cloudFiles = []struct{ path, stack, cloud, storage string }{
+	{"../Pulumi.prod.yaml", "prod", CloudGCP, StorageFilestore},
+	{"../examples/aws/Pulumi.aws.yaml", "aws", CloudAWS, StorageEFS},
+	{"../examples/azure/Pulumi.azure.yaml", "azure", CloudAzure, StorageAzureFiles},
+}
+
+// TestExampleStacksLoad: the ready-to-copy stack files load and validate as they are, and
+// defaulting them again changes nothing.
+func TestExampleStacksLoad(t *testing.T) {
+	for _, f := range cloudFiles {
+		t.Run(f.stack, func(t *testing.T) {
+			c, err := Load(exampleRaw(t, f.path, f.stack))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Cloud != f.cloud || c.Storage.Type != f.storage || !c.Storage.Protect {
+				t.Errorf("cloud %s storage %s protect %v", c.Cloud, c.Storage.Type, c.Storage.Protect)
+			}
+			if c.Towers.GPUsPerTower != 8 || c.Pool(c.Towers.Pool).GPUsPerNode != 8 {
+				t.Errorf("towers: %d GPUs each on a pool of %d-GPU nodes, want 8 and 8", c.Towers.GPUsPerTower, c.Pool(c.Towers.Pool).GPUsPerNode)
+			}
+			again := *c
+			again.applyDefaults()
+			if !reflect.DeepEqual(&again, c) {
+				t.Errorf("applyDefaults is not idempotent on %s", f.stack)
+			}
+		})
+	}
+}
+
+// TestCloudDefaults: what the cloud stacks get without saying it.
+func TestCloudDefaults(t *testing.T) {
+	prod, err := Load(exampleRaw(t, "../Pulumi.prod.yaml", "prod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := prod.Pool("gpu")
+	if gpu.CPUs != 96 || gpu.Memory != "680Gi" || gpu.GPUsPerNode != 8 || gpu.GPUType != GPUA100 {
+		t.Errorf("a2-highgpu-8g pool not filled from the catalogue: %+v", *gpu)
+	}
+	if prod.Storage.Zone != "us-central1-a" || prod.Cluster.ReleaseChannel != "REGULAR" || prod.Cluster.Network != "default" {
+		t.Errorf("storage zone %q channel %q network %q", prod.Storage.Zone, prod.Cluster.ReleaseChannel, prod.Cluster.Network)
+	}
+	if *prod.DevicePlugin.Enabled {
+		t.Error("device plugin on GKE, which runs its own")
+	}
+
+	aws, err := Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.Cluster.VPCCIDR != defaultVPCCIDR || aws.Storage.Tier != EFSElastic || !*aws.DevicePlugin.Enabled {
+		t.Errorf("aws: vpc %q tier %q device plugin %v", aws.Cluster.VPCCIDR, aws.Storage.Tier, *aws.DevicePlugin.Enabled)
+	}
+
+	az, err := Load(exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^kolotocazure[0-9a-f]{8}$`).MatchString(az.Storage.Account) {
+		t.Errorf("derived storage account %q", az.Storage.Account)
+	}
+	if other := defaultStorageAccount("kolotoc", "azure2", az.Cluster.Name); other == az.Storage.Account {
+		t.Error("two stacks derive the same storage account name")
+	}
+	if az.Cluster.SystemVMSize != defaultSystemVMSize || az.Cluster.SystemNodes != 1 {
+		t.Errorf("system pool %s × %d", az.Cluster.SystemVMSize, az.Cluster.SystemNodes)
+	}
+}
+
+// TestCatalogue: the figures users size their pools by, checked against the providers' tables.
+func TestCatalogue(t *testing.T) {
+	want := []MachineType{
+		{Name: "a2-highgpu-1g", Cloud: CloudGCP, GPUs: 1, GPUType: GPUA100, VCPUs: 12, MemoryGi: 85},
+		{Name: "a2-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 680},
+		{Name: "a2-ultragpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100_80, VCPUs: 96, MemoryGi: 1360},
+		{Name: "a3-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUH100_80, VCPUs: 208, MemoryGi: 1872},
+		{Name: "g2-standard-24", Cloud: CloudGCP, GPUs: 2, GPUType: GPUL4, VCPUs: 24, MemoryGi: 96},
+		{Name: "g2-standard-96", Cloud: CloudGCP, GPUs: 8, GPUType: GPUL4, VCPUs: 96, MemoryGi: 384},
+		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 1152},
+		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryGi: 2048},
+		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryGi: 192},
+		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryGi: 768},
+		{Name: "Standard_NC24ads_A100_v4", Cloud: CloudAzure, GPUs: 1, GPUType: GPUA100_80, VCPUs: 24, MemoryGi: 220},
+		{Name: "Standard_NC96ads_A100_v4", Cloud: CloudAzure, GPUs: 4, GPUType: GPUA100_80, VCPUs: 96, MemoryGi: 880},
+		{Name: "Standard_ND96asr_v4", Cloud: CloudAzure, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 900},
+		{Name: "Standard_NC64as_T4_v3", Cloud: CloudAzure, GPUs: 4, GPUType: GPUT4, VCPUs: 64, MemoryGi: 440},
+	}
+	for _, w := range want {
+		if got, ok := LookupMachineType(w.Cloud, w.Name); !ok || got != w {
+			t.Errorf("%s: got %+v, want %+v", w.Name, got, w)
+		}
+	}
+	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
+		for _, m := range MachineTypes(cloud) {
+			if m.VCPUs < 1 || m.MemoryGi < 1 || (m.GPUs > 0) != (m.GPUType != "") {
+				t.Errorf("%s %s: %+v", cloud, m.Name, m)
+			}
+		}
+	}
+}
+
+// TestSubnets: the created VPC's subnets never overlap, for every zone count a region has.
+func TestSubnets(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 6; i++ {
+		for _, s := range []struct{ bits, index int }{{privateBits, i}, {publicBits, publicBase + i}} {
+			cidr, err := eks.Subnet(defaultVPCCIDR, s.bits, s.index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[cidr] = true
+		}
+	}
+	want := "10.0.0.0/20 10.0.16.0/20 10.0.80.0/20 10.0.240.0/24 10.0.245.0/24"
+	for _, c := range strings.Fields(want) {
+		if !seen[c] {
+			t.Errorf("subnet %s not among %v", c, seen)
+		}
+	}
+	if _, err := eks.Subnet("10.0.0.0/28", 8, 0); err == nil {
+		t.Error("a /28 VPC split into /36s was accepted")
+	}
+}
+
+// privateBits, publicBits, publicBase mirror the eks package's layout for TestSubnets.
+const privateBits, publicBits, publicBase = 4, 8, 240
+
+func TestServiceAccountID(t *testing.T) {
+	for name, want := range map[string]string{
+		"kolotoc-prod":                       "kolotoc-prod-nodes",
+		"kolotoc-" + strings.Repeat("x", 32): "kolotoc-xxxxxxxxxxxxxxxx-nodes",
+		"kolotoc-research-a-very-long":       "kolotoc-research-a-very-nodes", // trailing hyphen trimmed
+	} {
+		if got := gkeServiceAccountID(name); got != want || len(got) > 30 {
+			t.Errorf("gkeServiceAccountID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestCloudOutputsSecret: the kubeconfig a cloud exports as a stack output is a secret.
+func TestCloudOutputsSecret(t *testing.T) {
+	for _, f := range cloudFiles {
+		t.Run(f.stack, func(t *testing.T) {
+			c, err := Load(exampleRaw(t, f.path, f.stack))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var secret, plainName bool
+			err = pulumi.RunErr(func(ctx *pulumi.Context) error {
+				_, _, res, err := deployCloud(ctx, c)
+				if err != nil {
+					return err
+				}
+				out := res.exports()
+				secret = pulumi.IsSecret(out["kubeconfig"].(pulumi.StringOutput))
+				_, plainName = out["clusterName"].(pulumi.String)
+				return nil
+			}, pulumi.WithMocks("kolotoc", f.stack, &cloudMocks{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !secret {
+				t.Error("the kubeconfig output is not a secret")
+			}
+			if !plainName {
+				t.Error("clusterName output missing")
+			}
+		})
+	}
+}
+
+// cloudMocks answers registrations with their inputs and the invokes with plausible results.
+type cloudMocks struct{ mu sync.Mutex }
+
+func (m *cloudMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	return args.Name + "-id", args.Inputs, nil
+}
+
+func (m *cloudMocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	switch args.Token {
+	case "aws:index/getAvailabilityZones:getAvailabilityZones":
+		return resource.NewPropertyMapFromMap(map[string]any{"names": []any{"us-east-1a", "us-east-1b"}}), nil
+	case "azure-native:containerservice:listManagedClusterUserCredentials":
+		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "u", "value": "a3ViZWNvbmZpZw=="}}}), nil
+	case "azure-native:storage:listStorageAccountKeys":
+		return resource.NewPropertyMapFromMap(map[string]any{"keys": []any{map[string]any{"value": "key"}}}), nil
+	}
+	return resource.PropertyMap{}, fmt.Errorf("unexpected invoke %s", args.Token)
+}

@@ -1,0 +1,645 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/stacks"
+)
+
+// Type tokens of the cloud resources the tests look at.
+const (
+	tGKECluster    = "gcp:container/cluster:Cluster"
+	tGKENodePool   = "gcp:container/nodePool:NodePool"
+	tGCPAccount    = "gcp:serviceaccount/account:Account"
+	tGCPIAMMember  = "gcp:projects/iAMMember:IAMMember"
+	tFilestore     = "gcp:filestore/instance:Instance"
+	tEKSCluster    = "aws:eks/cluster:Cluster"
+	tEKSNodeGroup  = "aws:eks/nodeGroup:NodeGroup"
+	tEKSAddon      = "aws:eks/addon:Addon"
+	tIAMRole       = "aws:iam/role:Role"
+	tIAMAttachment = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+	tSecurityGroup = "aws:ec2/securityGroup:SecurityGroup"
+	tSubnet        = "aws:ec2/subnet:Subnet"
+	tEFS           = "aws:efs/fileSystem:FileSystem"
+	tMountTarget   = "aws:efs/mountTarget:MountTarget"
+	tAKSCluster    = "azure-native:containerservice:ManagedCluster"
+	tAgentPool     = "azure-native:containerservice:AgentPool"
+	tStorageAcct   = "azure-native:storage:StorageAccount"
+	tFileShare     = "azure-native:storage:FileShare"
+	tResourceGroup = "azure-native:resources:ResourceGroup"
+	tStorageClass  = "kubernetes:storage.k8s.io/v1:StorageClass"
+)
+
+// What the mocked clouds report once a resource exists, and what their invokes return. The
+// secrets among them must reach the registered inputs only as secrets.
+const (
+	fakeGKEEndpoint     = "203.0.113.10"
+	fakeEKSEndpoint     = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+	fakeCA              = "ZmFrZS1jbHVzdGVyLWNh"
+	fakeFilestoreIP     = "10.20.0.2"
+	fakeNodeSG          = "sg-0nodes0000000000"
+	fakeAzureStorageKey = "azure-storage-key-that-must-stay-secret"
+)
+
+// cloudState fills the outputs a cloud computes: endpoints and CAs, service account e-mails,
+// addresses, ARNs, and the names azure-native reports back.
+func cloudState(token string, state resource.PropertyMap) {
+	str := func(k resource.PropertyKey) string {
+		if v, ok := state[k]; ok && v.IsString() {
+			return v.StringValue()
+		}
+		return ""
+	}
+	set := func(k resource.PropertyKey, v any) { state[k] = resource.NewPropertyValue(v) }
+	switch token {
+	case tGKECluster:
+		set("endpoint", fakeGKEEndpoint)
+		set("masterAuth", map[string]any{"clusterCaCertificate": fakeCA})
+	case tGCPAccount:
+		email := str("accountId") + "@test-project.iam.gserviceaccount.com"
+		set("email", email)
+		set("member", "serviceAccount:"+email)
+		set("project", "test-project")
+	case tFilestore:
+		set("networks", []any{map[string]any{"network": "default", "ipAddresses": []any{fakeFilestoreIP}}})
+	case tEKSCluster:
+		set("endpoint", fakeEKSEndpoint)
+		set("certificateAuthority", map[string]any{"data": fakeCA})
+		vpc := map[string]any{"clusterSecurityGroupId": fakeNodeSG}
+		set("vpcConfig", vpc)
+	case tIAMRole:
+		set("arn", "arn:aws:iam::123456789012:role/"+str("name"))
+	case tAKSCluster:
+		set("name", str("resourceName"))
+	case tResourceGroup:
+		set("name", str("resourceGroupName"))
+	case tStorageAcct:
+		set("name", str("accountName"))
+	case tFileShare:
+		set("name", str("shareName"))
+	}
+}
+
+// cloudCall answers the clouds' invokes.
+func cloudCall(args pulumi.MockCallArgs) resource.PropertyMap {
+	switch args.Token {
+	case "aws:index/getAvailabilityZones:getAvailabilityZones":
+		return resource.NewPropertyMapFromMap(map[string]any{"names": []any{"us-east-1a", "us-east-1b", "us-east-1c"}})
+	case "azure-native:containerservice:listManagedClusterUserCredentials":
+		kc := base64.StdEncoding.EncodeToString([]byte(fakeKubeconfigText))
+		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "clusterUser", "value": kc}}})
+	case "azure-native:storage:listStorageAccountKeys":
+		return resource.NewPropertyMapFromMap(map[string]any{"keys": []any{
+			map[string]any{"keyName": "key1", "permissions": "FULL", "value": fakeAzureStorageKey},
+		}})
+	}
+	return resource.PropertyMap{}
+}
+
+// cloudStacks are the committed cloud stacks: prod on GKE, the AWS and Azure examples.
+var cloudStacks = []struct {
+	name, file, cloud string
+}{
+	{name: "prod", file: "../Pulumi.prod.yaml", cloud: stacks.CloudGCP},
+	{name: "aws", file: "../examples/aws/Pulumi.aws.yaml", cloud: stacks.CloudAWS},
+	{name: "azure", file: "../examples/azure/Pulumi.azure.yaml", cloud: stacks.CloudAzure},
+}
+
+// cloudRaw reads a cloud stack file with its secrets set, overrides applied (kolotoc: prefix added).
+func cloudRaw(t *testing.T, name string, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	for _, s := range cloudStacks {
+		if s.name != name {
+			continue
+		}
+		raw, err := stacks.ReadStackFile(s.file, "kolotoc", s.name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.Values["kolotoc:jupyterPassword"] = testPassword
+		raw.Values["kolotoc:sshKeySeed"] = testSeed
+		raw.Secrets["kolotoc:jupyterPassword"] = true
+		raw.Secrets["kolotoc:sshKeySeed"] = true
+		for k, v := range overrides {
+			raw.Values["kolotoc:"+k] = v
+		}
+		return raw
+	}
+	t.Fatalf("no cloud stack %s", name)
+	return stacks.Raw{}
+}
+
+// secretNeedles must never appear outside a secret in anything registered.
+var secretNeedles = []string{testPassword, testSeed, "PRIVATE KEY", "kubeconfig-token-that-must-stay-secret", fakeAzureStorageKey}
+
+// TestGoldenClouds snapshots everything each cloud stack registers, the cloud resources
+// included. Regenerate on purpose only: UPDATE_GOLDEN=1 go test ./tests -run TestGolden
+func TestGoldenClouds(t *testing.T) {
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			got := goldenYAML(t, deploy(t, cloudRaw(t, s.name, nil)))
+			path := filepath.Join("testdata", s.name+".golden.yaml")
+			if os.Getenv("UPDATE_GOLDEN") == "1" {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
+			}
+			if d := cmp.Diff(string(want), string(got)); d != "" {
+				t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
+			}
+			for _, secret := range secretNeedles {
+				if bytes.Contains(got, []byte(secret)) {
+					t.Errorf("golden output contains secret material %q", secret)
+				}
+			}
+		})
+	}
+}
+
+// TestCloudSecrets: every kubeconfig, the Azure storage key, the passwords and ssh keys reach the
+// registered inputs only as secrets; the Kubernetes provider gets the cloud's kubeconfig.
+func TestCloudSecrets(t *testing.T) {
+	wantInKubeconfig := map[string]string{
+		stacks.CloudGCP:   "gke-gcloud-auth-plugin",
+		stacks.CloudAWS:   "get-token",
+		stacks.CloudAzure: "kubeconfig-token-that-must-stay-secret", // the user credentials AKS returned
+	}
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			rec := deploy(t, cloudRaw(t, s.name, nil))
+			for _, r := range rec.sorted() {
+				if leak := findPlain(resource.NewProperty(r.Inputs), secretNeedles); leak != "" {
+					t.Errorf("%s %s: %q in plain text", r.Type, r.Name, leak)
+				}
+			}
+			kc := rec.one(t, tProvider, "k8s").Inputs["kubeconfig"]
+			if !isSecret(kc) {
+				t.Fatal("the cluster's kubeconfig is not a secret")
+			}
+			if text := secretText(kc); !strings.Contains(text, wantInKubeconfig[s.cloud]) {
+				t.Errorf("kubeconfig lacks %q:\n%s", wantInKubeconfig[s.cloud], text)
+			}
+		})
+	}
+}
+
+// TestGKE: what a GKE stack relies on.
+func TestGKE(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "prod", nil))
+
+	cl := inputs(rec.one(t, tGKECluster, "cluster"))
+	if get(cl, "removeDefaultNodePool") != true || get(cl, "initialNodeCount") != 1.0 {
+		t.Errorf("the default pool is not removed: removeDefaultNodePool=%v initialNodeCount=%v",
+			get(cl, "removeDefaultNodePool"), get(cl, "initialNodeCount"))
+	}
+	if get(cl, "location") != "us-central1" || get(cl, "name") != "kolotoc-prod" {
+		t.Errorf("cluster %v in %v, want kolotoc-prod, regional in us-central1", get(cl, "name"), get(cl, "location"))
+	}
+
+	gpu := rec.one(t, tGKENodePool, "cluster-gpu")
+	np := inputs(gpu)
+	nc := get(np, "nodeConfig")
+	if get(nc, "machineType") != "a2-highgpu-8g" || get(nc, "spot") != false {
+		t.Errorf("GPU pool: machineType %v spot %v, want a2-highgpu-8g on demand", get(nc, "machineType"), get(nc, "spot"))
+	}
+	acc := get(nc, "guestAccelerators", "[0]")
+	if get(acc, "type") != "nvidia-tesla-a100" || get(acc, "count") != 8.0 ||
+		get(acc, "gpuDriverInstallationConfig", "gpuDriverVersion") != "DEFAULT" {
+		t.Errorf("GPU pool accelerators: %v", get(nc, "guestAccelerators"))
+	}
+	if !hasTaint(get(nc, "taints"), "nvidia.com/gpu", "present", "NO_SCHEDULE") {
+		t.Errorf("GPU pool lacks taint nvidia.com/gpu=present:NoSchedule: %v", get(nc, "taints"))
+	}
+	if get(nc, "labels", "kolotoc.dev/pool") != "gpu" {
+		t.Errorf("GPU pool nodes lack the pool label the workloads select: %v", get(nc, "labels"))
+	}
+	if get(np, "nodeCount") != 8.0 || get(np, "autoscaling") != nil || fmt.Sprint(get(np, "nodeLocations")) != "[us-central1-a]" {
+		t.Errorf("GPU pool: nodeCount %v autoscaling %v locations %v, want 8 fixed in us-central1-a",
+			get(np, "nodeCount"), get(np, "autoscaling"), get(np, "nodeLocations"))
+	}
+	checkLongTimeout(t, gpu)
+
+	cpu := inputs(rec.one(t, tGKENodePool, "cluster-cpu"))
+	if get(cpu, "autoscaling", "minNodeCount") != 2.0 || get(cpu, "autoscaling", "maxNodeCount") != 4.0 || get(cpu, "initialNodeCount") != 2.0 {
+		t.Errorf("CPU pool autoscaling %v initial %v, want 2..4 from 2", get(cpu, "autoscaling"), get(cpu, "initialNodeCount"))
+	}
+	if taints := get(cpu, "nodeConfig", "taints"); taints != nil {
+		t.Errorf("CPU pool is tainted: %v", taints)
+	}
+
+	// The nodes run as a dedicated account holding one narrow role, never the default account.
+	sa := inputs(rec.one(t, tGCPAccount, "cluster-nodes"))
+	email := get(sa, "accountId").(string) + "@test-project.iam.gserviceaccount.com"
+	for _, name := range []string{"cluster-gpu", "cluster-cpu"} {
+		if got := get(inputs(rec.one(t, tGKENodePool, name)), "nodeConfig", "serviceAccount"); got != email {
+			t.Errorf("pool %s runs as %v, want %s", name, got, email)
+		}
+	}
+	members := rec.ofType(tGCPIAMMember)
+	if len(members) != 1 || get(inputs(members[0]), "role") != "roles/container.defaultNodeServiceAccount" {
+		t.Errorf("node service account roles: %v", members)
+	}
+
+	fs := rec.one(t, tFilestore, "shared-store")
+	if !fs.Protect {
+		t.Error("Filestore instance with storage.protect lacks the protect option")
+	}
+	if f := inputs(fs); get(f, "tier") != "ZONAL" || get(f, "fileShares", "capacityGb") != 2048.0 || get(f, "location") != "us-central1-a" {
+		t.Errorf("Filestore: %v", f)
+	}
+	pv := inputs(rec.one(t, tPV, "storage"))
+	if get(pv, "spec", "nfs", "server") != fakeFilestoreIP || get(pv, "spec", "nfs", "path") != "/shared" ||
+		fmt.Sprint(get(pv, "spec", "mountOptions")) != "[nfsvers=3 hard]" {
+		t.Errorf("the shared volume does not mount the Filestore share over NFSv3: %v", get(pv, "spec"))
+	}
+	for _, ds := range rec.ofType(tDaemonSet) {
+		if ds.Name == "device-plugin" {
+			t.Error("GKE runs its own device plugin; Kolotoc's would compete with it")
+		}
+	}
+}
+
+// TestGKEZonalAndSpot: a zonal cluster with a Spot GPU pool, local SSDs and a different driver.
+func TestGKEZonalAndSpot(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "prod", map[string]string{
+		"cluster": `{"region":"europe-west4","zone":"europe-west4-a"}`,
+		"nodePools": `[{"name":"gpu","machineType":"g2-standard-96","nodes":2,"minNodes":1,"maxNodes":3,"spot":true,"localSsds":4,"gpuDriver":"LATEST"},` +
+			`{"name":"cpu","machineType":"n2-standard-16"}]`,
+		"towers":  `{"count":3,"gpusPerTower":8}`,
+		"storage": `{"type":"filestore","tier":"BASIC_HDD"}`,
+	}))
+	if get(inputs(rec.one(t, tGKECluster, "cluster")), "location") != "europe-west4-a" {
+		t.Error("cluster.zone does not make the cluster zonal")
+	}
+	np := inputs(rec.one(t, tGKENodePool, "cluster-gpu"))
+	nc := get(np, "nodeConfig")
+	if get(nc, "spot") != true || get(nc, "guestAccelerators", "[0]", "type") != "nvidia-l4" ||
+		get(nc, "guestAccelerators", "[0]", "gpuDriverInstallationConfig", "gpuDriverVersion") != "LATEST" {
+		t.Errorf("spot L4 pool: %v", nc)
+	}
+	if get(np, "autoscaling", "minNodeCount") != 1.0 || get(np, "autoscaling", "maxNodeCount") != 3.0 {
+		t.Errorf("autoscaling: %v", get(np, "autoscaling"))
+	}
+	if get(nc, "ephemeralStorageLocalSsdConfig", "localSsdCount") != 4.0 {
+		t.Errorf("local SSDs do not back the emptyDir scratch: %v", nc)
+	}
+	fs := rec.one(t, tFilestore, "shared-store")
+	if fs.Protect || get(inputs(fs), "fileShares", "capacityGb") != 1024.0 || get(inputs(fs), "location") != "europe-west4-a" {
+		t.Errorf("unprotected BASIC_HDD Filestore of the minimum size in the cluster's zone: protect=%v %v", fs.Protect, inputs(fs))
+	}
+}
+
+// TestEKS: what an EKS stack relies on.
+func TestEKS(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "aws", nil))
+
+	gpu := rec.one(t, tEKSNodeGroup, "cluster-gpu")
+	ng := inputs(gpu)
+	if get(ng, "amiType") != "AL2023_x86_64_NVIDIA" || fmt.Sprint(get(ng, "instanceTypes")) != "[p4d.24xlarge]" || get(ng, "capacityType") != "ON_DEMAND" {
+		t.Errorf("GPU node group: ami %v types %v capacity %v", get(ng, "amiType"), get(ng, "instanceTypes"), get(ng, "capacityType"))
+	}
+	if sc := get(ng, "scalingConfig"); get(sc, "minSize") != 2.0 || get(sc, "desiredSize") != 2.0 || get(sc, "maxSize") != 4.0 {
+		t.Errorf("GPU node group scaling %v, want 2/2/4", sc)
+	}
+	if !hasTaint(get(ng, "taints"), "nvidia.com/gpu", "present", "NO_SCHEDULE") || get(ng, "labels", "kolotoc.dev/pool") != "gpu" {
+		t.Errorf("GPU node group taints %v labels %v", get(ng, "taints"), get(ng, "labels"))
+	}
+	checkLongTimeout(t, gpu)
+	cpu := inputs(rec.one(t, tEKSNodeGroup, "cluster-cpu"))
+	if get(cpu, "amiType") != "AL2023_x86_64_STANDARD" || get(cpu, "capacityType") != "SPOT" || get(cpu, "taints") != nil {
+		t.Errorf("CPU node group: ami %v capacity %v taints %v", get(cpu, "amiType"), get(cpu, "capacityType"), get(cpu, "taints"))
+	}
+
+	// IAM: each role has exactly the managed policies EKS documents.
+	policies := map[string][]string{}
+	for _, a := range rec.ofType(tIAMAttachment) {
+		role := a.Name[:strings.LastIndex(a.Name, "-")]
+		policies[role] = append(policies[role], get(inputs(a), "policyArn").(string))
+	}
+	want := map[string]int{"cluster-cluster": 1, "cluster-nodes": 3, "shared-store-csi": 1}
+	for role, n := range want {
+		if len(policies[role]) != n {
+			t.Errorf("role %s has policies %v, want %d", role, policies[role], n)
+		}
+	}
+
+	// EFS is reachable over NFS from the node security group and from nothing else.
+	sg := inputs(rec.one(t, tSecurityGroup, "shared-store"))
+	ingress, _ := get(sg, "ingress").([]any)
+	if len(ingress) != 1 {
+		t.Fatalf("EFS security group ingress %v, want exactly the NFS rule", ingress)
+	}
+	rule := ingress[0]
+	if get(rule, "protocol") != "tcp" || get(rule, "fromPort") != 2049.0 || get(rule, "toPort") != 2049.0 ||
+		fmt.Sprint(get(rule, "securityGroups")) != "["+fakeNodeSG+"]" || get(rule, "cidrBlocks") != nil || get(rule, "ipv6CidrBlocks") != nil {
+		t.Errorf("EFS ingress is not NFS from the node security group only: %v", rule)
+	}
+	if get(sg, "egress") != nil {
+		t.Errorf("EFS security group has egress rules: %v", get(sg, "egress"))
+	}
+	mts := rec.ofType(tMountTarget)
+	private := 0
+	for _, s := range rec.ofType(tSubnet) {
+		if strings.Contains(s.Name, "-private-") {
+			private++
+		}
+	}
+	if len(mts) != 2 || private != 2 {
+		t.Errorf("%d mount targets for %d private subnets, want one in each of 2", len(mts), private)
+	}
+	for _, mt := range mts {
+		if fmt.Sprint(get(inputs(mt), "securityGroups")) != "[shared-store-id]" {
+			t.Errorf("mount target %s outside the EFS security group: %v", mt.Name, get(inputs(mt), "securityGroups"))
+		}
+	}
+	efs := rec.one(t, tEFS, "shared-store")
+	if !efs.Protect || get(inputs(efs), "encrypted") != true || get(inputs(efs), "throughputMode") != "elastic" {
+		t.Errorf("EFS: protect %v %v", efs.Protect, inputs(efs))
+	}
+
+	// The EFS CSI driver is installed as an add-on, its controller holding the driver's role.
+	var csi registered
+	for _, a := range rec.ofType(tEKSAddon) {
+		if get(inputs(a), "addonName") == "aws-efs-csi-driver" {
+			csi = a
+		}
+	}
+	if csi.Name == "" {
+		t.Fatal("the EFS CSI driver add-on is not installed")
+	}
+	assoc := get(inputs(csi), "podIdentityAssociations", "[0]")
+	if get(assoc, "serviceAccount") != "efs-csi-controller-sa" || get(assoc, "roleArn") != "arn:aws:iam::123456789012:role/kolotoc-aws-efs-csi" {
+		t.Errorf("EFS CSI driver identity: %v", assoc)
+	}
+	class := inputs(rec.one(t, tStorageClass, "storage"))
+	pv := inputs(rec.one(t, tPV, "storage"))
+	if get(class, "provisioner") != "efs.csi.aws.com" || get(pv, "spec", "csi", "driver") != "efs.csi.aws.com" ||
+		get(pv, "spec", "csi", "volumeHandle") != "shared-store-id" || get(pv, "spec", "nfs") != nil {
+		t.Errorf("the shared volume is not served by the EFS CSI driver: class %v volume %v", class, get(pv, "spec"))
+	}
+	pvc := inputs(rec.one(t, tPVC, "storage"))
+	if get(pvc, "spec", "storageClassName") != get(class, "metadata", "name") || fmt.Sprint(get(pvc, "spec", "accessModes")) != "[ReadWriteMany]" {
+		t.Errorf("claim %v is not a RWX claim of the EFS class", get(pvc, "spec"))
+	}
+}
+
+// TestEKSExistingSubnets: with vpcId and subnetIds nothing of the network is created and EFS has
+// a mount target in each given subnet.
+func TestEKSExistingSubnets(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "aws", map[string]string{
+		"cluster": `{"region":"eu-west-1","vpcId":"vpc-0abc","subnetIds":["subnet-a","subnet-b","subnet-c"]}`,
+	}))
+	if n := len(rec.ofType(tSubnet)); n != 0 {
+		t.Errorf("%d subnets created with existing subnets given", n)
+	}
+	var got []string
+	for _, mt := range rec.ofType(tMountTarget) {
+		got = append(got, get(inputs(mt), "subnetId").(string))
+	}
+	if fmt.Sprint(got) != "[subnet-a subnet-b subnet-c]" {
+		t.Errorf("mount targets in %v", got)
+	}
+	if get(inputs(rec.one(t, tSecurityGroup, "shared-store")), "vpcId") != "vpc-0abc" {
+		t.Error("EFS security group not in the given VPC")
+	}
+}
+
+// TestAKS: what an AKS stack relies on.
+func TestAKS(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "azure", map[string]string{
+		// A Spot pool beside the example's: no Kolotoc workload runs there (AKS taints Spot nodes).
+		"nodePools": `[{"name":"gpu","machineType":"Standard_ND96asr_v4","nodes":2,"maxNodes":4},` +
+			`{"name":"cpu","machineType":"Standard_D16s_v5","nodes":1,"maxNodes":3},` +
+			`{"name":"spot","machineType":"Standard_NC64as_T4_v3","nodes":1,"maxNodes":2,"spot":true,"zones":["1","2"]}]`,
+	}))
+	mc := inputs(rec.one(t, tAKSCluster, "cluster"))
+	sys := get(mc, "agentPoolProfiles", "[0]")
+	if get(sys, "mode") != "System" || get(sys, "vmSize") != "Standard_D4s_v5" {
+		t.Errorf("system pool: %v", sys)
+	}
+
+	gpu := rec.one(t, tAgentPool, "cluster-gpu")
+	ap := inputs(gpu)
+	if get(ap, "vmSize") != "Standard_ND96asr_v4" || get(ap, "enableAutoScaling") != true || get(ap, "minCount") != 2.0 || get(ap, "maxCount") != 4.0 {
+		t.Errorf("GPU pool: %v", ap)
+	}
+	if !containsString(get(ap, "nodeTaints"), "nvidia.com/gpu=present:NoSchedule") || get(ap, "nodeLabels", "kolotoc.dev/pool") != "gpu" {
+		t.Errorf("GPU pool taints %v labels %v", get(ap, "nodeTaints"), get(ap, "nodeLabels"))
+	}
+	if get(ap, "scaleSetPriority") != nil {
+		t.Errorf("GPU pool priority %v, want the default (Regular)", get(ap, "scaleSetPriority"))
+	}
+	checkLongTimeout(t, gpu)
+	spot := inputs(rec.one(t, tAgentPool, "cluster-spot"))
+	if get(spot, "scaleSetPriority") != "Spot" || get(spot, "scaleSetEvictionPolicy") != "Delete" ||
+		!containsString(get(spot, "nodeTaints"), "kubernetes.azure.com/scalesetpriority=spot:NoSchedule") ||
+		fmt.Sprint(get(spot, "availabilityZones")) != "[1 2]" {
+		t.Errorf("Spot pool: %v", spot)
+	}
+
+	acct, share := rec.one(t, tStorageAcct, "shared-store"), rec.one(t, tFileShare, "shared-store")
+	if !acct.Protect || !share.Protect {
+		t.Errorf("protected storage: account %v share %v", acct.Protect, share.Protect)
+	}
+	if get(inputs(acct), "kind") != "FileStorage" || get(inputs(share), "shareQuota") != 1024.0 {
+		t.Errorf("Premium share of 1Ti: %v %v", inputs(acct), inputs(share))
+	}
+	creds := rec.one(t, tSecret, "storage-credentials")
+	if v := creds.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), fakeAzureStorageKey) {
+		t.Errorf("the storage key Secret: secret=%v", isSecret(v))
+	}
+	pv := inputs(rec.one(t, tPV, "storage"))
+	rg := get(inputs(rec.one(t, tResourceGroup, "cluster")), "resourceGroupName")
+	if get(pv, "spec", "csi", "driver") != "file.csi.azure.com" ||
+		get(pv, "spec", "csi", "volumeHandle") != fmt.Sprintf("%s#%s#shared", rg, get(inputs(acct), "accountName")) ||
+		get(pv, "spec", "csi", "nodeStageSecretRef", "name") != "shared-credentials" {
+		t.Errorf("the shared volume is not the Azure Files share: %v", get(pv, "spec", "csi"))
+	}
+}
+
+// TestCloudProtect: without storage.protect no file store carries protect; with it every one does.
+func TestCloudProtect(t *testing.T) {
+	stores := map[string][]string{"prod": {tFilestore}, "aws": {tEFS}, "azure": {tStorageAcct, tFileShare}}
+	storage := map[string]string{
+		"prod": `{"type":"filestore","protect":%v}`, "aws": `{"type":"efs","protect":%v}`, "azure": `{"type":"azurefiles","protect":%v}`,
+	}
+	for _, s := range cloudStacks {
+		for _, protect := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/%v", s.name, protect), func(t *testing.T) {
+				rec := deploy(t, cloudRaw(t, s.name, map[string]string{"storage": fmt.Sprintf(storage[s.name], protect)}))
+				for _, token := range append(stores[s.name], tPV, tPVC) {
+					for _, r := range rec.ofType(token) {
+						if r.Protect != protect {
+							t.Errorf("%s %s: protect %v, want %v", token, r.Name, r.Protect, protect)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCloudNames: every name a cloud sees derives from the stack (through cluster.name) and fits
+// that cloud's limits, for the committed stacks and for the longest stack names allowed.
+func TestCloudNames(t *testing.T) {
+	type field struct {
+		token, input string
+		max          int
+		pool         bool // a pool's own name rather than one derived from the cluster
+	}
+	fields := map[string][]field{
+		stacks.CloudGCP: {
+			{tGKECluster, "name", 40, false}, {tGKENodePool, "name", 40, true}, {tGCPAccount, "accountId", 30, false},
+			{tFilestore, "name", 63, false},
+		},
+		stacks.CloudAWS: {
+			{tEKSCluster, "name", 100, false}, {tEKSNodeGroup, "nodeGroupName", 63, true}, {tIAMRole, "name", 64, false},
+			{tSecurityGroup, "name", 255, false}, {tEFS, "creationToken", 64, false},
+		},
+		stacks.CloudAzure: {
+			{tResourceGroup, "resourceGroupName", 90, false}, {tAKSCluster, "resourceName", 63, false}, {tAKSCluster, "dnsPrefix", 54, false},
+			{tAKSCluster, "nodeResourceGroup", 80, false}, {tAgentPool, "agentPoolName", 12, true}, {tStorageAcct, "accountName", 24, false},
+		},
+	}
+	for _, s := range cloudStacks {
+		for _, clusterName := range []string{"", "long"} {
+			t.Run(s.name+"/"+clusterName, func(t *testing.T) {
+				ov := map[string]string{}
+				cluster := "kolotoc-" + s.name
+				if clusterName == "long" {
+					// The longest cluster.name each cloud accepts.
+					cluster = "kolotoc-" + strings.Repeat("x", map[string]int{stacks.CloudGCP: 32, stacks.CloudAWS: 48, stacks.CloudAzure: 46}[s.cloud])
+					raw := cloudRaw(t, s.name, nil)
+					var c map[string]any
+					if err := json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c); err != nil {
+						t.Fatal(err)
+					}
+					c["name"] = cluster
+					b, _ := json.Marshal(c)
+					ov["cluster"] = string(b)
+				}
+				rec := deploy(t, cloudRaw(t, s.name, ov))
+				n := 0
+				for _, f := range fields[s.cloud] {
+					for _, r := range rec.ofType(f.token) {
+						name, _ := get(inputs(r), f.input).(string)
+						n++
+						if name == "" || len(name) > f.max {
+							t.Errorf("%s %s: %s %q is %d characters; at most %d", f.token, r.Name, f.input, name, len(name), f.max)
+						}
+						if f.pool {
+							continue
+						}
+						stem := cluster
+						if f.input == "accountId" || f.input == "accountName" {
+							stem = strings.ReplaceAll(cluster, "-", "")[:8] // shortened, but still the stack's
+							name = strings.ReplaceAll(name, "-", "")
+						}
+						if !strings.HasPrefix(name, stem) {
+							t.Errorf("%s %s: %s %q does not derive from cluster.name %q", f.token, r.Name, f.input, name, cluster)
+						}
+					}
+				}
+				if n < len(fields[s.cloud]) {
+					t.Errorf("only %d names checked", n)
+				}
+			})
+		}
+	}
+}
+
+// TestExamplesMirrored: each cloud stack runs on the simulated cloud with `cloud: simulated` and
+// nothing else changed; its pools become Nodes node for node, sized from the catalogue.
+func TestExamplesMirrored(t *testing.T) {
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			raw := cloudRaw(t, s.name, map[string]string{"cloud": "simulated"})
+			var c map[string]any
+			_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c)
+			c["kubeconfig"] = fakeKubeconfig(t)
+			b, _ := json.Marshal(c)
+			raw.Values["kolotoc:cluster"] = string(b)
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := deploy(t, raw)
+			nodes := rec.ofType(tNode)
+			want := 0
+			for _, p := range cfg.NodePools {
+				want += p.Nodes
+				m, ok := stacks.LookupMachineType(s.cloud, p.MachineType)
+				if !ok {
+					t.Fatalf("pool %s: %s not in the catalogue", p.Name, p.MachineType)
+				}
+				for _, n := range nodes {
+					md := get(inputs(n), "metadata")
+					if get(md, "labels", "kolotoc.dev/pool") != p.Name {
+						continue
+					}
+					var capacity map[string]string
+					_ = json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity)
+					gpus := ""
+					if m.GPUs > 0 {
+						gpus = fmt.Sprint(m.GPUs)
+					}
+					if capacity["cpu"] != fmt.Sprint(m.VCPUs) || capacity["memory"] != fmt.Sprintf("%dGi", m.MemoryGi) || capacity["nvidia.com/gpu"] != gpus {
+						t.Errorf("node %s capacity %v, want %s's %d vCPUs, %dGi, %d GPUs", n.Name, capacity, m.Name, m.VCPUs, m.MemoryGi, m.GPUs)
+					}
+				}
+			}
+			if len(nodes) != want {
+				t.Errorf("%d simulated nodes, want %d (node for node)", len(nodes), want)
+			}
+			if n := len(rec.ofType(tDeployment)); n < 2 {
+				t.Errorf("the cloud file store is not stood in by the in-cluster NFS server (%d Deployments)", n)
+			}
+		})
+	}
+}
+
+// checkLongTimeout: GPU pools have taken over 30 minutes to create; the providers' defaults
+// would fail a healthy `pulumi up`.
+func checkLongTimeout(t *testing.T, r registered) {
+	t.Helper()
+	d, err := time.ParseDuration(r.CreateTimeout)
+	if err != nil || d <= 30*time.Minute {
+		t.Errorf("%s %s: create timeout %q, want more than 30m", r.Type, r.Name, r.CreateTimeout)
+	}
+}
+
+func hasTaint(taints any, key, value, effect string) bool {
+	list, _ := taints.([]any)
+	for _, t := range list {
+		if get(t, "key") == key && get(t, "value") == value && get(t, "effect") == effect {
+			return true
+		}
+	}
+	return false
+}
+
+func containsString(list any, s string) bool {
+	l, _ := list.([]any)
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
