@@ -222,6 +222,8 @@ func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput)
 		Labels:         pulumi.ToStringMap(p.Labels),
 		ResourceLabels: pulumi.ToStringMap(a.ResourceLabels),
 	}
+	// The GPU taint is declared, not left to GKE: GKE adds it only when the cluster also has a
+	// pool without GPUs at the time, which a cluster whose default pool was removed may not.
 	var taints container.NodePoolNodeConfigTaintArray
 	for _, t := range p.Taints {
 		taints = append(taints, container.NodePoolNodeConfigTaintArgs{
