@@ -65,7 +65,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 
 	s := c.Storage
 	storageArgs := &storage.Args{
-		Namespace: namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
+		Namespace: namespace, NamespaceDNS: c.Namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
 		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
 		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
 	}

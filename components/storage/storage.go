@@ -30,17 +30,18 @@ const (
 
 // Args are the shared storage's inputs.
 type Args struct {
-	Namespace   pulumi.StringInput // namespace of the claim and the in-cluster server
-	VolumeName  string             // cluster-scoped PersistentVolume name; unique per stack
-	ClaimName   string             // the RWX claim every workload mounts
-	InCluster   bool               // run an NFS server in the namespace
-	Server      string             // external server address (InCluster false)
-	Path        string             // exported path on the server
-	Size        string             // capacity of the volume and claim (quantity)
-	ServerImage string             // in-cluster server image
-	ServerPool  string             // pool the in-cluster server runs on
-	Protect     bool               // protect the volume and claim from `pulumi destroy`
-	Labels      meta.Labels
+	Namespace    pulumi.StringInput // namespace of the claim and the in-cluster server
+	NamespaceDNS string             // the namespace's name, for the server's DNS name
+	VolumeName   string             // cluster-scoped PersistentVolume name; unique per stack
+	ClaimName    string             // the RWX claim every workload mounts
+	InCluster    bool               // run an NFS server in the namespace
+	Server       string             // external server address (InCluster false)
+	Path         string             // exported path on the server
+	Size         string             // capacity of the volume and claim (quantity)
+	ServerImage  string             // in-cluster server image
+	ServerPool   string             // pool the in-cluster server runs on
+	Protect      bool               // protect the volume and claim from `pulumi destroy`
+	Labels       meta.Labels
 
 	// ServerAddress, when set, is the NFS server's address as a cloud file store reports it once
 	// created (Filestore); it takes the place of Server.
@@ -76,8 +77,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			return nil, err
 		}
 		// The kubelet mounts NFS with the node's resolver, which cannot resolve cluster DNS names:
-		// the volume must point at the Service's ClusterIP.
-		server = svc.Spec.ClusterIP().Elem()
+		// the volume must point at the Service's ClusterIP. Before the Service exists (the
+		// preview of a first deployment) the IP is empty; the preview then shows the Service's
+		// DNS name, and the deployment itself uses the IP.
+		dnsName := fmt.Sprintf("%s.%s.svc", ServerName, args.NamespaceDNS)
+		server = svc.Spec.ClusterIP().Elem().ApplyT(func(ip string) string {
+			if ip == "" {
+				return dnsName
+			}
+			return ip
+		}).(pulumi.StringOutput)
 	}
 	if args.ServerAddress != nil {
 		server = args.ServerAddress.ToStringOutput()
