@@ -5,11 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,16 +34,16 @@ func TestDevStack(t *testing.T) {
 	}
 
 	t.Run("towers on GPU nodes and ready", func(t *testing.T) {
-		s.assertTowers(t, ns, 2, 8)
+		s.sub(t).assertTowers(t, ns, 2, 8)
 	})
 	t.Run("workloads ready", func(t *testing.T) {
-		s.assertWorkloadsReady(t, ns)
+		s.sub(t).assertWorkloadsReady(t, ns)
 	})
 	t.Run("device plugin on every GPU node and only there", func(t *testing.T) {
-		s.assertDevicePlugin(t, ns)
+		s.sub(t).assertDevicePlugin(t, ns, 2)
 	})
 	t.Run("outputs", func(t *testing.T) {
-		out := s.outputs()
+		out := s.sub(t).outputs()
 		for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "tensorboardUrl", "daskDashboardUrl",
 			"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnames", "launcherLogs"} {
 			if out[k] == nil || out[k] == "" {
@@ -57,6 +60,7 @@ func TestDevStack(t *testing.T) {
 	})
 
 	t.Run("second preview changes nothing", func(t *testing.T) {
+		s := s.sub(t)
 		steps, summary := s.preview()
 		if len(steps) != 0 {
 			t.Errorf("preview of an unchanged stack has changes: %v (summary %v)", fmtMap(steps), summary)
@@ -66,13 +70,18 @@ func TestDevStack(t *testing.T) {
 		}
 	})
 
+	// The dev GPU pool holds two 8-GPU towers; a third comes with a third GPU node.
+	threeTowers := map[string]any{
+		"towers":    map[string]any{"count": 3, "gpusPerTower": 8, "pool": "gpu"},
+		"nodePools": devPoolsWithGPUNodes(t, 3),
+	}
 	t.Run("three towers: only the expected updates", func(t *testing.T) {
-		// The dev GPU pool (2 nodes × 8 GPUs) holds three towers only at 4 GPUs each.
-		s.reconfigure("dev", map[string]any{"towers": map[string]any{"count": 3, "gpusPerTower": 4, "pool": "gpu"}})
+		s := s.sub(t)
+		s.reconfigure("dev", threeTowers)
 		steps, _ := s.preview()
 		want := map[string]string{
-			"kubernetes:apps/v1:StatefulSet::towers": "update",
-			// ConfigMap data is immutable to the Kubernetes provider unless enableConfigMapMutable.
+			"kubernetes:core/v1:Node::cluster-gpu-2":       "create",
+			"kubernetes:apps/v1:StatefulSet::towers":       "update",
 			"kubernetes:core/v1:ConfigMap::towers-scripts": "replace",
 			"kubernetes:batch/v1:Job::towers-launcher":     "replace",
 		}
@@ -86,12 +95,17 @@ func TestDevStack(t *testing.T) {
 			t.Errorf("preview steps:\n%s\nwant:\n%s", fmtMap(steps), fmtMap(want))
 		}
 		s.up()
-		s.assertTowers(t, ns, 3, 4)
+		s.assertTowers(t, ns, 3, 8)
+		s.assertDevicePlugin(t, ns, 3)
 	})
 
 	t.Run("more GPUs than the pool has is refused, cluster untouched", func(t *testing.T) {
+		s := s.sub(t)
 		before := s.snapshot(t, ns)
-		s.reconfigure("dev", map[string]any{"towers": map[string]any{"count": 3, "gpusPerTower": 16, "pool": "gpu"}})
+		s.reconfigure("dev", map[string]any{
+			"towers":    map[string]any{"count": 3, "gpusPerTower": 16, "pool": "gpu"},
+			"nodePools": devPoolsWithGPUNodes(t, 3),
+		})
 		r := s.run("", "up", "--yes", "--skip-preview")
 		if r.code == 0 {
 			t.Fatal("pulumi up accepted 16 GPUs per tower on 8-GPU nodes")
@@ -102,10 +116,11 @@ func TestDevStack(t *testing.T) {
 		if after := s.snapshot(t, ns); after != before {
 			t.Errorf("the cluster changed after a refused config:\nbefore %s\nafter  %s", before, after)
 		}
-		s.reconfigure("dev", map[string]any{"towers": map[string]any{"count": 3, "gpusPerTower": 4, "pool": "gpu"}})
+		s.reconfigure("dev", threeTowers)
 	})
 
 	t.Run("secrets absent from state and outputs", func(t *testing.T) {
+		s := s.sub(t)
 		files := s.stateFiles()
 		if len(files) == 0 {
 			t.Fatal("no state files found")
@@ -117,6 +132,7 @@ func TestDevStack(t *testing.T) {
 	})
 
 	t.Run("destroy leaves nothing", func(t *testing.T) {
+		s := s.sub(t)
 		s.pulumi("destroy", "--yes", "--skip-preview")
 		s.assertGone(t, ns)
 	})
@@ -190,7 +206,7 @@ func (s *stack) assertWorkloadsReady(t *testing.T, ns string) {
 	}
 }
 
-func (s *stack) assertDevicePlugin(t *testing.T, ns string) {
+func (s *stack) assertDevicePlugin(t *testing.T, ns string, wantGPUNodes int) {
 	t.Helper()
 	ctx := context.Background()
 	nodes, err := s.kube.CoreV1().Nodes().List(ctx, listOpts(s.selector()))
@@ -203,9 +219,16 @@ func (s *stack) assertDevicePlugin(t *testing.T, ns string) {
 			gpuNodes[n.Name] = true
 		}
 	}
-	if len(gpuNodes) != 2 {
-		t.Fatalf("%d GPU nodes of this stack, want 2", len(gpuNodes))
+	if len(gpuNodes) != wantGPUNodes {
+		t.Fatalf("%d GPU nodes of this stack, want %d", len(gpuNodes), wantGPUNodes)
 	}
+	waitFor(t, "the device plugin on every GPU node", time.Minute, func() (bool, string) {
+		ds, err := s.kube.AppsV1().DaemonSets(ns).Get(ctx, "nvidia-device-plugin", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ds.Status.NumberReady >= int32(wantGPUNodes), fmt.Sprintf("%d ready", ds.Status.NumberReady)
+	})
 	pods, err := s.kube.CoreV1().Pods(ns).List(ctx, listOpts("app.kubernetes.io/component=nvidia-device-plugin"))
 	if err != nil {
 		t.Fatal(err)
@@ -304,4 +327,28 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// devPoolsWithGPUNodes is the dev stack's node pools with the GPU pool grown to n nodes.
+func devPoolsWithGPUNodes(t *testing.T, n int) any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "Pulumi.dev.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	pools, _ := doc.Config["kolotoc:nodePools"].([]any)
+	for _, p := range pools {
+		if m, ok := p.(map[string]any); ok && m["name"] == "gpu" {
+			m["nodes"] = n
+			return pools
+		}
+	}
+	t.Fatal("Pulumi.dev.yaml has no pool named gpu")
+	return nil
 }

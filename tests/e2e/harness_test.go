@@ -174,6 +174,13 @@ func (s *stack) setTop(key string, v any) {
 	}
 }
 
+// sub returns the stack bound to a subtest, so that a failing command fails that subtest.
+func (s *stack) sub(t *testing.T) *stack {
+	c := *s
+	c.t = t
+	return &c
+}
+
 // reconfigure rewrites the stack's config from the base stack with new overrides.
 func (s *stack) reconfigure(base string, overrides map[string]any) { s.writeConfig(base, overrides) }
 
