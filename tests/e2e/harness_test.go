@@ -52,7 +52,8 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// newStack creates stack `name` whose config is the committed Pulumi.<base>.yaml with overrides,
+// newStack creates stack `name` whose config is the committed Pulumi.<base>.yaml (or the stack
+// file at path base, when it contains a slash) with overrides,
 // pointed at the local cluster, with freshly generated secrets set through `pulumi config set
 // --secret`. Cleanup destroys it and removes the stack.
 func newStack(t *testing.T, name, base string, overrides map[string]any) *stack {
@@ -71,6 +72,7 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		secrets: map[string]string{
 			"kolotoc:jupyterPassword": randomHex(t, 16),
 			"kolotoc:sshKeySeed":      randomHex(t, 32),
+			"kolotoc:grafanaPassword": randomHex(t, 16),
 		},
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
@@ -117,7 +119,7 @@ func (s *stack) writeConfig(base string, overrides map[string]any) {
 	var doc struct {
 		Config map[string]any `yaml:"config"`
 	}
-	b, err := os.ReadFile(filepath.Join(repoRoot, "Pulumi."+base+".yaml"))
+	b, err := os.ReadFile(stackFile(base))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -172,6 +174,14 @@ func (s *stack) setTop(key string, v any) {
 	if err := os.WriteFile(s.configFile, out, 0o600); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// stackFile is the path of a base stack file: Pulumi.<base>.yaml at the root, or a path.
+func stackFile(base string) string {
+	if strings.Contains(base, "/") {
+		return filepath.Join(repoRoot, base)
+	}
+	return filepath.Join(repoRoot, "Pulumi."+base+".yaml")
 }
 
 // sub returns the stack bound to a subtest, so that a failing command fails that subtest.
