@@ -17,10 +17,6 @@ import (
 // opts carry the Kubernetes provider and the dependencies every workload waits for (the
 // namespace, the shared storage, the simulated nodes).
 func deployWorkloads(ctx *pulumi.Context, c *Config, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) error {
-	with := func(extra ...pulumi.ResourceOption) []pulumi.ResourceOption {
-		return append(append([]pulumi.ResourceOption{}, opts...), extra...)
-	}
-
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
@@ -34,12 +30,11 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace pulumi.StringInpu
 	if c.Elastic.Enabled {
 		a := ElasticArgs(c)
 		a.Namespace = namespace
-		o := opts
 		if a.Backend != elastic.BackendC10d && store != nil {
 			// Workers started before etcd is ready would spend their join timeout failing.
-			o = with(pulumi.DependsOn([]pulumi.Resource{store}))
+			a.WaitFor = []pulumi.Resource{store}
 		}
-		if _, err := elastic.New(ctx, "elastic", a, o...); err != nil {
+		if _, err := elastic.New(ctx, "elastic", a, opts...); err != nil {
 			return err
 		}
 	}

@@ -77,6 +77,7 @@ type Args struct {
 	MountPath     string             // where the claim is mounted
 	CheckpointDir string             // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
 	Scratch       storage.ScratchArgs
+	WaitFor       []pulumi.Resource // created before the workers (the etcd component); not a dependency of the component itself
 	Labels        meta.Labels
 }
 
@@ -114,8 +115,10 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
+	// The wait for the rendezvous store is the StatefulSet's alone: a component that depends on
+	// another blocks the program until that one is ready, holding up everything registered after.
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
-		pulumi.DependsOn([]pulumi.Resource{scale, scripts, svc}))
+		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)))
 	if err != nil {
 		return nil, err
 	}

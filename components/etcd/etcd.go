@@ -69,17 +69,17 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err := ctx.RegisterComponentResource("kolotoc:etcd:Etcd", name, e, opts...); err != nil {
 		return nil, err
 	}
-	deps := []pulumi.Resource{}
+	// The members need their names (the peer Service) and volumes first. The client Service
+	// must not be among their dependencies: Pulumi waits for it to have ready endpoints, which
+	// only the members can give it.
 	peer, err := corev1.NewService(ctx, name+"-peer", RenderPeerService(args), pulumi.Parent(e))
 	if err != nil {
 		return nil, err
 	}
-	deps = append(deps, peer)
-	client, err := corev1.NewService(ctx, name, RenderClientService(args), pulumi.Parent(e))
-	if err != nil {
+	deps := []pulumi.Resource{peer}
+	if _, err := corev1.NewService(ctx, name, RenderClientService(args), pulumi.Parent(e)); err != nil {
 		return nil, err
 	}
-	deps = append(deps, client)
 	if args.StaticVolumes {
 		for i := 0; i < args.Members; i++ {
 			pv, err := corev1.NewPersistentVolume(ctx, fmt.Sprintf("%s-%s-%d", name, volumeName, i), RenderVolume(args, i), pulumi.Parent(e))
