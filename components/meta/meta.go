@@ -54,12 +54,19 @@ func (l Labels) Selector(component string) map[string]string {
 	}
 }
 
+// PatchForceAnnotation makes the Kubernetes provider take back fields another manager changed by
+// hand (`kubectl scale`, `kubectl edit`): Kolotoc owns these objects, and after `pulumi refresh`
+// shows such drift the next `pulumi up` restores the declared value instead of failing on a
+// server-side apply conflict.
+const PatchForceAnnotation = "pulumi.com/patchForce"
+
 // ObjectMeta is the metadata of a namespaced object named name.
 func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
 	return &metav1.ObjectMetaArgs{
-		Name:      pulumi.String(name),
-		Namespace: namespace,
-		Labels:    pulumi.ToStringMap(l.For(component)),
+		Name:        pulumi.String(name),
+		Namespace:   namespace,
+		Labels:      pulumi.ToStringMap(l.For(component)),
+		Annotations: pulumi.StringMap{PatchForceAnnotation: pulumi.String("true")},
 	}
 }
 

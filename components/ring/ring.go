@@ -235,7 +235,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		args = append(args, pulumi.String(c))
 	}
 	md := a.Labels.ObjectMeta(a.LauncherName, a.Namespace, launcherComponent)
-	md.Annotations = pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")}
+	md.Annotations.(pulumi.StringMap)["pulumi.com/skipAwait"] = pulumi.String("true")
 	return &batchv1.JobArgs{
 		Metadata: md,
 		Spec: &batchv1.JobSpecArgs{
