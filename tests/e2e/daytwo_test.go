@@ -98,7 +98,9 @@ func TestDayTwo(t *testing.T) {
 			_, err := s.kube.CoreV1().Nodes().Get(ctx, "kolotoc-"+s.name+"-gpu-2", metav1.GetOptions{})
 			return err == nil
 		})
-		// The README's recovery: drop the operations the killed run left pending, then up.
+		// The README's recovery: release the killed run's lock, drop the operations it left
+		// pending (refresh reads what did get created), then up.
+		s.pulumi("cancel", "--yes")
 		s.pulumi("refresh", "--yes", "--clear-pending-creates")
 		s.up()
 		s.assertTowers(t, ns, 3, 8)

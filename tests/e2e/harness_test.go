@@ -367,6 +367,7 @@ func (s *stack) cleanup() {
 		_ = os.Remove(s.configFile)
 		return
 	}
+	s.run("", "cancel", "--yes") // a lock left by a killed or timed-out run
 	if r := s.run("", "destroy", "--yes", "--skip-preview"); r.code != 0 {
 		s.t.Errorf("cleanup: pulumi destroy failed:\n%s", tail(r.stderr+r.stdout))
 	}
