@@ -20,6 +20,7 @@ import (
 // and the stack still previews clean; hand-made drift is shown by refresh and undone by up; an
 // up killed half way converges on the next one with nothing duplicated or orphaned.
 func TestDayTwo(t *testing.T) {
+	t.Parallel() // see doc.go
 	withEtcd := map[string]any{"etcd": map[string]any{"enabled": true, "members": 1}}
 	s := newStack(t, "e2e-day2", "dev", withEtcd)
 	ns := "kolotoc-" + s.name

@@ -23,6 +23,7 @@ import (
 // through the Kubernetes API, a quiet preview, a scale-out of the towers, a refused bad config,
 // secrets absent from state and outputs, destroy.
 func TestDevStack(t *testing.T) {
+	t.Parallel() // see doc.go
 	s := newStack(t, "e2e-dev", "dev", nil)
 	ns := "kolotoc-" + s.name
 

@@ -2,5 +2,7 @@
 // cluster (hack/cluster.sh), through the Kubernetes provider plugin on PATH (the stand-in built
 // from tests/standin where the real one is absent). `make e2e` / `make test` set the environment:
 // PATH with .kolotoc/bin first and KOLOTOC_KUBECONFIG. Each test gets its own file backend,
-// passphrase and stack, and removes what it deployed even when it fails.
+// passphrase and stack, and removes what it deployed even when it fails. The top-level tests run
+// in parallel: their stacks share nothing but the cluster (own namespace, nodes and volumes), and
+// most of their time is spent waiting for it.
 package e2e

@@ -36,6 +36,7 @@ func protected(t *testing.T, base string) bool {
 // pools are mirrored node for node from the machine-type catalogue, and every pod it asks for
 // must be scheduled and Ready — the check design.md promises before paying for a single GPU.
 func TestExamplesOnTheSimulatedCloud(t *testing.T) {
+	t.Parallel() // see doc.go
 	for _, ex := range []struct{ name, file string }{
 		{"prod", "prod"},
 		{"aws", "examples/aws/Pulumi.aws.yaml"},

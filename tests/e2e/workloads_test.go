@@ -20,6 +20,7 @@ const workloadsFile = "examples/workloads/Pulumi.workloads.yaml"
 // elastic.maxNodes must preview as the expected in-place changes only, without touching the
 // running workers' pod template.
 func TestWorkloads(t *testing.T) {
+	t.Parallel() // see doc.go
 	s := newStack(t, "e2e-workloads", workloadsFile, nil)
 	ns := "kolotoc-" + s.name
 	ctx := context.Background()
