@@ -128,6 +128,9 @@ type Storage struct {
 	Zone      string  `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
 	Account   string  `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
 	Scratch   Scratch `json:"scratch"`
+
+	// AllowReplace lets one update replace storage deployed with protect (guard.go); default false.
+	AllowReplace bool `json:"allowReplace"`
 }
 
 // Scratch is per-pod fast local space (kolotoc:storage.scratch).

@@ -40,6 +40,11 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 func Deploy(ctx *pulumi.Context, c *Config) error {
 	labels := meta.Labels{Instance: c.Stack, Version: Version}
 
+	// Before anything is registered: a change that would replace protected storage stops here.
+	if err := guardStorage(ctx, c); err != nil {
+		return err
+	}
+
 	provider, clusterDeps, cloud, err := deployClusterOrCloud(ctx, c, labels)
 	if err != nil {
 		return err

@@ -1,0 +1,140 @@
+package stacks
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// StorageIdentityOutput is the stack output recording which shared storage the stack runs on:
+// the configuration values (after defaults) whose change replaces the storage's claim, volume or
+// cloud file store, and whether it was protected. It holds nothing secret.
+const StorageIdentityOutput = "storageIdentity"
+
+// readStackOutputs is the Pulumi engine's built-in function that returns a stack's last outputs.
+// Called synchronously, before anything is registered, it lets the program compare a config
+// change with what is deployed; with the file backend as with Pulumi Cloud it reads the last
+// completed update, not the one in progress.
+const readStackOutputs = "pulumi:pulumi:readStackOutputs"
+
+// StorageIdentity lists, by config key, the effective values whose change replaces the shared
+// storage, plus storage.protect. Keys that do not apply to the storage type are left out.
+//
+//   - cloud, cluster.name, namespace: the Kubernetes provider (cluster.name is its cluster
+//     identifier), the claim's namespace and the volume's name derive from them; on clouds the
+//     file store's name derives from cluster.name.
+//   - storage.type: a different type is different resources; the old ones are deleted.
+//   - storage.server, storage.path (nfs): the volume's NFS source is immutable.
+//   - cluster.region, cluster.project, cluster.network, storage.tier, storage.zone (filestore):
+//     Filestore cannot move, change tier or change network in place.
+//   - cluster.region (efs), cluster.region, storage.tier, storage.account (azurefiles): an EFS file
+//     system and a storage account live in one region; the account's name and kind are fixed.
+//
+// A size change is not in it: the clouds grow a file store in place, and Kubernetes refuses to
+// shrink a claim rather than replacing it.
+func StorageIdentity(c *Config) map[string]string {
+	s := c.Storage
+	id := map[string]string{
+		"cloud":           c.Cloud,
+		"cluster.name":    c.Cluster.Name,
+		"namespace":       c.Namespace,
+		"storage.type":    s.Type,
+		"storage.protect": strconv.FormatBool(s.Protect),
+	}
+	switch s.Type {
+	case StorageNFS:
+		id["storage.server"], id["storage.path"] = s.Server, s.Path
+	case StorageFilestore:
+		id["cluster.region"], id["cluster.project"], id["cluster.network"] = c.Cluster.Region, c.Cluster.Project, c.Cluster.Network
+		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone
+	case StorageEFS:
+		id["cluster.region"] = c.Cluster.Region
+	case StorageAzureFiles:
+		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
+	}
+	return id
+}
+
+// CheckStorageReplacement refuses a configuration that would replace storage deployed with
+// storage.protect, unless storage.allowReplace is set. previous is the identity the last update
+// recorded (nil for a stack never deployed, or deployed by a version that did not record it).
+// Turning protect off in the same change does not get around it: the engine allows unprotecting
+// and replacing in one update, which is exactly the accident this guards against.
+func CheckStorageReplacement(c *Config, previous map[string]string) error {
+	if previous["storage.protect"] != "true" || c.Storage.AllowReplace {
+		return nil
+	}
+	current := StorageIdentity(c)
+	keys := map[string]bool{}
+	for k := range previous {
+		keys[k] = true
+	}
+	for k := range current {
+		keys[k] = true
+	}
+	var changed []string
+	for k := range keys {
+		if k != "storage.protect" && previous[k] != current[k] {
+			changed = append(changed, k)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	sort.Strings(changed)
+	what := fmt.Sprintf("replaces the protected %s storage", previous["storage.type"])
+	var errs []FieldError
+	for _, k := range changed {
+		errs = append(errs, FieldError{Key: k, Value: shown(current[k]), Msg: fmt.Sprintf(
+			"was %s; this change %s (its claim, volume or file store) and would delete its data. "+
+				"Revert it, or replace on purpose: copy the data out, then set kolotoc:storage.allowReplace: true "+
+				"and kolotoc:storage.protect: false for that one update and review `pulumi preview --diff`",
+			shown(previous[k]), what)})
+	}
+	return &ConfigError{Stack: c.Stack, Errors: errs}
+}
+
+func shown(v string) string {
+	if v == "" {
+		return "(unset)"
+	}
+	return v
+}
+
+// previousStorageIdentity reads the identity the stack's last update recorded.
+func previousStorageIdentity(ctx *pulumi.Context) (map[string]string, error) {
+	var res struct {
+		Outputs struct {
+			StorageIdentity map[string]string `pulumi:"storageIdentity"`
+		} `pulumi:"outputs"`
+	}
+	self := strings.Join([]string{ctx.Organization(), ctx.Project(), ctx.Stack()}, "/")
+	// InvokePackageRaw rather than Invoke: the outputs hold secrets (a cloud's kubeconfig), which
+	// Invoke refuses; only the non-secret storageIdentity is decoded.
+	if _, err := ctx.InvokePackageRaw(readStackOutputs, map[string]any{"name": self}, &res, ""); err != nil {
+		return nil, err
+	}
+	return res.Outputs.StorageIdentity, nil
+}
+
+// guardStorage runs CheckStorageReplacement against the stack's last update, before anything is
+// registered, and exports the identity of the storage this update deploys.
+func guardStorage(ctx *pulumi.Context, c *Config) error {
+	previous, err := previousStorageIdentity(ctx)
+	if err != nil {
+		if c.Storage.AllowReplace {
+			previous = nil
+		} else {
+			return fmt.Errorf("%s:storage: cannot read the stack's last outputs to check that this update keeps its protected storage "+
+				"(%v); set %s:storage.allowReplace: true to deploy without the check", ConfigNamespace, err, ConfigNamespace)
+		}
+	}
+	if err := CheckStorageReplacement(c, previous); err != nil {
+		return err
+	}
+	ctx.Export(StorageIdentityOutput, pulumi.ToStringMap(StorageIdentity(c)))
+	return nil
+}

@@ -1,0 +1,101 @@
+package stacks
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestStorageReplacementGuard: once protected storage is deployed, a change of any key that
+// replaces it is refused with every such key named, unless storage.allowReplace is set; other
+// changes, unprotected storage and a first deployment pass.
+func TestStorageReplacementGuard(t *testing.T) {
+	load := func(t *testing.T, path, stack string, set map[string]string) *Config {
+		t.Helper()
+		raw := exampleRaw(t, path, stack)
+		for k, v := range set {
+			raw.Values["kolotoc:"+k] = v
+		}
+		c, err := Load(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	prod := func(t *testing.T, set map[string]string) *Config { return load(t, "../Pulumi.prod.yaml", "prod", set) }
+	deployed := StorageIdentity(prod(t, nil))
+	if deployed["storage.protect"] != "true" || deployed["storage.type"] != StorageFilestore || deployed["storage.zone"] != "us-central1-a" {
+		t.Fatalf("prod's identity: %v", deployed)
+	}
+
+	cases := []struct {
+		name     string
+		previous map[string]string
+		set      map[string]string
+		wantKeys []string // nil: accepted
+	}{
+		{name: "nothing changed", previous: deployed},
+		{name: "first deployment", previous: nil, set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"1Ti","protect":true}`}},
+		{name: "size grows in place", previous: deployed, set: map[string]string{"storage": `{"type":"filestore","tier":"ZONAL","size":"4Ti","protect":true}`}},
+		{name: "a workload change", previous: deployed, set: map[string]string{"towers": `{"count":4,"gpusPerTower":8,"pool":"gpu"}`}},
+		{name: "tier", previous: deployed, set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"2Ti","protect":true}`}, wantKeys: []string{"storage.tier", "storage.zone"}},
+		{name: "tier with protect turned off in the same change", previous: deployed, set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"2Ti"}`}, wantKeys: []string{"storage.tier", "storage.zone"}},
+		{name: "type", previous: deployed, set: map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","protect":true}`}, wantKeys: []string{"cluster.network", "cluster.region", "storage.path", "storage.server", "storage.tier", "storage.type", "storage.zone"}},
+		{name: "namespace", previous: deployed, set: map[string]string{"namespace": "ml-prod"}, wantKeys: []string{"namespace"}},
+		{name: "override", previous: deployed, set: map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","allowReplace":true}`}},
+		{name: "unprotected storage", previous: map[string]string{"storage.protect": "false", "storage.type": "filestore", "storage.tier": "ZONAL"}, set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"2Ti"}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckStorageReplacement(prod(t, tc.set), tc.previous)
+			if tc.wantKeys == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a *ConfigError naming %v, got %v", tc.wantKeys, err)
+			}
+			var got []string
+			for _, fe := range ce.Errors {
+				got = append(got, fe.Key)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.wantKeys, " ") {
+				t.Errorf("keys %v, want %v", got, tc.wantKeys)
+			}
+			for _, want := range []string{"kolotoc:" + tc.wantKeys[0], "was ", "kolotoc:storage.allowReplace: true", "kolotoc:storage.protect: false", "nothing was changed"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message lacks %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestStorageIdentityPerType: each storage type records the keys that replace it and no other.
+func TestStorageIdentityPerType(t *testing.T) {
+	for _, f := range cloudFiles {
+		t.Run(f.stack, func(t *testing.T) {
+			c, err := Load(exampleRaw(t, f.path, f.stack))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := StorageIdentity(c)
+			want := map[string][]string{
+				StorageFilestore:  {"cluster.network", "cluster.project", "cluster.region", "storage.tier", "storage.zone"},
+				StorageEFS:        {"cluster.region"},
+				StorageAzureFiles: {"cluster.region", "storage.account", "storage.tier"},
+			}[f.storage]
+			for _, k := range append(want, "cloud", "cluster.name", "namespace", "storage.type", "storage.protect") {
+				if _, ok := id[k]; !ok {
+					t.Errorf("identity lacks %s: %v", k, id)
+				}
+			}
+			if len(id) != len(want)+5 {
+				t.Errorf("identity has keys beyond %v: %v", want, id)
+			}
+		})
+	}
+}
