@@ -8,13 +8,13 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cluster"
 	"kolotoc/components/dask"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
@@ -51,18 +51,22 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	}
 	k8s := pulumi.Provider(provider)
 
-	ns, err := corev1.NewNamespace(ctx, c.Namespace, &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(c.Namespace), Labels: pulumi.ToStringMap(labels.For("namespace"))},
-	}, k8s)
+	// The namespace enforces its Pod Security level; its NetworkPolicies exist before any pod.
+	ns, err := corev1.NewNamespace(ctx, c.Namespace, isolation.Render(c.Namespace, PodSecurity(c), labels, "namespace"), k8s)
 	if err != nil {
 		return err
 	}
 	namespace := ns.Metadata.Name().Elem()
+	policies, agents, err := deployIsolation(ctx, c, namespace, labels, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...)))
+	if err != nil {
+		return err
+	}
+	clusterDeps = append(clusterDeps, policies...)
 	after := pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...))
 
 	if *c.DevicePlugin.Enabled {
 		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
-			Namespace: namespace, Image: c.DevicePlugin.Image, Labels: labels,
+			Namespace: agents, Image: c.DevicePlugin.Image, Labels: labels,
 		}, k8s, after); err != nil {
 			return err
 		}
@@ -105,7 +109,8 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		}
 		r, err := ring.New(ctx, "towers", &ring.Args{
 			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
-			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, CPU: t.CPU, Memory: t.Memory,
+			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, Memory: t.Memory,
+			CPU: t.CPU, CPULimit: gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
 			Pool: t.Pool, LauncherPool: e.Pool,
 			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
@@ -127,7 +132,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		}
 	}
 
-	if err := deployWorkloads(ctx, c, namespace, k8s, withStorage); err != nil {
+	if err := deployWorkloads(ctx, c, namespace, agents, k8s, withStorage); err != nil {
 		return err
 	}
 
@@ -215,6 +220,9 @@ func SimulatedPool(p NodePool) cluster.Pool {
 // helpers and the tower hostnames. Nothing secret is among them.
 func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayInput) pulumi.Map {
 	out := pulumi.Map{"namespace": pulumi.String(c.Namespace)}
+	if agents := c.GPUAgentsNamespace(); agents != "" {
+		out["gpuAgentsNamespace"] = pulumi.String(agents) // the device plugin and DCGM exporter (security.go)
+	}
 	for name, ep := range entrypoint.Endpoints(e) {
 		if name == "daskScheduler" {
 			out["daskSchedulerAddress"] = pulumi.String(ep.URL)

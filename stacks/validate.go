@@ -61,6 +61,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateCarriers(v)
 	c.validateEntrypoint(v)
 	c.validateWorkloads(v)
+	c.validateIsolation(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

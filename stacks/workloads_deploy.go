@@ -14,9 +14,10 @@ import (
 )
 
 // deployWorkloads registers the optional workloads the stack enables and exports their outputs.
-// opts carry the Kubernetes provider and the dependencies every workload waits for (the
-// namespace, the shared storage, the simulated nodes).
-func deployWorkloads(ctx *pulumi.Context, c *Config, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) error {
+// agents is the GPU agents' namespace (the DCGM exporter's), nil when there is none. opts carry
+// the Kubernetes provider and the dependencies every workload waits for (the namespace, the
+// shared storage, the simulated nodes).
+func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, opts ...pulumi.ResourceOption) error {
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
@@ -49,6 +50,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace pulumi.StringInpu
 		a := MonitoringArgs(c)
 		a.Namespace = namespace
 		a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
+		a.AgentsNamespace = agents
 		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
 			return err
 		}
@@ -88,7 +90,8 @@ func ElasticArgs(c *Config) *elastic.Args {
 	a := &elastic.Args{
 		NamespaceDNS: c.Namespace, Name: ElasticName,
 		Nodes: el.Nodes, MinNodes: el.MinNodes, MaxNodes: el.MaxNodes, GPUsPerNode: el.GPUsPerNode,
-		CPU: el.CPU, Memory: el.Memory, Image: el.Image, Command: el.Command,
+		CPU: el.CPU, CPULimit: gpuShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
+		Memory: el.Memory, Image: el.Image, Command: el.Command,
 		Backend: el.RdzvBackend, RdzvID: el.RdzvID, RdzvPort: el.RdzvPort, MaxRestarts: el.MaxRestarts,
 		Pool: el.Pool, Claim: StorageName, MountPath: c.Storage.MountPath,
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
@@ -116,6 +119,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 		a.Tasks = append(a.Tasks, tfcluster.Task{
 			Type: r.Type, Name: r.Name, Count: r.Role.Count, GPUs: r.Role.GPUs,
 			CPU: r.Role.CPU, Memory: r.Role.Memory, Pool: r.Role.Pool,
+			CPULimit: gpuShareCPULimit(r.Role.CPU, c.Pool(r.Role.Pool), r.Role.GPUs),
 		})
 	}
 	if !c.Entrypoint.TensorBoard {
@@ -134,6 +138,7 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 		PrometheusImage: m.PrometheusImage, GrafanaImage: m.GrafanaImage, DCGMImage: m.DCGMImage,
 		DCGMExporter: *m.DCGMExporter, ScrapeInterval: m.ScrapeInterval, Retention: m.Retention,
 		StorageSize: m.StorageSize, Labels: workloadLabels(c),
+		AgentsNamespaceDNS: c.GPUAgentsNamespace(),
 	}
 }
 

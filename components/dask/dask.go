@@ -25,6 +25,25 @@ const (
 	workerCPURequest = "1"
 )
 
+// CarrierComponent is the carriers' component label, for the NetworkPolicies that select them.
+const CarrierComponent = carrierComponent
+
+// WorkerDashboardPort is every dask-worker's dashboard and metrics port.
+const WorkerDashboardPort = dashboardPort
+
+// Ports of a pod's worker processes and their nannies. Dask picks random ones by default; fixed
+// ranges let a NetworkPolicy admit the scheduler and the other workers on them and nothing else
+// (process i of a pod listens on WorkerPortFirst+i, its nanny on NannyPortFirst+i).
+const (
+	WorkerPortFirst = 40000
+	NannyPortFirst  = 41000
+	// MaxProcesses is the most worker processes one pod may run: the size of each range.
+	MaxProcesses = 1000
+)
+
+// portRange is dask's <first>:<last> form of a range of n ports.
+func portRange(first, n int) string { return fmt.Sprintf("%d:%d", first, first+max(n, 1)-1) }
+
 // CarrierArgs are the carriers' inputs.
 type CarrierArgs struct {
 	Namespace pulumi.StringInput
@@ -134,6 +153,8 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 			pulumi.String("--nthreads"), pulumi.String(fmt.Sprint(w.Threads)),
 			pulumi.String("--memory-limit"), pulumi.String("auto"),
 			pulumi.String("--dashboard-address"), pulumi.String(fmt.Sprintf(":%d", dashboardPort)),
+			pulumi.String("--worker-port"), pulumi.String(portRange(WorkerPortFirst, w.Processes)),
+			pulumi.String("--nanny-port"), pulumi.String(portRange(NannyPortFirst, w.Processes)),
 			pulumi.String("--local-directory"), pulumi.String(w.LocalDir),
 		},
 		Env: corev1.EnvVarArray{corev1.EnvVarArgs{
@@ -143,7 +164,8 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 		Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("dask-dash"), ContainerPort: pulumi.Int(dashboardPort)}},
 		Resources: &corev1.ResourceRequirementsArgs{
 			Requests: pulumi.StringMap{"cpu": pulumi.String(w.CPU), "memory": pulumi.String(w.Memory)},
-			Limits:   pulumi.StringMap{"memory": pulumi.String(w.Memory)},
+			// Each process runs Threads threads: together they use at most Processes × Threads cores.
+			Limits: pulumi.StringMap{"cpu": pulumi.String(fmt.Sprint(max(w.Processes*w.Threads, 1))), "memory": pulumi.String(w.Memory)},
 		},
 		SecurityContext: &corev1.SecurityContextArgs{
 			AllowPrivilegeEscalation: pulumi.Bool(false),

@@ -64,6 +64,7 @@ type Args struct {
 	MaxNodes      int                // torchrun --nnodes upper bound
 	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc-per-node
 	CPU           string             // CPU request per worker (quantity)
+	CPULimit      string             // CPU limit per worker (quantity); default CPU
 	Memory        string             // memory request and limit per worker (quantity)
 	Image         string             // a PyTorch image with torchrun (python-etcd is installed at start if an etcd backend needs it)
 	Command       []string           // training script and its arguments, after torchrun's options
@@ -244,7 +245,12 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 						}},
 						Resources: &corev1.ResourceRequirementsArgs{
 							Requests: pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
-							Limits:   pulumi.StringMap{"memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
+						},
+						// torchrun, NCCL and gloo need no capability, nor to gain one.
+						SecurityContext: &corev1.SecurityContextArgs{
+							AllowPrivilegeEscalation: pulumi.Bool(false),
+							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
 						},
 						VolumeMounts: corev1.VolumeMountArray{
 							storage.Mount("shared", a.MountPath),
@@ -267,6 +273,13 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			},
 		},
 	}
+}
+
+func cpuLimit(a *Args) string {
+	if a.CPULimit != "" {
+		return a.CPULimit
+	}
+	return a.CPU
 }
 
 // launchScript runs torchrun. torch's etcd rendezvous backends import python-etcd, which the

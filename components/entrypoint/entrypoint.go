@@ -26,6 +26,9 @@ const (
 
 const component = "entrypoint"
 
+// Component is the entrypoint's component label, for the NetworkPolicies that select its pod.
+const Component = component
+
 // Args are the entrypoint's inputs.
 type Args struct {
 	Namespace        pulumi.StringInput
@@ -254,6 +257,9 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 	}
 	if a.ServiceType == "LoadBalancer" {
 		spec.LoadBalancerSourceRanges = pulumi.ToStringArray(a.SourceRanges)
+		// Keep the client's address: the NetworkPolicy admits the source ranges, which it could
+		// not tell apart from the nodes if the traffic arrived SNATed to a node's address.
+		spec.ExternalTrafficPolicy = pulumi.String("Local")
 	}
 	return &corev1.ServiceArgs{Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component), Spec: spec}
 }

@@ -288,7 +288,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 						},
 						Resources: &corev1.ResourceRequirementsArgs{
 							Requests: pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)},
-							Limits:   pulumi.StringMap{"memory": pulumi.String(a.Memory)},
+							Limits:   pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)},
 						},
 						SecurityContext: &corev1.SecurityContextArgs{
 							AllowPrivilegeEscalation: pulumi.Bool(false),

@@ -13,7 +13,6 @@ import (
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
-	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
@@ -39,7 +38,7 @@ const configHashAnnotation = "kolotoc.dev/config-sha256"
 
 // Args are the monitoring's inputs.
 type Args struct {
-	Namespace       pulumi.StringInput // namespace of every namespaced object
+	Namespace       pulumi.StringInput // namespace of every namespaced object but the DCGM exporter
 	NamespaceDNS    string             // the namespace's name: scrape scope, URLs, cluster-scoped names
 	Pool            string             // node pool of Prometheus and Grafana (a CPU pool)
 	PrometheusImage string
@@ -51,6 +50,11 @@ type Args struct {
 	StorageSize     string             // Prometheus data volume size limit (quantity)
 	GrafanaPassword pulumi.StringInput // secret; Grafana's admin password
 	Labels          meta.Labels
+
+	// AgentsNamespace, AgentsNamespaceDNS: where the DCGM exporter runs, a namespace whose Pod
+	// Security level allows its host path and capability; default Namespace.
+	AgentsNamespace    pulumi.StringInput
+	AgentsNamespaceDNS string
 }
 
 // Endpoint is one user-facing service.
@@ -86,12 +90,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
-	role, err := rbacv1.NewClusterRole(ctx, name+"-prometheus", RenderClusterRole(args), parent)
-	if err != nil {
-		return nil, err
-	}
-	binding, err := rbacv1.NewClusterRoleBinding(ctx, name+"-prometheus", RenderClusterRoleBinding(args), parent,
-		pulumi.DependsOn([]pulumi.Resource{sa, role}))
+	bindings, err := newPrometheusRBAC(ctx, name, args, sa, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +99,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-prometheus", RenderPrometheus(args), parent,
-		pulumi.DependsOn([]pulumi.Resource{binding, promConfig})); err != nil {
+		pulumi.DependsOn(append(bindings, promConfig))); err != nil {
 		return nil, err
 	}
 	if _, err := corev1.NewService(ctx, name+"-prometheus", RenderPrometheusService(args), parent); err != nil {
@@ -160,42 +159,6 @@ func Endpoints(namespace string) map[string]Endpoint {
 	return map[string]Endpoint{
 		"prometheus": ep(PrometheusName, PrometheusPort, "/"),
 		"grafana":    ep(GrafanaName, GrafanaPort, "/"),
-	}
-}
-
-// clusterScopedName names a cluster-scoped object after the namespace, so that two stacks on
-// one cluster do not collide.
-func clusterScopedName(a *Args) string { return a.NamespaceDNS + "-" + PrometheusName }
-
-// RenderServiceAccount is Prometheus's identity for service discovery.
-func RenderServiceAccount(a *Args) *corev1.ServiceAccountArgs {
-	return &corev1.ServiceAccountArgs{Metadata: a.Labels.ObjectMeta(PrometheusName, a.Namespace, PrometheusName)}
-}
-
-// RenderClusterRole lets Prometheus discover scrape targets: pods in the stack's namespace
-// (DCGM exporter, Dask) and Services' endpoints anywhere (kube-state-metrics lives where the
-// cluster's operators put it). Read-only.
-func RenderClusterRole(a *Args) *rbacv1.ClusterRoleArgs {
-	verbs := pulumi.ToStringArray([]string{"get", "list", "watch"})
-	return &rbacv1.ClusterRoleArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(clusterScopedName(a)), Labels: pulumi.ToStringMap(a.Labels.For(PrometheusName))},
-		Rules: rbacv1.PolicyRuleArray{
-			rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray([]string{""}), Resources: pulumi.ToStringArray([]string{"pods", "services", "endpoints"}), Verbs: verbs},
-			rbacv1.PolicyRuleArgs{ApiGroups: pulumi.ToStringArray([]string{"discovery.k8s.io"}), Resources: pulumi.ToStringArray([]string{"endpointslices"}), Verbs: verbs},
-		},
-	}
-}
-
-// RenderClusterRoleBinding grants the role to Prometheus's service account.
-func RenderClusterRoleBinding(a *Args) *rbacv1.ClusterRoleBindingArgs {
-	return &rbacv1.ClusterRoleBindingArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(clusterScopedName(a)), Labels: pulumi.ToStringMap(a.Labels.For(PrometheusName))},
-		RoleRef: &rbacv1.RoleRefArgs{
-			ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("ClusterRole"), Name: pulumi.String(clusterScopedName(a)),
-		},
-		Subjects: rbacv1.SubjectArray{rbacv1.SubjectArgs{
-			Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(PrometheusName), Namespace: a.Namespace,
-		}},
 	}
 }
 
@@ -275,7 +238,7 @@ func RenderPrometheusService(a *Args) *corev1.ServiceArgs {
 // all through the driver.
 func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 	return &appsv1.DaemonSetArgs{
-		Metadata: a.Labels.ObjectMeta(DCGMName, a.Namespace, DCGMName),
+		Metadata: a.Labels.ObjectMeta(DCGMName, agentsNamespace(a), DCGMName),
 		Spec: &appsv1.DaemonSetSpecArgs{
 			Selector:       &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(DCGMName))},
 			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")},

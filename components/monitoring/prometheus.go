@@ -41,7 +41,7 @@ scrape_configs:
         target_label: node
       - source_labels: [__meta_kubernetes_pod_name]
         target_label: pod
-`, JobDCGM, a.NamespaceDNS, DCGMName)
+`, JobDCGM, agentsNamespaceDNS(a), DCGMName)
 	}
 	// The scheduler's dashboard port ("dashboard") and every worker's ("dask-dash") serve
 	// Prometheus metrics at /metrics; the port names are the dask components' own.
@@ -61,13 +61,15 @@ scrape_configs:
       - source_labels: [__meta_kubernetes_pod_name]
         target_label: pod
 `, JobDask, a.NamespaceDNS)
-	// kube-state-metrics labels its series with the objects' own namespace and pod: keep them.
+	// kube-state-metrics is found through its Service (role service: Prometheus may read Services
+	// cluster-wide, never pods outside Kolotoc's namespaces) and scraped at the Service's address.
+	// It labels its series with the objects' own namespace and pod: keep them.
 	fmt.Fprintf(&b, `  - job_name: %s
     honor_labels: true
     kubernetes_sd_configs:
-      - role: endpoints
+      - role: service
     relabel_configs:
-      - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_endpoint_port_name]
+      - source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_name, __meta_kubernetes_service_port_name]
         regex: kube-state-metrics;(http|http-metrics)
         action: keep
 `, JobKubeStateMetrics)

@@ -33,6 +33,28 @@ const (
 	hostfilePath = "/root/hostfile"
 )
 
+// Component labels of the towers and the launcher, for the NetworkPolicies that select them.
+const (
+	TowerComponent    = towerComponent
+	LauncherComponent = launcherComponent
+)
+
+// towerCapabilities are all the towers keep of root's capabilities: what sshd needs to accept
+// the launcher's connection. SYS_CHROOT, SETUID and SETGID for its privilege-separated child
+// (chroot to /run/sshd, then the sshd user), SETGID again to set the session's groups, CHOWN for
+// the session's tty, AUDIT_WRITE for the login record (Linux-audit builds of sshd refuse a root
+// login they cannot record). All are within Pod Security baseline. DAC_OVERRIDE is not among
+// them: the ranks run as root but cannot write into another user's directories on the shared
+// claim without the directory's permission bits allowing it.
+var towerCapabilities = []string{"AUDIT_WRITE", "CHOWN", "SETGID", "SETUID", "SYS_CHROOT"}
+
+// noEscalation drops every capability and forbids gaining any (no setuid binaries, no file
+// capabilities): the launcher, an ssh client and mpirun, needs none.
+var noEscalation = &corev1.SecurityContextArgs{
+	AllowPrivilegeEscalation: pulumi.Bool(false),
+	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+}
+
 // Args are the ring's inputs.
 type Args struct {
 	Namespace    pulumi.StringInput // namespace of every object
@@ -43,6 +65,7 @@ type Args struct {
 	GPUsPerTower int                // nvidia.com/gpu per tower
 	Slots        int                // MPI slots per host
 	CPU          string             // CPU request per tower (quantity)
+	CPULimit     string             // CPU limit per tower (quantity); default CPU
 	Memory       string             // memory request and limit per tower (quantity)
 	Image        string             // tower and launcher image
 	Command      []string           // launcher command, run once every tower accepts ssh
@@ -180,8 +203,15 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
 			},
 			Limits: pulumi.StringMap{
-				"memory":         pulumi.String(a.Memory),
+				"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory),
 				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
+			},
+		},
+		SecurityContext: &corev1.SecurityContextArgs{
+			AllowPrivilegeEscalation: pulumi.Bool(false),
+			Capabilities: &corev1.CapabilitiesArgs{
+				Drop: pulumi.StringArray{pulumi.String("ALL")},
+				Add:  pulumi.ToStringArray(towerCapabilities),
 			},
 		},
 		VolumeMounts: mounts,
@@ -264,13 +294,21 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("1Gi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("4Gi")},
 						},
-						VolumeMounts: mounts,
+						SecurityContext: noEscalation,
+						VolumeMounts:    mounts,
 					}},
 					Volumes: volumes,
 				},
 			},
 		},
 	}
+}
+
+func cpuLimit(a *Args) string {
+	if a.CPULimit != "" {
+		return a.CPULimit
+	}
+	return a.CPU
 }
 
 func env(name, value string) corev1.EnvVarArgs {

@@ -28,6 +28,13 @@ const (
 	exportDir = "/exports"
 )
 
+// NFSPort, MountdPort, RPCBindPort are the in-cluster server's ports, for its NetworkPolicy.
+const (
+	NFSPort     = nfsPort
+	MountdPort  = mountdPort
+	RPCBindPort = rpcbindPort
+)
+
 // Args are the shared storage's inputs.
 type Args struct {
 	Namespace    pulumi.StringInput // namespace of the claim and the in-cluster server
@@ -211,6 +218,9 @@ func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("250m"), "memory": pulumi.String("256Mi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("1Gi")},
 						},
+						// The kernel NFS server needs a privileged container: the documented cost of
+						// storage.type in-cluster-nfs, which makes the namespace's Pod Security
+						// level privileged.
 						SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
 							Name: pulumi.String("exports"), MountPath: pulumi.String(exportDir),

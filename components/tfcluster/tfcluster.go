@@ -47,6 +47,9 @@ const (
 	tensorBoardComponent = "tf-tensorboard"
 )
 
+// TensorBoardComponent is the component label of the cluster's own TensorBoard.
+const TensorBoardComponent = tensorBoardComponent
+
 // Task is one task type: a StatefulSet and headless Service named Name, pods Name-0 ….
 type Task struct {
 	Type   string // chief | worker | ps | evaluator
@@ -56,6 +59,8 @@ type Task struct {
 	CPU    string // CPU request per task (quantity)
 	Memory string // memory request and limit per task (quantity)
 	Pool   string // node pool
+
+	CPULimit string // CPU limit per task (quantity); default CPU
 }
 
 // TensorBoard is the cluster's own TensorBoard, run when the entrypoint runs none.
@@ -215,7 +220,11 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	}
 	command, args := Command(a)
 	requests := pulumi.StringMap{"cpu": pulumi.String(t.CPU), "memory": pulumi.String(t.Memory)}
-	limits := pulumi.StringMap{"memory": pulumi.String(t.Memory)}
+	cpuLimit := t.CPULimit
+	if cpuLimit == "" {
+		cpuLimit = t.CPU
+	}
+	limits := pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(t.Memory)}
 	var tolerations corev1.TolerationArray
 	if t.GPUs > 0 {
 		requests[meta.GPUResource] = pulumi.String(fmt.Sprint(t.GPUs))
@@ -252,6 +261,11 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 							Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(a.Port),
 						}},
 						Resources: &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits},
+						// TensorFlow needs no capability, nor to gain one.
+						SecurityContext: &corev1.SecurityContextArgs{
+							AllowPrivilegeEscalation: pulumi.Bool(false),
+							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+						},
 						VolumeMounts: corev1.VolumeMountArray{
 							storage.Mount("shared", a.MountPath),
 							storage.Mount("scratch", a.Scratch.MountPath),

@@ -223,14 +223,16 @@ func (s *stack) assertDevicePlugin(t *testing.T, ns string, wantGPUNodes int) {
 	if len(gpuNodes) != wantGPUNodes {
 		t.Fatalf("%d GPU nodes of this stack, want %d", len(gpuNodes), wantGPUNodes)
 	}
+	// The GPU node agents run in their own, privileged namespace (stacks/security.go).
+	agents := ns + "-gpu-agents"
 	waitFor(t, "the device plugin on every GPU node", time.Minute, func() (bool, string) {
-		ds, err := s.kube.AppsV1().DaemonSets(ns).Get(ctx, "nvidia-device-plugin", metav1.GetOptions{})
+		ds, err := s.kube.AppsV1().DaemonSets(agents).Get(ctx, "nvidia-device-plugin", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return ds.Status.NumberReady >= int32(wantGPUNodes), fmt.Sprintf("%d ready", ds.Status.NumberReady)
 	})
-	pods, err := s.kube.CoreV1().Pods(ns).List(ctx, listOpts("app.kubernetes.io/component=nvidia-device-plugin"))
+	pods, err := s.kube.CoreV1().Pods(agents).List(ctx, listOpts("app.kubernetes.io/component=nvidia-device-plugin"))
 	if err != nil {
 		t.Fatal(err)
 	}

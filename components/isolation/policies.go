@@ -1,0 +1,174 @@
+package isolation
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	networkingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/networking/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+)
+
+const (
+	// DefaultDenyName is the policy that selects every pod of the namespace and allows no
+	// ingress: whatever no allow names is refused.
+	DefaultDenyName = "default-deny-ingress"
+	// policyComponent is the component label of every NetworkPolicy.
+	policyComponent = "network-policy"
+	// namespaceNameLabel is the label the API server sets on every namespace, its name.
+	namespaceNameLabel = "kubernetes.io/metadata.name"
+	// componentLabel is the pod label that tells Kolotoc's workloads apart.
+	componentLabel = "app.kubernetes.io/component"
+)
+
+// Port is a TCP port, or the range Port..EndPort.
+type Port struct {
+	Port    int
+	EndPort int // 0: just Port
+}
+
+// Peer is who may connect: pods of this stack (by component), possibly in another namespace,
+// every pod of the namespace, or address ranges.
+type Peer struct {
+	Components []string // pods of these components of this stack
+	Namespace  string   // the Components' namespace when it is not the policy's own
+	AllPods    bool     // every pod of the policy's namespace
+	CIDRs      []string // address ranges (a LoadBalancer's source ranges); "0.0.0.0/0" and "::/0" for anywhere
+}
+
+// Allow is one concern: which pods it protects, on which ports (none: every port), and who may
+// connect. Name is the NetworkPolicy's name; Why is kept as its description annotation.
+type Allow struct {
+	Name  string
+	Pods  []string // components whose pods the policy selects
+	Ports []Port
+	From  []Peer
+	Why   string
+}
+
+// Args are a namespace's NetworkPolicies.
+type Args struct {
+	Namespace pulumi.StringInput // the namespace the policies live in
+	Allows    []Allow
+	Labels    meta.Labels
+}
+
+// Policies are a namespace's default-deny and its allows.
+type Policies struct {
+	pulumi.ResourceState
+}
+
+// NewPolicies registers the default-deny policy and one policy per allow.
+func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Policies, error) {
+	if args == nil {
+		return nil, errors.New("isolation: policy args are required")
+	}
+	seen := map[string]bool{DefaultDenyName: true}
+	for _, a := range args.Allows {
+		if seen[a.Name] || len(a.Pods) == 0 || len(a.From) == 0 {
+			return nil, fmt.Errorf("isolation %q: allow %q is a duplicate, selects no pods or admits no one", name, a.Name)
+		}
+		seen[a.Name] = true
+	}
+	p := &Policies{}
+	if err := ctx.RegisterComponentResource("kolotoc:isolation:NetworkPolicies", name, p, opts...); err != nil {
+		return nil, err
+	}
+	if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+DefaultDenyName, RenderDefaultDeny(args), pulumi.Parent(p)); err != nil {
+		return nil, err
+	}
+	for _, a := range args.Allows {
+		if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+a.Name, RenderAllow(args, a), pulumi.Parent(p)); err != nil {
+			return nil, err
+		}
+	}
+	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{})
+}
+
+// RenderDefaultDeny selects every pod and allows no ingress. Kubernetes still lets the kubelet
+// reach the pods of its own node (probes, `kubectl port-forward`, `kubectl exec`).
+func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
+	md := a.Labels.ObjectMeta(DefaultDenyName, a.Namespace, policyComponent)
+	md.Annotations = pulumi.StringMap{"kolotoc.dev/description": pulumi.String(
+		"Refuse every connection to this namespace's pods that no other policy here allows.")}
+	return &networkingv1.NetworkPolicyArgs{
+		Metadata: md,
+		Spec: &networkingv1.NetworkPolicySpecArgs{
+			PodSelector: &metav1.LabelSelectorArgs{},
+			PolicyTypes: pulumi.StringArray{pulumi.String("Ingress")},
+		},
+	}
+}
+
+// RenderAllow builds one allow: its pods, its ports, its peers.
+func RenderAllow(a *Args, allow Allow) *networkingv1.NetworkPolicyArgs {
+	md := a.Labels.ObjectMeta(allow.Name, a.Namespace, policyComponent)
+	if allow.Why != "" {
+		md.Annotations = pulumi.StringMap{"kolotoc.dev/description": pulumi.String(allow.Why)}
+	}
+	var ports networkingv1.NetworkPolicyPortArray
+	for _, p := range allow.Ports {
+		np := networkingv1.NetworkPolicyPortArgs{Protocol: pulumi.String("TCP"), Port: pulumi.Int(p.Port)}
+		if p.EndPort > p.Port {
+			np.EndPort = pulumi.Int(p.EndPort)
+		}
+		ports = append(ports, np)
+	}
+	var from networkingv1.NetworkPolicyPeerArray
+	for _, peer := range allow.From {
+		from = append(from, renderPeers(a.Labels, peer)...)
+	}
+	return &networkingv1.NetworkPolicyArgs{
+		Metadata: md,
+		Spec: &networkingv1.NetworkPolicySpecArgs{
+			PodSelector: PodSelector(a.Labels, allow.Pods),
+			PolicyTypes: pulumi.StringArray{pulumi.String("Ingress")},
+			Ingress: networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{
+				Ports: ports,
+				From:  from,
+			}},
+		},
+	}
+}
+
+func renderPeers(l meta.Labels, p Peer) []networkingv1.NetworkPolicyPeerInput {
+	var out []networkingv1.NetworkPolicyPeerInput
+	if p.AllPods {
+		out = append(out, networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{}})
+	}
+	if len(p.Components) > 0 {
+		peer := networkingv1.NetworkPolicyPeerArgs{PodSelector: PodSelector(l, p.Components)}
+		if p.Namespace != "" {
+			peer.NamespaceSelector = &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{namespaceNameLabel: pulumi.String(p.Namespace)}}
+		}
+		out = append(out, peer)
+	}
+	cidrs := append([]string(nil), p.CIDRs...)
+	sort.Strings(cidrs)
+	for _, c := range cidrs {
+		out = append(out, networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String(c)}})
+	}
+	return out
+}
+
+// PodSelector selects the pods of the given components of this stack: by the component's own
+// selector labels for one, by the stack's labels and an In expression for several (sorted, so
+// that the rendered policy never depends on the order the stack listed them in).
+func PodSelector(l meta.Labels, components []string) *metav1.LabelSelectorArgs {
+	if len(components) == 1 {
+		return &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(l.Selector(components[0]))}
+	}
+	sorted := append([]string(nil), components...)
+	sort.Strings(sorted)
+	stack := l.Selector("")
+	delete(stack, componentLabel)
+	return &metav1.LabelSelectorArgs{
+		MatchLabels: pulumi.ToStringMap(stack),
+		MatchExpressions: metav1.LabelSelectorRequirementArray{metav1.LabelSelectorRequirementArgs{
+			Key: pulumi.String(componentLabel), Operator: pulumi.String("In"), Values: pulumi.ToStringArray(sorted),
+		}},
+	}
+}

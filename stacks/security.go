@@ -1,0 +1,297 @@
+package stacks
+
+import (
+	"fmt"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kolotoc/components/dask"
+	"kolotoc/components/elastic"
+	"kolotoc/components/entrypoint"
+	"kolotoc/components/etcd"
+	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/ring"
+	"kolotoc/components/storage"
+	"kolotoc/components/tfcluster"
+)
+
+// Least privilege: what the stack's namespaces enforce and who may connect to what. One place
+// decides it from the config; the components render it (components/isolation).
+
+// GPUAgentsSuffix names the namespace of the GPU node agents, <namespace>-gpu-agents: the NVIDIA
+// device plugin and the DCGM exporter mount kubelet directories from the host and the exporter
+// adds CAP_SYS_ADMIN, which Pod Security baseline forbids. Apart, they leave the stack's own
+// namespace at baseline.
+const GPUAgentsSuffix = "-gpu-agents"
+
+// GPUAgentsNamespace is the GPU node agents' namespace; "" when the stack runs none.
+func (c *Config) GPUAgentsNamespace() string {
+	if (c.DevicePlugin.Enabled != nil && *c.DevicePlugin.Enabled) ||
+		(c.Monitoring.Enabled && c.Monitoring.DCGMExporter != nil && *c.Monitoring.DCGMExporter) {
+		return c.Namespace + GPUAgentsSuffix
+	}
+	return ""
+}
+
+// usesScratch reports whether any workload mounts the per-pod scratch volume.
+func (c *Config) usesScratch() bool {
+	return c.Towers.Enabled || c.Carriers.Enabled || c.Elastic.Enabled || c.TFCluster.Enabled
+}
+
+// PodSecurity is the Pod Security level the stack's namespace enforces: baseline, unless an
+// option needs more. Each such option is listed with why; README "Least privilege" has the table.
+func PodSecurity(c *Config) isolation.Level {
+	var reasons []string
+	if c.Towers.Enabled && c.Towers.HostNetwork {
+		reasons = append(reasons, "towers.hostNetwork: the towers use the node's network namespace")
+	}
+	if c.InClusterNFS() {
+		reasons = append(reasons, "storage.type "+StorageInClusterNFS+": the in-cluster NFS server runs a privileged container (the kernel NFS server)")
+	}
+	if c.Storage.Scratch.Type == ScratchHostPath && c.usesScratch() {
+		reasons = append(reasons, "storage.scratch.type "+ScratchHostPath+": every workload mounts a directory of its node")
+	}
+	if len(reasons) > 0 {
+		return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}
+	}
+	return isolation.Level{Enforce: isolation.Baseline}
+}
+
+// GPUAgentsPodSecurity is the GPU agents' namespace's level: privileged, for the agents it runs.
+func GPUAgentsPodSecurity(c *Config) isolation.Level {
+	var reasons []string
+	if *c.DevicePlugin.Enabled {
+		reasons = append(reasons, "devicePlugin: the NVIDIA device plugin mounts the kubelet's device-plugins directory (hostPath)")
+	}
+	if c.Monitoring.Enabled && *c.Monitoring.DCGMExporter {
+		reasons = append(reasons, "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics")
+	}
+	return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}
+}
+
+// NetworkAllows are the stack namespace's ingress allows, one per concern, beside its
+// default-deny. Only what a workload the config enables needs is allowed.
+func NetworkAllows(c *Config) []isolation.Allow {
+	var out []isolation.Allow
+	add := func(a isolation.Allow) { out = append(out, a) }
+	e := c.Entrypoint
+	var loadBalancer []string
+	if e.ServiceType == ServiceLoadBalancer {
+		loadBalancer = e.SourceRanges
+	}
+	pod := func(components ...string) isolation.Peer { return isolation.Peer{Components: components} }
+	anyPodOr := func(cidrs []string) []isolation.Peer {
+		peers := []isolation.Peer{{AllPods: true}}
+		if len(cidrs) > 0 {
+			peers = append(peers, isolation.Peer{CIDRs: cidrs})
+		}
+		return peers
+	}
+
+	// Dask: the workers and Jupyter (in the entrypoint pod) reach the scheduler; the scheduler and
+	// the workers reach each worker process and its nanny. The LoadBalancer's ranges reach what
+	// its Service exposes.
+	daskWorkers := []string{}
+	if c.Carriers.Enabled {
+		daskWorkers = append(daskWorkers, dask.CarrierComponent)
+	}
+	if c.Towers.Enabled && c.Sentinels.Enabled {
+		daskWorkers = append(daskWorkers, ring.TowerComponent)
+	}
+	add(isolation.Allow{
+		Name: "dask-scheduler", Pods: []string{entrypoint.Component},
+		Ports: []isolation.Port{{Port: entrypoint.SchedulerPort}},
+		From:  append([]isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)}, cidrPeers(loadBalancer)...),
+		Why:   "Dask workers and Jupyter reach the scheduler (8786); with a LoadBalancer, its source ranges too.",
+	})
+	if len(daskWorkers) > 0 {
+		add(isolation.Allow{
+			Name: "dask-workers", Pods: daskWorkers,
+			Ports: []isolation.Port{
+				{Port: dask.WorkerPortFirst, EndPort: dask.WorkerPortFirst + dask.MaxProcesses - 1},
+				{Port: dask.NannyPortFirst, EndPort: dask.NannyPortFirst + dask.MaxProcesses - 1},
+			},
+			From: []isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)},
+			Why:  "The scheduler and the other workers reach each Dask worker process and nanny on their fixed port ranges.",
+		})
+	}
+	var ui []isolation.Port
+	if e.Jupyter {
+		ui = append(ui, isolation.Port{Port: entrypoint.JupyterPort})
+	}
+	if e.TensorBoard {
+		ui = append(ui, isolation.Port{Port: entrypoint.TensorBoardPort})
+	}
+	if e.DaskDashboard {
+		ui = append(ui, isolation.Port{Port: entrypoint.DashboardPort})
+	}
+	if len(ui) > 0 {
+		add(isolation.Allow{
+			Name: "entrypoint-ui", Pods: []string{entrypoint.Component}, Ports: ui, From: anyPodOr(loadBalancer),
+			Why: "JupyterLab, TensorBoard and the Dask dashboard: from the namespace's pods, and from the LoadBalancer's source ranges when there is one. " +
+				"`kubectl port-forward` enters through the kubelet and needs no allow.",
+		})
+	}
+
+	if c.Towers.Enabled {
+		add(isolation.Allow{
+			Name: "tower-ssh", Pods: []string{ring.TowerComponent},
+			Ports: []isolation.Port{{Port: c.Towers.SSHPort}},
+			From:  []isolation.Peer{pod(ring.LauncherComponent, ring.TowerComponent)},
+			Why:   "ssh reaches the towers from the launcher and the other towers (mpirun), nothing else.",
+		})
+	}
+	if c.InClusterNFS() {
+		add(isolation.Allow{
+			Name: "nfs-server", Pods: []string{storage.ServerName},
+			Ports: []isolation.Port{{Port: storage.NFSPort}, {Port: storage.MountdPort}, {Port: storage.RPCBindPort}},
+			From:  []isolation.Peer{{CIDRs: []string{"0.0.0.0/0", "::/0"}}},
+			Why: "The NFS ports from anywhere: every node's kubelet mounts the share from the node's own address, " +
+				"which no pod selector matches and Kolotoc cannot know; nothing else of the server is reachable.",
+		})
+	}
+
+	if c.Etcd.Enabled {
+		clients := []string{etcd.Component}
+		if c.Elastic.Enabled && c.Elastic.RdzvBackend != RdzvC10d {
+			clients = append(clients, elastic.Component)
+		}
+		add(isolation.Allow{
+			Name: "etcd-clients", Pods: []string{etcd.Component}, Ports: []isolation.Port{{Port: etcd.ClientPort}},
+			From: []isolation.Peer{pod(clients...)},
+			Why:  "The rendezvous clients (elastic workers with an etcd backend) and the members reach etcd's client port.",
+		})
+		add(isolation.Allow{
+			Name: "etcd-peers", Pods: []string{etcd.Component}, Ports: []isolation.Port{{Port: etcd.PeerPort}},
+			From: []isolation.Peer{pod(etcd.Component)},
+			Why:  "The members reach each other's peer port.",
+		})
+	}
+	if c.Elastic.Enabled {
+		add(isolation.Allow{
+			Name: "elastic-peers", Pods: []string{elastic.Component}, From: []isolation.Peer{pod(elastic.Component)},
+			Why: "The elastic workers reach each other on any port: the c10d store, then NCCL and gloo on ports they pick at run time.",
+		})
+	}
+	if c.TFCluster.Enabled {
+		var tasks []string
+		for _, r := range c.tfRoles() {
+			if r.Role.Count > 0 && r.Type != tfcluster.TypeEvaluator {
+				tasks = append(tasks, r.Name)
+			}
+		}
+		add(isolation.Allow{
+			Name: "tf-tasks", Pods: tasks, Ports: []isolation.Port{{Port: c.TFCluster.Port}},
+			From: []isolation.Peer{pod(tasks...)},
+			Why:  "The TensorFlow tasks of the cluster spec (chief, workers, parameter servers) reach each other's gRPC port.",
+		})
+		if !e.TensorBoard {
+			add(isolation.Allow{
+				Name: "tf-tensorboard", Pods: []string{tfcluster.TensorBoardComponent},
+				Ports: []isolation.Port{{Port: tfcluster.TensorBoardPort}}, From: anyPodOr(nil),
+				Why: "The cluster's own TensorBoard, from the namespace's pods (and `kubectl port-forward`).",
+			})
+		}
+	}
+	if c.Monitoring.Enabled {
+		add(isolation.Allow{
+			Name: "monitoring-ui", Pods: []string{monitoring.PrometheusName, monitoring.GrafanaName},
+			Ports: []isolation.Port{{Port: monitoring.PrometheusPort}, {Port: monitoring.GrafanaPort}}, From: anyPodOr(nil),
+			Why: "Prometheus and Grafana, from the namespace's pods (Grafana queries Prometheus) and `kubectl port-forward`.",
+		})
+		scraped := append([]string{entrypoint.Component}, daskWorkers...)
+		add(isolation.Allow{
+			Name: "prometheus-scrape", Pods: scraped,
+			Ports: []isolation.Port{{Port: entrypoint.DashboardPort}, {Port: dask.WorkerDashboardPort}},
+			From:  []isolation.Peer{pod(monitoring.PrometheusName)},
+			Why:   "Prometheus scrapes the Dask scheduler's and workers' metrics.",
+		})
+	}
+	return out
+}
+
+// GPUAgentsNetworkAllows are the GPU agents' namespace's allows: only Prometheus, from the
+// stack's namespace, scraping the DCGM exporter. The device plugin talks to the kubelet through
+// a socket on the host and takes no connection.
+func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
+	if !c.Monitoring.Enabled || !*c.Monitoring.DCGMExporter {
+		return nil
+	}
+	return []isolation.Allow{{
+		Name: "dcgm-scrape", Pods: []string{monitoring.DCGMName}, Ports: []isolation.Port{{Port: monitoring.DCGMPort}},
+		From: []isolation.Peer{{Components: []string{monitoring.PrometheusName}, Namespace: c.Namespace}},
+		Why:  "Prometheus, in " + c.Namespace + ", scrapes the DCGM exporters.",
+	}}
+}
+
+func cidrPeers(cidrs []string) []isolation.Peer {
+	if len(cidrs) == 0 {
+		return nil
+	}
+	return []isolation.Peer{{CIDRs: cidrs}}
+}
+
+// gpuShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of
+// the node's cores (a tower with all 8 GPUs may use every core; one with 4 of 8, half), never
+// below its request. A limit at the request would throttle the input pipeline of a pod that owns
+// the node; none at all would let co-located pods starve each other.
+func gpuShareCPULimit(request string, p *NodePool, gpus int) string {
+	if p == nil || p.GPUsPerNode < 1 || gpus < 1 {
+		return request
+	}
+	share := max(p.CPUs*gpus/p.GPUsPerNode, 1)
+	req, err := resource.ParseQuantity(request)
+	if err != nil || req.MilliValue() >= int64(share)*1000 {
+		return request
+	}
+	return fmt.Sprint(share)
+}
+
+// deployIsolation registers the stack namespace's NetworkPolicies and, when GPU node agents run,
+// their namespace and its policies. It returns what the workloads wait for (so that no pod starts
+// before its policies) and the agents' namespace name (nil without agents).
+func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labels meta.Labels,
+	opts ...pulumi.ResourceOption) ([]pulumi.Resource, pulumi.StringInput, error) {
+	p, err := isolation.NewPolicies(ctx, "network-policies", &isolation.Args{Namespace: ns, Allows: NetworkAllows(c), Labels: labels}, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	deps := []pulumi.Resource{p}
+	name := c.GPUAgentsNamespace()
+	if name == "" {
+		return deps, nil, nil
+	}
+	agentsNS, err := corev1.NewNamespace(ctx, name, isolation.Render(name, GPUAgentsPodSecurity(c), labels, "gpu-agents"), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	agents := agentsNS.Metadata.Name().Elem()
+	ap, err := isolation.NewPolicies(ctx, "gpu-agents-network-policies", &isolation.Args{
+		Namespace: agents, Allows: GPUAgentsNetworkAllows(c), Labels: labels,
+	}, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(deps, agentsNS, ap), agents, nil
+}
+
+// validateIsolation checks what the namespaces and NetworkPolicies need of the config: a GPU
+// agents' namespace name that is a DNS label, and Dask worker processes within the port ranges
+// the policies open.
+func (c *Config) validateIsolation(v *validator) {
+	if name := c.GPUAgentsNamespace(); name != "" && len(c.Namespace) <= validation.DNS1123LabelMaxLength {
+		if len(name) > validation.DNS1123LabelMaxLength {
+			v.add("namespace", c.Namespace, fmt.Sprintf("at most %d characters with GPU nodes: the device plugin and DCGM exporter run in %q, which must be a DNS label too",
+				validation.DNS1123LabelMaxLength-len(GPUAgentsSuffix), name))
+		}
+	}
+	if c.Carriers.Enabled && c.Carriers.WorkersPerCarrier > dask.MaxProcesses {
+		v.add("carriers.workersPerCarrier", fmt.Sprint(c.Carriers.WorkersPerCarrier),
+			fmt.Sprintf("allowed: 1..%d (each process listens on a port of a fixed range the NetworkPolicies open)", dask.MaxProcesses))
+	}
+}

@@ -1,0 +1,574 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"kolotoc/stacks"
+)
+
+// Least privilege, checked on everything each layout registers: every container is limited and
+// unprivileged unless the config asked for an option that needs more (the allow-list below, each
+// entry with its reason), every pod passes the Pod Security level its namespace enforces (the
+// upstream admission library decides), and every NetworkPolicy selects exactly the pods it is
+// meant for and admits exactly the clients it is meant to.
+
+const (
+	tNamespace     = "kubernetes:core/v1:Namespace"
+	tNetworkPolicy = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+	tCronJob       = "kubernetes:batch/v1:CronJob"
+	tPod           = "kubernetes:core/v1:Pod"
+	componentLabel = "app.kubernetes.io/component"
+)
+
+// securityLayouts are every layout the tests know, plus variants that turn on each option that
+// needs more privilege or opens the entrypoint, so that the allow-list is exercised both ways.
+func securityLayouts(t *testing.T) map[string]stacks.Raw {
+	t.Helper()
+	kc := func() string { return fmt.Sprintf(`{"kubeconfig":%q}`, fakeKubeconfig(t)) }
+	out := map[string]stacks.Raw{
+		"dev":            layoutRaw(t, 0),
+		"prod-simulated": layoutRaw(t, 1),
+		"workloads":      workloadsRaw(t, nil),
+		// Every privileged option at once, a LoadBalancer, monitoring beside the towers.
+		"dev-options": stackRaw(t, "dev", map[string]string{
+			"cluster":         kc(),
+			"towers":          `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`,
+			"storage":         `{"scratch":{"type":"hostPath","path":"/mnt/disks/ssd0"}}`,
+			"entrypoint":      `{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"]}`,
+			"monitoring":      `{"enabled":true}`,
+			"grafanaPassword": grafanaTestPassword,
+		}),
+		// No privileged option: an external NFS server and no GPU agents.
+		"dev-baseline": stackRaw(t, "dev", map[string]string{
+			"cluster":      kc(),
+			"storage":      `{"type":"nfs","server":"10.0.0.2","path":"/exports"}`,
+			"devicePlugin": `{"enabled":false}`,
+		}),
+		// The TensorFlow cluster's own TensorBoard, c10d elastic (no etcd client), no entrypoint UI.
+		"workloads-variant": workloadsRaw(t, map[string]string{
+			"entrypoint": `{"tensorboard":false,"jupyter":false,"daskDashboard":false}`,
+			"elastic":    `{"enabled":true,"minNodes":1,"maxNodes":2,"gpusPerNode":8}`,
+			"monitoring": `{"enabled":true,"dcgmExporter":false}`,
+		}),
+	}
+	out["dev-options"].Secrets["kolotoc:grafanaPassword"] = true
+	for _, s := range cloudStacks {
+		out[s.name] = cloudRaw(t, s.name, nil)
+	}
+	return out
+}
+
+// podTemplate is one pod template (or pod) as registered, with where it comes from.
+type podTemplate struct {
+	owner     string // type and name of the registration
+	namespace string
+	component string
+	labels    map[string]any
+	spec      map[string]any
+}
+
+// podTemplates lists every pod template the program registers: Deployments, StatefulSets,
+// DaemonSets, Jobs, CronJobs and bare Pods.
+func podTemplates(t *testing.T, rec *recorder) []podTemplate {
+	t.Helper()
+	paths := map[string][]string{
+		tDeployment: {"spec", "template"}, tStatefulSet: {"spec", "template"}, tDaemonSet: {"spec", "template"},
+		tJob: {"spec", "template"}, tCronJob: {"spec", "jobTemplate", "spec", "template"}, tPod: nil,
+	}
+	var out []podTemplate
+	for _, r := range rec.sorted() {
+		path, ok := paths[r.Type]
+		if !ok {
+			continue
+		}
+		in := inputs(r)
+		tmpl := get(in, path...)
+		labels, _ := get(tmpl, "metadata", "labels").(map[string]any)
+		spec, _ := get(tmpl, "spec").(map[string]any)
+		ns, _ := get(in, "metadata", "namespace").(string)
+		if spec == nil || ns == "" {
+			t.Fatalf("%s %s: no pod spec or namespace", r.Type, r.Name)
+		}
+		comp, _ := labels[componentLabel].(string)
+		out = append(out, podTemplate{owner: r.Type + " " + r.Name, namespace: ns, component: comp, labels: labels, spec: spec})
+	}
+	if len(out) == 0 {
+		t.Fatal("no pod template registered")
+	}
+	return out
+}
+
+// containers returns a pod spec's init containers and containers.
+func containers(spec map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, key := range []string{"initContainers", "containers"} {
+		list, _ := spec[key].([]any)
+		for _, c := range list {
+			if m, ok := c.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// privilege is one departure from least privilege that a config option asks for.
+type privilege struct {
+	component, container string // "" container: the pod
+	what                 string // what it keeps (see check below)
+	why                  string
+	asked                func(c *stacks.Config) bool
+}
+
+// allowList is every container or pod that keeps more than least privilege, and when.
+var allowList = []privilege{
+	{"nfs-server", "nfs-server", "privileged", "the kernel NFS server needs a privileged container: the documented cost of storage.type in-cluster-nfs (development only)",
+		func(c *stacks.Config) bool { return c.InClusterNFS() }},
+	{"nvidia-device-plugin", "", "hostPath /var/lib/kubelet/device-plugins", "the device plugin registers with the kubelet through its socket directory",
+		func(c *stacks.Config) bool { return *c.DevicePlugin.Enabled }},
+	{"dcgm-exporter", "", "hostPath /var/lib/kubelet/pod-resources", "the exporter attributes each GPU to the pod holding it through the kubelet's pod-resources socket",
+		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
+	{"dcgm-exporter", "dcgm-exporter", "capability SYS_ADMIN", "DCGM's profiling metrics; the API server refuses allowPrivilegeEscalation: false beside it",
+		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
+	{"dcgm-exporter", "dcgm-exporter", "privilege escalation", "implied by CAP_SYS_ADMIN (see above)",
+		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
+	{"tower", "tower", "capability AUDIT_WRITE", "sshd records the launcher's login", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	{"tower", "tower", "capability CHOWN", "sshd hands the session its tty", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	{"tower", "tower", "capability SETGID", "sshd's privilege separation and the session's groups", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	{"tower", "tower", "capability SETUID", "sshd's privilege separation", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	{"tower", "tower", "capability SYS_CHROOT", "sshd's privilege-separated child chroots to /run/sshd", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	{"tower", "", "hostNetwork", "towers.hostNetwork", func(c *stacks.Config) bool { return c.Towers.HostNetwork }},
+	{"prometheus", "", "service account token", "Prometheus discovers its targets through the API server (kubernetes_sd)",
+		func(c *stacks.Config) bool { return c.Monitoring.Enabled }},
+}
+
+// scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.
+func scratchHostPath(c *stacks.Config, path string) bool {
+	return c.Storage.Scratch.Type == stacks.ScratchHostPath && path == c.Storage.Scratch.Path
+}
+
+func allowed(c *stacks.Config, component, container, what string) bool {
+	for _, p := range allowList {
+		if p.component == component && p.container == container && p.what == what {
+			return p.asked(c)
+		}
+	}
+	return false
+}
+
+// TestLeastPrivilege lists every container each layout registers and fails on any without CPU
+// and memory requests and limits, with privilege escalation allowed, with capabilities not
+// dropped, or with a host path, host namespace, privilege or token the config did not ask for.
+func TestLeastPrivilege(t *testing.T) {
+	for name, raw := range securityLayouts(t) {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := deploy(t, raw)
+			n := 0
+			for _, p := range podTemplates(t, rec) {
+				check := func(container, what string, bad bool) {
+					if bad && !allowed(cfg, p.component, container, what) {
+						t.Errorf("%s (component %s) container %q: %s, which the config did not ask for", p.owner, p.component, container, what)
+					}
+				}
+				for _, k := range []string{"hostNetwork", "hostPID", "hostIPC"} {
+					check("", k, p.spec[k] == true)
+				}
+				check("", "service account token", p.spec["automountServiceAccountToken"] != false)
+				vols, _ := p.spec["volumes"].([]any)
+				for _, v := range vols {
+					if hp, _ := get(v, "hostPath", "path").(string); hp != "" && !scratchHostPath(cfg, hp) {
+						check("", "hostPath "+hp, true)
+					}
+				}
+				for _, c := range containers(p.spec) {
+					n++
+					cn, _ := c["name"].(string)
+					for _, res := range []string{"requests", "limits"} {
+						for _, r := range []string{"cpu", "memory"} {
+							if v, _ := get(c, "resources", res, r).(string); v == "" {
+								t.Errorf("%s container %q: no %s %s", p.owner, cn, r, strings.TrimSuffix(res, "s"))
+							}
+						}
+					}
+					sc, _ := c["securityContext"].(map[string]any)
+					check(cn, "privileged", get(sc, "privileged") == true)
+					if get(sc, "privileged") == true {
+						continue // the allow-list's reason covers escalation and capabilities too
+					}
+					check(cn, "privilege escalation", get(sc, "allowPrivilegeEscalation") != false)
+					if !containsString(get(sc, "capabilities", "drop"), "ALL") {
+						t.Errorf("%s container %q: capabilities not dropped (drop: [ALL])", p.owner, cn)
+					}
+					for _, add := range strs(get(sc, "capabilities", "add")) {
+						check(cn, "capability "+add, true)
+					}
+				}
+			}
+			if n < 4 {
+				t.Errorf("only %d containers checked", n)
+			}
+		})
+	}
+}
+
+// TestPodSecurityLevels: every pod passes the Pod Security level its namespace enforces, as the
+// upstream admission library evaluates it; a namespace is privileged only when an option needs it
+// (and then says which), else baseline; audit and warn are restricted.
+func TestPodSecurityLevels(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPrivileged := map[string]bool{ // the stack namespace, by layout
+		"dev": true, "prod-simulated": true, "workloads": true, "workloads-variant": true, "dev-options": true, // in-cluster NFS (+ options)
+		"dev-baseline": false, "prod": false, "aws": false, "azure": false,
+	}
+	for name, raw := range securityLayouts(t) {
+		t.Run(name, func(t *testing.T) {
+			rec := deploy(t, raw)
+			levels := map[string]string{}
+			for _, r := range rec.ofType(tNamespace) {
+				md := get(inputs(r), "metadata")
+				ns, _ := get(md, "name").(string)
+				labels, _ := get(md, "labels").(map[string]any)
+				enforce, _ := labels["pod-security.kubernetes.io/enforce"].(string)
+				levels[ns] = enforce
+				if labels["pod-security.kubernetes.io/warn"] != "restricted" || labels["pod-security.kubernetes.io/audit"] != "restricted" {
+					t.Errorf("namespace %s: warn/audit are not restricted: %v", ns, labels)
+				}
+				reason, _ := get(md, "annotations", "kolotoc.dev/pod-security-reason").(string)
+				if (enforce == "privileged") != (reason != "") {
+					t.Errorf("namespace %s: enforce %s with reason %q; a privileged namespace says why, a baseline one has nothing to explain", ns, enforce, reason)
+				}
+			}
+			stackNS := "kolotoc-" + raw.Stack
+			if want := map[bool]string{true: "privileged", false: "baseline"}[wantPrivileged[name]]; levels[stackNS] != want {
+				t.Errorf("namespace %s enforces %q, want %s", stackNS, levels[stackNS], want)
+			}
+			for _, p := range podTemplates(t, rec) {
+				level, ok := levels[p.namespace]
+				if !ok {
+					t.Errorf("%s: namespace %s is not Kolotoc's (no Pod Security level)", p.owner, p.namespace)
+					continue
+				}
+				var spec corev1.PodSpec
+				b, _ := json.Marshal(p.spec)
+				if err := json.Unmarshal(b, &spec); err != nil {
+					t.Fatalf("%s: %v", p.owner, err)
+				}
+				lv := psaapi.LevelVersion{Level: psaapi.Level(level), Version: psaapi.LatestVersion()}
+				res := policy.AggregateCheckResults(evaluator.EvaluatePod(lv, &metav1.ObjectMeta{}, &spec))
+				if !res.Allowed {
+					t.Errorf("%s in %s would be refused by Pod Security %s: %s", p.owner, p.namespace, level, res.ForbiddenDetail())
+				}
+			}
+		})
+	}
+}
+
+// selectorMatches evaluates a plain LabelSelector (matchLabels, matchExpressions In/NotIn/
+// Exists/DoesNotExist) against labels; an empty selector matches everything.
+func selectorMatches(t *testing.T, sel any, labels map[string]any) bool {
+	t.Helper()
+	m, _ := sel.(map[string]any)
+	ml, _ := m["matchLabels"].(map[string]any)
+	for k, v := range ml {
+		if labels[k] != v {
+			return false
+		}
+	}
+	exprs, _ := m["matchExpressions"].([]any)
+	for _, e := range exprs {
+		key, _ := get(e, "key").(string)
+		v, has := labels[key]
+		values := strs(get(e, "values"))
+		s, _ := v.(string)
+		switch op := get(e, "operator"); op {
+		case "In":
+			if !has || !containsStr(values, s) {
+				return false
+			}
+		case "NotIn":
+			if has && containsStr(values, s) {
+				return false
+			}
+		case "Exists":
+			if !has {
+				return false
+			}
+		case "DoesNotExist":
+			if has {
+				return false
+			}
+		default:
+			t.Fatalf("selector operator %v", op)
+		}
+	}
+	return true
+}
+
+// podSet is a set of pod templates named namespace/component.
+type podSet map[string]bool
+
+func (s podSet) String() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return "[" + strings.Join(keys, " ") + "]"
+}
+
+// TestNetworkPolicies: every namespace with pods denies ingress by default; each allow selects
+// exactly the pods of its concern and admits exactly its intended clients on exactly their ports.
+// The intent is derived from the pods themselves (which run a Dask worker, which serve ssh,
+// which are scraped), not from the code that wrote the policies.
+func TestNetworkPolicies(t *testing.T) {
+	for name, raw := range securityLayouts(t) {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := deploy(t, raw)
+			pods := podTemplates(t, rec)
+			ns, agents := cfg.Namespace, cfg.GPUAgentsNamespace()
+			key := func(p podTemplate) string { return p.namespace + "/" + p.component }
+
+			// What each pod is, read from its containers.
+			is := map[string]podSet{}
+			portsOf := map[string]map[string][]int{} // pod key → port name → ports
+			mark := func(what string, p podTemplate) {
+				if is[what] == nil {
+					is[what] = podSet{}
+				}
+				is[what][key(p)] = true
+			}
+			for _, p := range pods {
+				mark("all:"+p.namespace, p)
+				mark("component:"+p.component, p)
+				if portsOf[key(p)] == nil {
+					portsOf[key(p)] = map[string][]int{}
+				}
+				for _, c := range containers(p.spec) {
+					args := strs(c["args"])
+					if len(args) >= 2 && args[0] == "dask" && args[1] == "worker" {
+						mark("dask-worker", p)
+					}
+					if len(args) >= 2 && args[0] == "dask" && args[1] == "scheduler" {
+						mark("dask-scheduler", p)
+					}
+					env := envOf(c)
+					if env["KOLOTOC_TF_TASK_TYPE"] != nil && env["KOLOTOC_TF_TASK_TYPE"] != "evaluator" {
+						mark("tf-task", p)
+					}
+					if b, ok := env["KOLOTOC_RDZV_BACKEND"].(string); ok && b != "c10d" {
+						mark("etcd-client", p)
+					}
+					list, _ := c["ports"].([]any)
+					for _, cp := range list {
+						pn, _ := get(cp, "name").(string)
+						num, _ := get(cp, "containerPort").(float64)
+						portsOf[key(p)][pn] = append(portsOf[key(p)][pn], int(num))
+						if pn == "dashboard" || pn == "dask-dash" {
+							mark("scraped", p) // what Prometheus's dask job keeps
+						}
+					}
+				}
+			}
+			union := func(sets ...podSet) podSet {
+				out := podSet{}
+				for _, s := range sets {
+					for k := range s {
+						out[k] = true
+					}
+				}
+				return out
+			}
+			comp := func(c string) podSet { return is["component:"+c] }
+			namedPorts := func(set podSet, names ...string) []int {
+				var out []int
+				for k := range set {
+					for _, n := range names {
+						out = append(out, portsOf[k][n]...)
+					}
+				}
+				return out
+			}
+			lb := cfg.Entrypoint.SourceRanges
+			if cfg.Entrypoint.ServiceType != stacks.ServiceLoadBalancer {
+				lb = nil
+			}
+			anywhere := []string{"0.0.0.0/0", "::/0"}
+
+			// The intent of every allow: its pods, its clients (+ address ranges), its ports
+			// (nil: every port; a range is written as its first port).
+			type intent struct {
+				pods, from podSet
+				cidrs      []string
+				ports      []int
+			}
+			daskPeers := union(is["dask-worker"], is["dask-scheduler"])
+			// The entrypoint's user-facing ports are the ones its Service offers besides the scheduler.
+			var uiPorts []int
+			for _, r := range rec.ofType(tService) {
+				if in := inputs(r); get(in, "metadata", "name") == stacks.EntryName && get(in, "metadata", "namespace") == ns {
+					list, _ := get(in, "spec", "ports").([]any)
+					for _, sp := range list {
+						if n, _ := get(sp, "port").(float64); get(sp, "name") != "scheduler" {
+							uiPorts = append(uiPorts, int(n))
+						}
+					}
+				}
+			}
+			intents := map[string]intent{
+				ns + "/dask-scheduler": {pods: is["dask-scheduler"], from: daskPeers, cidrs: lb, ports: namedPorts(is["dask-scheduler"], "scheduler")},
+				ns + "/dask-workers":   {pods: is["dask-worker"], from: daskPeers, ports: []int{40000, 41000}},
+				ns + "/entrypoint-ui":  {pods: ifAny(uiPorts, is["dask-scheduler"]), from: is["all:"+ns], cidrs: lb, ports: uiPorts},
+				ns + "/tower-ssh":      {pods: comp("tower"), from: union(comp("tower"), comp("launcher")), ports: namedPorts(comp("tower"), "ssh")},
+				ns + "/nfs-server":     {pods: comp("nfs-server"), cidrs: anywhere, ports: namedPorts(comp("nfs-server"), "nfs", "mountd", "rpcbind")},
+				ns + "/etcd-clients":   {pods: comp("etcd"), from: union(comp("etcd"), is["etcd-client"]), ports: namedPorts(comp("etcd"), "client")},
+				ns + "/etcd-peers":     {pods: comp("etcd"), from: comp("etcd"), ports: namedPorts(comp("etcd"), "peer")},
+				ns + "/elastic-peers":  {pods: comp("elastic"), from: comp("elastic")},
+				ns + "/tf-tasks":       {pods: is["tf-task"], from: is["tf-task"], ports: dedupe(namedPorts(is["tf-task"], "grpc"))},
+				ns + "/tf-tensorboard": {pods: comp("tf-tensorboard"), from: is["all:"+ns], ports: namedPorts(comp("tf-tensorboard"), "tensorboard")},
+				ns + "/monitoring-ui": {pods: union(comp("prometheus"), comp("grafana")), from: is["all:"+ns],
+					ports: append(namedPorts(comp("prometheus"), "web"), namedPorts(comp("grafana"), "http")...)},
+				ns + "/prometheus-scrape": {pods: ifAny(comp("prometheus"), is["scraped"]), from: comp("prometheus"), ports: dedupe(namedPorts(is["scraped"], "dashboard", "dask-dash"))},
+				agents + "/dcgm-scrape":   {pods: comp("dcgm-exporter"), from: comp("prometheus"), ports: namedPorts(comp("dcgm-exporter"), "metrics")},
+			}
+
+			denied := map[string]bool{}
+			seen := map[string]bool{}
+			for _, r := range rec.ofType(tNetworkPolicy) {
+				in := inputs(r)
+				pns, _ := get(in, "metadata", "namespace").(string)
+				pname, _ := get(in, "metadata", "name").(string)
+				id := pns + "/" + pname
+				if seen[id] {
+					t.Errorf("two NetworkPolicies %s", id)
+				}
+				seen[id] = true
+				if got := strs(get(in, "spec", "policyTypes")); len(got) != 1 || got[0] != "Ingress" {
+					t.Errorf("%s: policyTypes %v, want [Ingress]", id, got)
+				}
+				selected := podSet{}
+				for _, p := range pods {
+					if p.namespace == pns && selectorMatches(t, get(in, "spec", "podSelector"), p.labels) {
+						selected[key(p)] = true
+					}
+				}
+				rules, _ := get(in, "spec", "ingress").([]any)
+				if pname == "default-deny-ingress" {
+					if len(rules) != 0 || selected.String() != is["all:"+pns].String() {
+						t.Errorf("%s: selects %v with %d rules, want every pod of the namespace and no rule", id, selected, len(rules))
+					}
+					denied[pns] = true
+					continue
+				}
+				want, ok := intents[id]
+				if !ok {
+					t.Errorf("%s: a NetworkPolicy this test knows no intent for", id)
+					continue
+				}
+				if len(want.pods) == 0 {
+					t.Errorf("%s: a policy for pods the layout does not run", id)
+				}
+				if selected.String() != want.pods.String() {
+					t.Errorf("%s selects %v, want %v", id, selected, want.pods)
+				}
+				if len(rules) != 1 {
+					t.Fatalf("%s: %d ingress rules, want 1", id, len(rules))
+				}
+				from, cidrs := podSet{}, []string{}
+				peers, _ := get(rules[0], "from").([]any)
+				for _, peer := range peers {
+					if c, _ := get(peer, "ipBlock", "cidr").(string); c != "" {
+						cidrs = append(cidrs, c)
+						continue
+					}
+					for _, p := range pods {
+						inNS := p.namespace == pns
+						if nsSel := get(peer, "namespaceSelector"); nsSel != nil {
+							inNS = selectorMatches(t, nsSel, map[string]any{"kubernetes.io/metadata.name": p.namespace})
+						}
+						if inNS && selectorMatches(t, get(peer, "podSelector"), p.labels) {
+							from[key(p)] = true
+						}
+					}
+				}
+				if from.String() != want.from.String() {
+					t.Errorf("%s admits %v, want %v", id, from, want.from)
+				}
+				sort.Strings(cidrs)
+				wantCIDRs := append([]string(nil), want.cidrs...)
+				sort.Strings(wantCIDRs)
+				if strings.Join(cidrs, ",") != strings.Join(wantCIDRs, ",") {
+					t.Errorf("%s admits addresses %v, want %v", id, cidrs, wantCIDRs)
+				}
+				var ports []int
+				list, _ := get(rules[0], "ports").([]any)
+				for _, p := range list {
+					if n, ok := get(p, "port").(float64); ok {
+						ports = append(ports, int(n))
+					}
+					if get(p, "protocol") != "TCP" {
+						t.Errorf("%s: port %v is not TCP", id, p)
+					}
+				}
+				sort.Ints(ports)
+				wantPorts := dedupe(want.ports)
+				if fmt.Sprint(ports) != fmt.Sprint(wantPorts) {
+					t.Errorf("%s opens ports %v, want %v", id, ports, wantPorts)
+				}
+			}
+			// Every intent whose pods run has its policy, and every namespace with pods its
+			// default-deny.
+			for id, want := range intents {
+				if len(want.pods) > 0 && !seen[id] {
+					t.Errorf("no NetworkPolicy %s for %v", id, want.pods)
+				}
+			}
+			for _, p := range pods {
+				if !denied[p.namespace] {
+					t.Errorf("namespace %s runs %s but has no default-deny-ingress", p.namespace, p.owner)
+				}
+			}
+		})
+	}
+}
+
+// ifAny is set when cond has any member (a policy for pods is meant only when what it serves
+// runs), else nothing.
+func ifAny[C ~[]int | ~map[string]bool](cond C, set podSet) podSet {
+	if len(cond) == 0 {
+		return nil
+	}
+	return set
+}
+
+func dedupe(ports []int) []int {
+	set := map[int]bool{}
+	var out []int
+	for _, p := range ports {
+		if !set[p] {
+			set[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
