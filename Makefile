@@ -23,12 +23,13 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
 STACK_ENV = eval "$$(hack/stack.sh env)"
 
-.PHONY: help tools cluster cluster-down up down preview outputs unit e2e test fmt lint
+.PHONY: help tools cluster cluster-down up down preview outputs unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
 	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
-	@echo "make unit | e2e | test                     unit tests, end-to-end tests, both (what CI runs)"
+	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
+	@echo "make workflows                             actionlint on .github/workflows"
 	@echo "make fmt | lint                            gofmt; gofmt check + go vet (+ shellcheck if installed)"
 	@echo "make tools                                 build the pinned CLI, control plane and kwok (once per machine)"
 
@@ -61,10 +62,16 @@ down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
 	hack/stack.sh down
 
-unit:
+unit: workflows
 	@echo "==> unit: go vet and go test"
 	go vet ./...
 	go test ./...
+
+# The GitHub Actions workflows users run (preview on pull requests, deploy on the default branch).
+workflows:
+	@echo "==> workflows: actionlint .github/workflows"
+	hack/tools.sh actionlint
+	"$$(hack/tools.sh --path)/actionlint" -no-color
 
 e2e: tools cluster
 	@echo "==> e2e: go test -tags e2e ./tests/... against $$(hack/cluster.sh kubeconfig)"

@@ -22,6 +22,7 @@ LANGHOST_VERSION=v3.66.0
 ETCD_VERSION=v3.6.16
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
+ACTIONLINT_VERSION=v1.7.12
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -98,6 +99,13 @@ tool_kwok() {
   build kwok "$KWOK_VERSION" 3 "$flags" sigs.k8s.io/kwok/cmd/kwok=kwok sigs.k8s.io/kwok/cmd/kwokctl=kwokctl
 }
 
+# actionlint checks the GitHub Actions workflows users run (.github/workflows): syntax, expressions,
+# the inputs of the actions they use, and their shell steps through shellcheck when it is installed.
+tool_actionlint() {
+  on_path actionlint "$ACTIONLINT_VERSION" -version && return
+  build actionlint "$ACTIONLINT_VERSION" 1 "-s -w" github.com/rhysd/actionlint/cmd/actionlint=actionlint
+}
+
 # The stand-in Kubernetes provider (tests/standin): test infrastructure, built from this checkout
 # every time (go's cache makes that a no-op when nothing changed). It is linked only when no real
 # pulumi-resource-kubernetes plugin is installed: where the real one is, the CLI uses it.
@@ -119,10 +127,10 @@ if [ "${1:-}" = "--path" ]; then
   echo "$bin_dir"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube standin
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube actionlint standin
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|standin) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok standin)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|actionlint|standin) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok actionlint standin)"; exit 2 ;;
   esac
 done
