@@ -38,7 +38,7 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 
 // Deploy registers the whole environment described by a validated Config.
 func Deploy(ctx *pulumi.Context, c *Config) error {
-	labels := meta.Labels{Instance: c.Stack, Version: Version}
+	labels := stackLabels(c)
 
 	// Before anything is registered: a change that would replace protected storage stops here.
 	if err := guardStorage(ctx, c); err != nil {
@@ -145,6 +145,16 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	return nil
 }
 
+// stackLabels are the labels of every object of the stack. On the simulated cloud several stacks
+// share one local cluster, so pools are selected within the stack's own nodes.
+func stackLabels(c *Config) meta.Labels {
+	l := meta.Labels{Instance: c.Stack, Version: Version}
+	if c.Cloud == CloudSimulated {
+		l.Cluster = c.Cluster.Name
+	}
+	return l
+}
+
 // EntrypointArgs is the entrypoint's configuration, less its namespace input and password.
 func EntrypointArgs(c *Config) *entrypoint.Args {
 	e := c.Entrypoint
@@ -153,7 +163,7 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
 		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
 		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
-		Pool: e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: meta.Labels{Instance: c.Stack, Version: Version},
+		Pool: e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
 	}
 }
 

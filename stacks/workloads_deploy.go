@@ -61,7 +61,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 	return nil
 }
 
-func workloadLabels(c *Config) meta.Labels { return meta.Labels{Instance: c.Stack, Version: Version} }
+func workloadLabels(c *Config) meta.Labels { return stackLabels(c) }
 
 func workloadScratch(c *Config) storage.ScratchArgs {
 	s := c.Storage.Scratch

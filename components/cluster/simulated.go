@@ -129,6 +129,7 @@ func renderNode(args *SimulatedArgs, p Pool, i int) (*corev1.NodeArgs, error) {
 	for k, v := range NodeLabels(p) {
 		labels[k] = v
 	}
+	labels[meta.ClusterLabel] = args.Name
 	labels["kubernetes.io/hostname"] = name
 	labels["type"] = "kwok"
 	var taints corev1.TaintArray

@@ -112,7 +112,7 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(carrierComponent))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(a.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{
 						Name: "dask-worker", Image: a.Image, Scheduler: a.Scheduler,

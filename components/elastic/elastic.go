@@ -221,7 +221,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                  meta.PoolSelector(a.Pool),
+					NodeSelector:                  a.Labels.PoolSelector(a.Pool),
 					Tolerations:                   corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken:  pulumi.Bool(false),
 					TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),

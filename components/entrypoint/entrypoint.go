@@ -227,7 +227,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(component))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(a.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers:                   containers,
 					Volumes:                      corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},

@@ -255,7 +255,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(a.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
 						// Members on different nodes, where the pool allows it: one node's loss

@@ -15,6 +15,9 @@ const (
 	PartOf = "kolotoc"
 	// PoolLabel marks every node with its Kolotoc pool; workloads select their pool by it.
 	PoolLabel = "kolotoc.dev/pool"
+	// ClusterLabel marks simulated nodes with their stack's cluster name: several stacks share
+	// the one local cluster, and a pool named "gpu" in one must not take the pods of another.
+	ClusterLabel = "kolotoc.dev/cluster"
 	// GPUResource is the extended resource the NVIDIA device plugin advertises.
 	GPUResource = "nvidia.com/gpu"
 	// GPUTaintKey, GPUTaintValue, GPUTaintEffect: the taint every GPU pool carries, so that only
@@ -33,6 +36,7 @@ const (
 type Labels struct {
 	Instance string // app.kubernetes.io/instance: the stack name
 	Version  string // app.kubernetes.io/version: the program's version
+	Cluster  string // when set (simulated cloud), pools are selected within this cluster's nodes only
 }
 
 // For returns every label of an object of the given component.
@@ -80,9 +84,13 @@ func GPUToleration() corev1.TolerationArgs {
 	}
 }
 
-// PoolSelector selects the nodes of one pool.
-func PoolSelector(pool string) pulumi.StringMap {
-	return pulumi.StringMap{PoolLabel: pulumi.String(pool)}
+// PoolSelector selects the nodes of one pool (of this stack's cluster, on the simulated cloud).
+func (l Labels) PoolSelector(pool string) pulumi.StringMap {
+	sel := pulumi.StringMap{PoolLabel: pulumi.String(pool)}
+	if l.Cluster != "" {
+		sel[ClusterLabel] = pulumi.String(l.Cluster)
+	}
+	return sel
 }
 
 // SortedKeys returns a map's keys in order, so that rendered lists never depend on map order.

@@ -9,7 +9,6 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"kolotoc/components/meta"
 )
 
 const (
@@ -121,7 +120,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 					},
 				},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(a.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					SecurityContext: &corev1.PodSecurityContextArgs{
 						RunAsNonRoot: pulumi.Bool(true), RunAsUser: pulumi.Int(472), FsGroup: pulumi.Int(472),

@@ -186,7 +186,7 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 					Annotations: pulumi.StringMap{configHashAnnotation: pulumi.String(hash(PrometheusConfig(a)))},
 				},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:       meta.PoolSelector(a.Pool),
+					NodeSelector:       a.Labels.PoolSelector(a.Pool),
 					ServiceAccountName: pulumi.String(PrometheusName),
 					// Service discovery talks to the API server with the account's token.
 					AutomountServiceAccountToken: pulumi.Bool(true),

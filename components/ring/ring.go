@@ -220,7 +220,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		containers = append(containers, s)
 	}
 	spec := &corev1.PodSpecArgs{
-		NodeSelector:                 meta.PoolSelector(a.Pool),
+		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 		Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
@@ -277,7 +277,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 				},
 				Spec: &corev1.PodSpecArgs{
 					RestartPolicy:                pulumi.String("Never"),
-					NodeSelector:                 meta.PoolSelector(a.LauncherPool),
+					NodeSelector:                 a.Labels.PoolSelector(a.LauncherPool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:    pulumi.String(launcherComponent),

@@ -197,7 +197,7 @@ func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(ServerName))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(a.ServerPool),
+					NodeSelector:                 a.Labels.PoolSelector(a.ServerPool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String("nfs-server"),

@@ -248,7 +248,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(t.Name))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(t.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(t.Pool),
 					Tolerations:                  tolerations,
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
@@ -296,7 +296,7 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(tensorBoardComponent))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 meta.PoolSelector(tb.Pool),
+					NodeSelector:                 a.Labels.PoolSelector(tb.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String("tensorboard"),
