@@ -3,6 +3,8 @@ package stacks
 import (
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -40,6 +42,19 @@ func (e *ConfigError) Keys() []string {
 		out[i] = ConfigNamespace + ":" + fe.Key
 	}
 	return out
+}
+
+// plainName is a field or map key that reads unambiguously after a dot in a key path.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// fieldKey appends a field or map key to a key path: key.name when the name is plain, else
+// key["name"] quoted (an empty name, a label key with dots and slashes, a typo with a space), so
+// that every problem names one key, unambiguously.
+func fieldKey(key, name string) string {
+	if plainName.MatchString(name) {
+		return key + "." + name
+	}
+	return key + "[" + strconv.Quote(name) + "]"
 }
 
 // jsonFields lists the json names of a struct's fields (or of a slice's element struct), for

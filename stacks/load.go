@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -62,8 +63,12 @@ func Load(raw Raw) (*Config, error) {
 		}
 		decode, known := topLevel[key]
 		if !known {
+			what := "unknown key"
+			if key == "" {
+				what = "a key with no name"
+			}
 			errs = append(errs, FieldError{Key: key, Value: "(set)",
-				Msg: "unknown key; allowed: " + strings.Join(sortedKeys(topLevel), ", ")})
+				Msg: what + "; allowed: " + strings.Join(sortedKeys(topLevel), ", ")})
 			continue
 		}
 		errs = append(errs, decode(c, key, raw.Values[full])...)
@@ -133,15 +138,21 @@ func decodeObject(field func(*Config) any) func(*Config, string, string) []Field
 		case errors.As(err, &typeErr):
 			path := key
 			if typeErr.Field != "" {
-				path += "." + typeErr.Field
+				for _, f := range strings.Split(typeErr.Field, ".") {
+					path = fieldKey(path, f)
+				}
 			}
 			return []FieldError{{Key: path, Value: typeErr.Value,
 				Msg: fmt.Sprintf("wrong type; want %s", jsonKind(typeErr.Type.Kind().String()))}}
 		case errors.As(err, &syntaxErr):
 			return []FieldError{{Key: key, Value: abbreviate(v), Msg: "not a YAML/JSON value: " + err.Error()}}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return []FieldError{{Key: key + "." + name, Value: "(set)",
+			quoted := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			name, uerr := strconv.Unquote(quoted)
+			if uerr != nil {
+				name = strings.Trim(quoted, `"`)
+			}
+			return []FieldError{{Key: fieldKey(key, name), Value: "(set)",
 				Msg: "unknown field; allowed: " + strings.Join(jsonFields(field(c)), ", ")}}
 		default:
 			return []FieldError{{Key: key, Value: abbreviate(v), Msg: err.Error()}}

@@ -183,6 +183,10 @@ func TestBadConfigs(t *testing.T) {
 		{name: "plaintext Grafana password", set: map[string]string{"monitoring": `{"enabled":true}`, "grafanaPassword": "correct-horse-battery"}, wantKey: "grafanaPassword", wantMsg: "must be a secret"},
 		{name: "bad Prometheus retention", set: map[string]string{"monitoring": `{"enabled":true,"retention":"two weeks"}`}, wantKey: "monitoring.retention", wantMsg: "Prometheus duration"},
 		{name: "monitoring on a GPU pool", set: map[string]string{"monitoring": `{"enabled":true,"pool":"gpu"}`}, wantKey: "monitoring.pool", wantMsg: "GPU pool"},
+		// Least privilege (security.go) and the storage guard (guard.go).
+		{name: "namespace too long for the GPU agents' namespace", set: map[string]string{"namespace": "kolotoc-" + strings.Repeat("x", 50)}, wantKey: "namespace", wantMsg: "at most 52 characters with GPU nodes"},
+		{name: "more Dask processes than the policy's port range", set: map[string]string{"carriers": `{"workersPerCarrier":1001}`}, wantKey: "carriers.workersPerCarrier", wantMsg: "allowed: 1..1000"},
+		{name: "allowReplace not a bool", set: map[string]string{"storage": `{"allowReplace":"yes"}`}, wantKey: "storage.allowReplace", wantMsg: "want true or false"},
 	}
 	if len(cases) < 20 {
 		t.Fatalf("only %d bad configs; keep at least 20", len(cases))
@@ -199,6 +203,7 @@ func TestBadConfigs(t *testing.T) {
 			for _, k := range tc.plain {
 				raw.Secrets["kolotoc:"+k] = false
 			}
+			writeFuzzSeed(t, "bad-"+tc.name, raw) // FuzzLoad's corpus follows this table (fuzz_test.go)
 			c, err := Load(raw)
 			if err == nil {
 				t.Fatalf("accepted: %+v", c)

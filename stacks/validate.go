@@ -121,7 +121,7 @@ func (c *Config) validatePools(v *validator) {
 				v.add(k+".labels", lk, "invalid label key: "+msg)
 			}
 			for _, msg := range validation.IsValidLabelValue(lv) {
-				v.add(k+".labels."+lk, lv, "invalid label value: "+msg)
+				v.add(fieldKey(k+".labels", lk), lv, "invalid label value: "+msg)
 			}
 		}
 		for j, t := range p.Taints {
