@@ -61,13 +61,15 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	if err != nil {
 		return err
 	}
-	clusterDeps = append(clusterDeps, policies...)
 	after := pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...))
+	// Pods wait for their NetworkPolicies; the storage does not, so that `pulumi destroy
+	// --exclude-protected` keeps only the protected storage and what it truly needs.
+	podDeps := append(append([]pulumi.Resource{}, clusterDeps...), policies...)
 
 	if *c.DevicePlugin.Enabled {
 		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
 			Namespace: agents, Image: c.DevicePlugin.Image, Labels: labels,
-		}, k8s, after); err != nil {
+		}, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, podDeps...))); err != nil {
 			return err
 		}
 	}
@@ -87,7 +89,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	if s.Scratch.Type == ScratchHostPath {
 		scratch.HostPath = s.Scratch.Path
 	}
-	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared}, clusterDeps...))
+	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared}, podDeps...))
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint
