@@ -90,8 +90,8 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 	for _, k := range changed {
 		errs = append(errs, FieldError{Key: k, Value: shown(current[k]), Msg: fmt.Sprintf(
 			"was %s; this change %s (its claim, volume or file store) and would delete its data. "+
-				"Revert it, or replace on purpose: copy the data out, then set kolotoc:storage.allowReplace: true "+
-				"and kolotoc:storage.protect: false for that one update and review `pulumi preview --diff`",
+				"Revert it; to move to other storage, copy the data out first (README \"Day two\"); "+
+				"kolotoc:storage.allowReplace: true with kolotoc:storage.protect: false lets one update through",
 			shown(previous[k]), what)})
 	}
 	return &ConfigError{Stack: c.Stack, Errors: errs}
