@@ -88,16 +88,7 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 
 // RenderCarrierService is the carriers' headless Service (stable pod names for `kubectl exec`).
 func RenderCarrierService(a *CarrierArgs) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, carrierComponent),
-		Spec: &corev1.ServiceSpecArgs{
-			ClusterIP: pulumi.String("None"),
-			Selector:  pulumi.ToStringMap(a.Labels.Selector(carrierComponent)),
-			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
-				Name: pulumi.String("dashboard"), Port: pulumi.Int(dashboardPort), TargetPort: pulumi.Int(dashboardPort),
-			}},
-		},
-	}
+	return a.Labels.HeadlessService(a.Name, a.Namespace, carrierComponent, false, meta.Port{Name: "dashboard", Port: dashboardPort})
 }
 
 // RenderCarriers builds the carrier StatefulSet: `Workers` single-threaded worker processes per pod.

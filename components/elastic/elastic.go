@@ -182,17 +182,7 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 // RenderService is the headless Service that names the workers; worker 0's name is the c10d
 // endpoint, so it resolves before the pod is ready.
 func RenderService(a *Args) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
-		Spec: &corev1.ServiceSpecArgs{
-			ClusterIP:                pulumi.String("None"),
-			PublishNotReadyAddresses: pulumi.Bool(true),
-			Selector:                 pulumi.ToStringMap(a.Labels.Selector(Component)),
-			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
-				Name: pulumi.String("rendezvous"), Port: pulumi.Int(a.RdzvPort), TargetPort: pulumi.Int(a.RdzvPort),
-			}},
-		},
-	}
+	return a.Labels.HeadlessService(a.Name, a.Namespace, Component, true, meta.Port{Name: "rendezvous", Port: a.RdzvPort})
 }
 
 // RenderStatefulSet builds the workers: one per node where the pool allows (preferred

@@ -150,18 +150,8 @@ func RenderClientService(a *Args) *corev1.ServiceArgs {
 // addresses are published: a member becomes ready only once the members have found each other
 // and elected a leader, which they cannot do without each other's names.
 func RenderPeerService(a *Args) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(PeerService(a.Name), a.Namespace, Component),
-		Spec: &corev1.ServiceSpecArgs{
-			ClusterIP:                pulumi.String("None"),
-			PublishNotReadyAddresses: pulumi.Bool(true),
-			Selector:                 pulumi.ToStringMap(a.Labels.Selector(Component)),
-			Ports: corev1.ServicePortArray{
-				corev1.ServicePortArgs{Name: pulumi.String("client"), Port: pulumi.Int(ClientPort), TargetPort: pulumi.Int(ClientPort)},
-				corev1.ServicePortArgs{Name: pulumi.String("peer"), Port: pulumi.Int(PeerPort), TargetPort: pulumi.Int(PeerPort)},
-			},
-		},
-	}
+	return a.Labels.HeadlessService(PeerService(a.Name), a.Namespace, Component, true,
+		meta.Port{Name: "client", Port: ClientPort}, meta.Port{Name: "peer", Port: PeerPort})
 }
 
 // RenderVolume is member i's static volume: a hostPath on whichever node runs the member,

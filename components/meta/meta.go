@@ -74,6 +74,31 @@ func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component 
 	}
 }
 
+// Port is a named Service port whose target port is the same number.
+type Port struct {
+	Name string
+	Port int
+}
+
+// HeadlessService renders the headless Service that gives a StatefulSet's pods their DNS names
+// (<pod>.<name>.<namespace>.svc). publishNotReady publishes pods before they are ready, for
+// peers that must find each other in order to start (MPI ranks, etcd members, TF tasks).
+func (l Labels) HeadlessService(name string, namespace pulumi.StringInput, component string, publishNotReady bool, ports ...Port) *corev1.ServiceArgs {
+	spec := &corev1.ServiceSpecArgs{
+		ClusterIP: pulumi.String("None"),
+		Selector:  pulumi.ToStringMap(l.Selector(component)),
+	}
+	if publishNotReady {
+		spec.PublishNotReadyAddresses = pulumi.Bool(true)
+	}
+	var sp corev1.ServicePortArray
+	for _, p := range ports {
+		sp = append(sp, corev1.ServicePortArgs{Name: pulumi.String(p.Name), Port: pulumi.Int(p.Port), TargetPort: pulumi.Int(p.Port)})
+	}
+	spec.Ports = sp
+	return &corev1.ServiceArgs{Metadata: l.ObjectMeta(name, namespace, component), Spec: spec}
+}
+
 // GPUToleration tolerates the GPU taint.
 func GPUToleration() corev1.TolerationArgs {
 	return corev1.TolerationArgs{

@@ -165,17 +165,7 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 // RenderService is the headless Service that gives every tower its DNS name. Not-ready addresses
 // are published so that the launcher can resolve a tower while it is still starting.
 func RenderService(a *Args) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent),
-		Spec: &corev1.ServiceSpecArgs{
-			ClusterIP:                pulumi.String("None"),
-			PublishNotReadyAddresses: pulumi.Bool(true),
-			Selector:                 pulumi.ToStringMap(a.Labels.Selector(towerComponent)),
-			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
-				Name: pulumi.String("ssh"), Port: pulumi.Int(a.SSHPort), TargetPort: pulumi.Int(a.SSHPort),
-			}},
-		},
-	}
+	return a.Labels.HeadlessService(a.Name, a.Namespace, towerComponent, true, meta.Port{Name: "ssh", Port: a.SSHPort})
 }
 
 // RenderStatefulSet builds the towers. Pods start in parallel (OrderedReady takes 2.3× longer at

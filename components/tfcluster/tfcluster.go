@@ -189,17 +189,7 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 // RenderService is a task type's headless Service. Not-ready addresses are published: tasks
 // connect to each other while they are still starting.
 func RenderService(a *Args, t Task) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),
-		Spec: &corev1.ServiceSpecArgs{
-			ClusterIP:                pulumi.String("None"),
-			PublishNotReadyAddresses: pulumi.Bool(true),
-			Selector:                 pulumi.ToStringMap(a.Labels.Selector(t.Name)),
-			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
-				Name: pulumi.String("grpc"), Port: pulumi.Int(a.Port), TargetPort: pulumi.Int(a.Port),
-			}},
-		},
-	}
+	return a.Labels.HeadlessService(t.Name, a.Namespace, t.Name, true, meta.Port{Name: "grpc", Port: a.Port})
 }
 
 // Command is what every task runs: the entry script, then the program.
