@@ -74,6 +74,16 @@ func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component 
 	}
 }
 
+// GPUNodeSelector selects every GPU node (of this stack's cluster, on the simulated cloud), for
+// the per-node GPU agents: the device plugin and the DCGM exporter.
+func (l Labels) GPUNodeSelector() pulumi.StringMap {
+	sel := pulumi.StringMap{GPUPresentLabel: pulumi.String("true")}
+	if l.Cluster != "" {
+		sel[ClusterLabel] = pulumi.String(l.Cluster)
+	}
+	return sel
+}
+
 // Port is a named Service port whose target port is the same number.
 type Port struct {
 	Name string

@@ -245,7 +245,7 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(DCGMName))},
 				Spec: &corev1.PodSpecArgs{
-					NodeSelector:                 pulumi.StringMap{meta.GPUPresentLabel: pulumi.String("true")},
+					NodeSelector:                 a.Labels.GPUNodeSelector(),
 					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
