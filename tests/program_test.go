@@ -164,36 +164,11 @@ func TestDevicePluginOnlyOnGPUNodes(t *testing.T) {
 			if len(sel) == 0 {
 				t.Fatal("device plugin has no node selector: it would run on CPU nodes")
 			}
-			nodes := rec.ofType(tNode)
-			if len(nodes) == 0 {
-				t.Fatal("no simulated nodes registered")
-			}
-			gpuNodes := 0
-			for _, n := range nodes {
-				md := get(inputs(n), "metadata")
-				labels, _ := get(md, "labels").(map[string]any)
-				selected := true
-				for k, v := range sel {
-					selected = selected && labels[k] == v
+			for _, n := range gpuNodesSelected(t, rec, "device plugin", sel) {
+				taint := get(inputs(n), "spec", "taints", "[0]")
+				if get(taint, "key") != "nvidia.com/gpu" || get(taint, "value") != "present" || get(taint, "effect") != "NoSchedule" {
+					t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, get(inputs(n), "spec"))
 				}
-				var capacity map[string]string
-				if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
-					t.Fatal(err)
-				}
-				hasGPU := capacity["nvidia.com/gpu"] != ""
-				if selected != hasGPU {
-					t.Errorf("node %s: device plugin selected=%v but has GPUs=%v", n.Name, selected, hasGPU)
-				}
-				if hasGPU {
-					gpuNodes++
-					taint := get(inputs(n), "spec", "taints", "[0]")
-					if get(taint, "key") != "nvidia.com/gpu" || get(taint, "value") != "present" || get(taint, "effect") != "NoSchedule" {
-						t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, get(inputs(n), "spec"))
-					}
-				}
-			}
-			if gpuNodes == 0 {
-				t.Error("no GPU node among the simulated nodes")
 			}
 			tol := get(ds, "spec", "template", "spec", "tolerations", "[0]", "key")
 			if tol != "nvidia.com/gpu" {

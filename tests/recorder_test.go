@@ -4,6 +4,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -256,3 +257,33 @@ func get(v any, path ...string) any {
 }
 
 func inputs(r registered) any { return plain(resource.NewProperty(r.Inputs)) }
+
+// gpuNodesSelected checks that a DaemonSet's node selector picks exactly the registered simulated
+// nodes that have GPUs, and returns those nodes.
+func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]any) []registered {
+	t.Helper()
+	var gpu []registered
+	for _, n := range rec.ofType("kubernetes:core/v1:Node") {
+		md := get(inputs(n), "metadata")
+		labels, _ := get(md, "labels").(map[string]any)
+		selected := true
+		for k, v := range sel {
+			selected = selected && labels[k] == v
+		}
+		var capacity map[string]string
+		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+			t.Fatal(err)
+		}
+		hasGPU := capacity["nvidia.com/gpu"] != ""
+		if selected != hasGPU {
+			t.Errorf("node %s: %s selected=%v but has GPUs=%v", n.Name, what, selected, hasGPU)
+		}
+		if hasGPU {
+			gpu = append(gpu, n)
+		}
+	}
+	if len(gpu) == 0 {
+		t.Fatal("no GPU node among the simulated nodes")
+	}
+	return gpu
+}

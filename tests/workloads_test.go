@@ -628,29 +628,7 @@ func TestDCGMExporterOnlyOnGPUNodes(t *testing.T) {
 	if len(sel) == 0 {
 		t.Fatal("the DCGM exporter has no node selector: it would run on CPU nodes")
 	}
-	gpuNodes := 0
-	for _, n := range rec.ofType(tNode) {
-		md := get(inputs(n), "metadata")
-		labels, _ := get(md, "labels").(map[string]any)
-		selected := true
-		for k, v := range sel {
-			selected = selected && labels[k] == v
-		}
-		var capacity map[string]string
-		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
-			t.Fatal(err)
-		}
-		hasGPU := capacity["nvidia.com/gpu"] != ""
-		if selected != hasGPU {
-			t.Errorf("node %s: DCGM exporter selected=%v, GPUs=%v", n.Name, selected, hasGPU)
-		}
-		if hasGPU {
-			gpuNodes++
-		}
-	}
-	if gpuNodes == 0 {
-		t.Fatal("no GPU nodes in the layout")
-	}
+	gpuNodesSelected(t, rec, "DCGM exporter", sel)
 	if get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" {
 		t.Errorf("the exporter does not tolerate the GPU taint: %v", get(pod, "tolerations"))
 	}
