@@ -1,6 +1,6 @@
 # Kolotoc: build, run and test the program against the local test bed.
 #
-#   make up        tools + local cluster + pulumi up of the dev stack, then its outputs
+#   make up        tools + local cluster (with its real node) + pulumi up of the dev stack, outputs
 #   make preview   pulumi preview --diff            (STACK=<name> selects another stack)
 #   make down      pulumi destroy, then the cluster down
 #   make test      unit tests, then the end-to-end suite on a local cluster (what CI runs)
@@ -31,15 +31,18 @@ help:
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
 	@echo "make fmt | lint                            gofmt; gofmt check + go vet (+ shellcheck if installed)"
-	@echo "make tools                                 build the pinned CLI, control plane and kwok (once per machine)"
+	@echo "make tools                                 build the pinned CLI, control plane, node and kwok (once per machine)"
 
 tools:
 	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
 	hack/tools.sh
 
+# The cluster's tools: control plane, kwok, and the real node's kubelet, kube-proxy and CoreDNS.
+CLUSTER_TOOLS = etcd kube kwok coredns nsbridge
+
 cluster:
-	@echo "==> cluster: control plane binaries, then the local cluster on 127.0.0.1"
-	hack/tools.sh etcd kube kwok
+	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"
+	hack/tools.sh $(CLUSTER_TOOLS)
 	hack/cluster.sh up
 
 cluster-down:
@@ -81,7 +84,7 @@ e2e: tools cluster
 # ran before, stopped if it was stopped, deleted if there was none.
 test: unit
 	@echo "==> test: end-to-end suite (the cluster is restored afterwards)"
-	hack/tools.sh etcd kube kwok
+	hack/tools.sh $(CLUSTER_TOOLS)
 	hack/cluster.sh with $(MAKE) --no-print-directory e2e
 
 fmt:

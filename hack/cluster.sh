@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The test bed's local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kwok (playing the kubelets), started as plain processes by
-# `kwokctl --runtime binary`, all listening on 127.0.0.1 only.
+# The test bed's local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok (playing the simulated nodes' kubelets), started as plain processes by
+# `kwokctl --runtime binary`, and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
+# CoreDNS) where pods run for real.
+#
+# Network confinement: the whole cluster lives in a network namespace of its own,
+# kolotoc-<cluster> (/run/netns/kolotoc-<cluster>): its loopback carries the control plane, its
+# bridge the pods. It has no interface, route or NAT towards the machine's network. The only way
+# in is nsbridge (hack/nsbridge), which listens on the host's 127.0.0.1 at the API server's port
+# and dials the API server on the namespace's own loopback: kubectl, pulumi and
+# `kubectl port-forward` work from the host as before, and nothing else of the cluster is
+# reachable from the machine, nor the machine from the cluster.
 #
 #   hack/cluster.sh up          start the cluster, or reuse it when it already runs; wait until the
 #                               API server is ready and the default ServiceAccount exists; write
-#                               the kubeconfig
+#                               the kubeconfig; then the real node (KOLOTOC_REAL_NODE=0: without)
 #   hack/cluster.sh stop        stop its processes, keep its data (`up` starts it again)
 #   hack/cluster.sh down        delete the cluster: its processes, listeners and files
 #   hack/cluster.sh status      say whether it runs; exit 0 when it serves, 1 when it is stopped,
@@ -17,6 +26,7 @@
 # Environment:
 #   KOLOTOC_CLUSTER     cluster name (default kolotoc)
 #   KOLOTOC_KUBECONFIG  where the kubeconfig is written (default .kolotoc/kubeconfig)
+#   KOLOTOC_REAL_NODE   1 (default): start the real node with the cluster; 0: simulated nodes only
 #
 # Binaries come from .kolotoc/bin (hack/tools.sh). The cluster's files live under .kolotoc/kwok
 # (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The kwokctl
@@ -26,13 +36,22 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin_dir=$root/.kolotoc/bin
-config=$root/hack/kwokctl.yaml
+template=$root/hack/kwokctl.yaml
+# shellcheck source=local.env
+. "$root/hack/local.env"
 name=${KOLOTOC_CLUSTER:-kolotoc}
+real_node=${KOLOTOC_REAL_NODE:-1}
+netns=kolotoc-$name
+netns_path=/run/netns/$netns
 kubeconfig=${KOLOTOC_KUBECONFIG:-$root/.kolotoc/kubeconfig}
 export KWOK_WORKDIR=$root/.kolotoc/kwok
 # kubectl's discovery cache (default ~/.kube/cache), for ours and the one kwokctl runs.
 export KUBECACHEDIR=${KUBECACHEDIR:-$root/.kolotoc/kube-cache}
 cluster_dir=$KWOK_WORKDIR/clusters/$name
+# hack/kwokctl.yaml with this cluster's paths filled in (@CLUSTER_DIR@).
+config=$KWOK_WORKDIR/$name.kwokctl.yaml
+bridge_pid=$KWOK_WORKDIR/$name.nsbridge.pid
+bridge_log=$KWOK_WORKDIR/$name.nsbridge.log
 # What the running cluster was created from; a change means `down` and `up` to apply it.
 stamp=$KWOK_WORKDIR/$name.created-from
 kwokctl_log=$KWOK_WORKDIR/$name.kwokctl.log
@@ -60,7 +79,15 @@ secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
 
 kwokctl_bin=$(tool kwokctl)
 kubectl_bin=$(tool kubectl)
-kwokctl() { "$kwokctl_bin" --name "$name" "$@"; }
+# kwokctl runs inside the cluster's namespace: the processes it starts stay there. (Without the
+# namespace there is nothing of the cluster running: `delete` of its files needs none.)
+kwokctl() {
+  if [ -e "$netns_path" ]; then
+    nsenter --net="$netns_path" -- "$kwokctl_bin" --name "$name" "$@"
+  else
+    "$kwokctl_bin" --name "$name" "$@"
+  fi
+}
 kubectl() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
 
 exists() { [ -f "$cluster_dir/kwok.yaml" ]; }
@@ -90,21 +117,61 @@ wait_for() {
 
 default_sa() { kubectl -n default get serviceaccount default --request-timeout=2s >/dev/null 2>&1; }
 
-# check_loopback: fails when a process of the cluster listens anywhere but 127.0.0.1 (what
-# hack/kwokctl.yaml's bindAddress promises). Skipped where ss(8) is not installed.
+# check_loopback: fails when a process of the control plane listens anywhere but 127.0.0.1 of the
+# namespace (what hack/kwokctl.yaml's bindAddress promises), or nsbridge anywhere but the host's
+# 127.0.0.1. Skipped where ss(8) is not installed.
 check_loopback() {
   command -v ss >/dev/null || return 0
   local pids bad
   # awk, not cat: kwokctl writes its pid files without a trailing newline.
   pids=$(awk 1 "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
-  [ -n "$pids" ] || return 0
-  bad=$(ss -Hltunp | grep -E "pid=($pids)," | awk '$5 !~ /^127\.0\.0\.1:/' || true)
-  [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
+  if [ -n "$pids" ]; then
+    bad=$(nsenter --net="$netns_path" -- ss -Hltunp | grep -E "pid=($pids)," | awk '$5 !~ /^127\.0\.0\.1:/' || true)
+    [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
+  fi
+  bad=$(ss -Hltnp | grep -F "pid=$(cat "$bridge_pid" 2>/dev/null || echo none)," | awk '$4 !~ /^127\.0\.0\.1:/' || true)
+  [ -z "$bad" ] || die "nsbridge listens beyond 127.0.0.1:"$'\n'"$bad"
+}
+
+# ensure_netns: the cluster's network namespace, with its loopback up and the node's address on
+# it. Nothing else: no veth to the machine, no route out.
+ensure_netns() {
+  [ -e "$netns_path" ] || { ip netns add "$netns" || die "could not create network namespace $netns (root is needed)"; }
+  nsenter --net="$netns_path" -- ip link set lo up
+  nsenter --net="$netns_path" -- ip addr replace "$NODE_IP/32" dev lo
+}
+
+api_port() { kwokctl get kubeconfig 2>/dev/null | sed -n 's#^ *server: https\{0,1\}://127\.0\.0\.1:\([0-9]*\).*#\1#p' | head -n1; }
+
+bridge_alive() { local p; p=$(cat "$bridge_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+
+# start_bridge: nsbridge from the host's 127.0.0.1:<API port> to the namespace's.
+start_bridge() {
+  bridge_alive && return 0
+  local port nsbridge_bin
+  port=$(api_port)
+  [ -n "$port" ] || die "could not read the API server's port from kwokctl's kubeconfig"
+  nsbridge_bin=$(tool nsbridge)
+  setsid "$nsbridge_bin" -netns "$netns_path" -forward "127.0.0.1:$port=127.0.0.1:$port" >>"$bridge_log" 2>&1 </dev/null &
+  echo $! >"$bridge_pid"
+  sleep 0.2
+  bridge_alive || { tail -n 5 "$bridge_log" >&2; die "nsbridge could not listen on the host's 127.0.0.1:$port (in use?)"; }
+}
+
+stop_bridge() {
+  if bridge_alive; then kill "$(cat "$bridge_pid")" 2>/dev/null || true; fi
+  rm -f "$bridge_pid"
+}
+
+render_config() {
+  mkdir -p "$KWOK_WORKDIR"
+  sed -e "s#@CLUSTER_DIR@#$cluster_dir#g" -e "s#@NODE_IP@#$NODE_IP#g" -e "s#@SERVICE_CIDR@#$SERVICE_CIDR#g" \
+    "$template" >"$config.tmp" && mv "$config.tmp" "$config"
 }
 
 # created_from: the inputs that shape a new cluster; compared with the stamp of a running one.
 created_from() {
-  sha256sum "$config" | cut -d' ' -f1
+  cat "$template" "$root/hack/local.env" | sha256sum | cut -d' ' -f1
   printf '%s\n' "$apiserver" "$controller_manager" "$scheduler" "$kwok" "$etcd"
 }
 
@@ -118,7 +185,9 @@ cmd_up() {
   kwok=$(tool kwok)
   etcd=$(tool etcd)
   export KWOK_KUBECTL_BINARY=$kubectl_bin
-  if exists && [ -f "$kubeconfig" ] && serving; then
+  ensure_netns
+  render_config
+  if exists && [ -f "$kubeconfig" ] && bridge_alive && serving; then
     log "cluster $name already running, reusing it"
   else
     if exists; then
@@ -146,6 +215,7 @@ cmd_up() {
     fi
     if $created; then created_from >"$stamp"; fi
   fi
+  start_bridge
   write_kubeconfig
   wait_for "$READY_TIMEOUT" "the API server's /readyz" serving
   t_ready=$(now_ms)
@@ -155,10 +225,21 @@ cmd_up() {
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
     log "warning: hack/kwokctl.yaml or a binary changed since cluster $name was created; run 'hack/cluster.sh down' then 'up' to apply it"
   fi
-  log "kubeconfig: $kubeconfig  (server $(kubectl config view -o jsonpath='{.clusters[0].cluster.server}'))"
+  log "kubeconfig: $kubeconfig  (server $(kubectl config view -o jsonpath='{.clusters[0].cluster.server}'), through nsbridge into netns $netns)"
+  if [ "$real_node" = 1 ]; then "$root/hack/node.sh" up; fi
+}
+
+# remove_netns: the namespace goes last, once no process is left in it.
+remove_netns() {
+  [ -e "$netns_path" ] || return 0
+  local left
+  left=$(ip netns pids "$netns" 2>/dev/null | paste -sd' ' -)
+  [ -z "$left" ] || die "processes still in network namespace $netns: $left"
+  ip netns del "$netns"
 }
 
 cmd_down() {
+  "$root/hack/node.sh" down
   if exists; then
     log "deleting cluster $name"
     # kwokctl removes its context from the kubeconfig it is given (it refuses none): ours.
@@ -172,9 +253,13 @@ cmd_down() {
   local left
   left=$(pgrep -af -- "$cluster_dir/" || true)
   [ -z "$left" ] || die "processes of cluster $name still running:"$'\n'"$left"
+  stop_bridge
+  rm -f "$config" "$bridge_log"
+  remove_netns
 }
 
 cmd_stop() {
+  "$root/hack/node.sh" down
   if exists; then
     log "stopping cluster $name (its data stays in $cluster_dir)"
     kwokctl stop cluster >"$kwokctl_log" 2>&1 \
@@ -182,6 +267,8 @@ cmd_stop() {
   else
     log "cluster $name does not exist"
   fi
+  stop_bridge
+  remove_netns
 }
 
 # with_restore: the EXIT trap of `with`. Puts the cluster back as it was ($before, a global: the

@@ -134,10 +134,31 @@ prepare() {
   build_effective_config
 }
 
+# cluster_uid: the identity of the local cluster now running (its kube-system namespace's UID):
+# a cluster created anew has another, even under the same name and port.
+cluster_uid() {
+  kubectl --kubeconfig "$KOLOTOC_KUBECONFIG" get namespace kube-system -o jsonpath='{.metadata.uid}' --request-timeout=5s 2>/dev/null || true
+}
+
+# refresh_if_new_cluster: the stack's objects live in one cluster. When the local cluster was
+# deleted and created again since the last up, they are gone, but the state still lists them and
+# `pulumi up` would report them unchanged. Refresh first: it sees them gone, and up recreates them.
+refresh_if_new_cluster() {
+  local now known
+  now=$(cluster_uid)
+  known=$(cat "$shadow/cluster-uid" 2>/dev/null || true)
+  if [ -n "$known" ] && [ -n "$now" ] && [ "$known" != "$now" ]; then
+    log "the local cluster was created anew since stack $stack was last deployed: refreshing its state first"
+    pulumi refresh --yes --skip-preview --stack "$stack" --config-file "$effective" >/dev/null
+  fi
+}
+
 cmd_up() {
   prepare
+  refresh_if_new_cluster
   log "pulumi up (stack $stack)"
   pulumi up --yes --skip-preview=false --stack "$stack" --config-file "$effective"
+  cluster_uid >"$shadow/cluster-uid"
   cmd_outputs
 }
 
@@ -169,6 +190,15 @@ cmd_down() {
     fi
   else
     log "stack $stack does not exist"
+  fi
+  rm -f "$shadow/cluster-uid"
+  # The local cluster is shared by every local stack: it goes only when no other stack still has
+  # resources in it.
+  local others
+  others=$(pulumi stack ls --json 2>/dev/null | jq -r --arg s "$stack" '.[] | select(.name != $s and (.resourceCount // 0) > 0) | .name' 2>/dev/null | paste -sd' ' - || true)
+  if [ -n "$others" ]; then
+    log "keeping the local cluster: stack(s) $others still deployed in it ('make down STACK=<name>' for each, or 'make cluster-down' to delete it with them)"
+    return
   fi
   "$root/hack/cluster.sh" down
 }

@@ -23,6 +23,7 @@ ETCD_VERSION=v3.6.16
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 ACTIONLINT_VERSION=v1.7.12
+COREDNS_VERSION=v1.15.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -48,11 +49,16 @@ build() {
   if [ ${#missing[@]} -gt 0 ]; then
     log "building $tool $version (about $minutes min on 2 cores, once per machine) into $dest"
     mkdir -p "$dest"
-    local start=$SECONDS
-    for pair in "${missing[@]}"; do
-      (cd "$root/hack/tools/$tool" && go build -trimpath -ldflags "$ldflags" -o "$dest/${pair#*=}.tmp" "${pair%=*}")
-      mv "$dest/${pair#*=}.tmp" "$dest/${pair#*=}"
-    done
+    local start=$SECONDS tmp pkgs=()
+    # One go build for every missing binary: the packages they share are compiled once and the
+    # links run in parallel (kube's six binaries share most of Kubernetes).
+    tmp=$(mktemp -d "$dest/.build.XXXXXX")
+    for pair in "${missing[@]}"; do pkgs+=("${pair%=*}"); done
+    (cd "$root/hack/tools/$tool" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") \
+      || { rm -rf "$tmp"; return 1; }
+    # go build names each binary after the last element of its package path.
+    for pair in "${missing[@]}"; do mv "$tmp/${pair%=*}" "$dest/${pair#*=}" 2>/dev/null || mv "$tmp/$(basename "${pair%=*}")" "$dest/${pair#*=}"; done
+    rm -rf "$tmp"
     log "built $tool $version in $((SECONDS - start)) s"
   fi
   for pair in "$@"; do ln -sfn "$dest/${pair#*=}" "$bin_dir/${pair#*=}"; done
@@ -83,14 +89,23 @@ tool_kube() {
     flags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   if on_path kube-apiserver "$KUBE_VERSION" --version && on_path kube-controller-manager "$KUBE_VERSION" --version \
-    && on_path kube-scheduler "$KUBE_VERSION" --version && on_path kubectl "$KUBE_VERSION" version --client; then
+    && on_path kube-scheduler "$KUBE_VERSION" --version && on_path kubectl "$KUBE_VERSION" version --client \
+    && on_path kubelet "$KUBE_VERSION" --version && on_path kube-proxy "$KUBE_VERSION" --version; then
     return
   fi
-  build kube "$KUBE_VERSION" 15 "$flags" \
+  # The control plane, kubectl, and the real node's kubelet and kube-proxy: one build.
+  build kube "$KUBE_VERSION" 18 "$flags" \
     k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler \
-    k8s.io/kubernetes/cmd/kubectl=kubectl
+    k8s.io/kubernetes/cmd/kubectl=kubectl \
+    k8s.io/kubernetes/cmd/kubelet=kubelet \
+    k8s.io/kubernetes/cmd/kube-proxy=kube-proxy
+}
+
+# CoreDNS for the real node's cluster DNS, with only the plugins it needs (hack/tools/coredns).
+tool_coredns() {
+  build coredns "$COREDNS_VERSION" 3 "-s -w" kolotoc.dev/hack/tools/coredns=coredns
 }
 
 tool_kwok() {
@@ -123,14 +138,20 @@ tool_standin() {
   (cd "$root" && go build -o "$bin_dir/pulumi-resource-kubernetes" ./tests/standin/cmd/pulumi-resource-kubernetes)
 }
 
+# nsbridge, the one door from the host's loopback into the cluster's network namespace
+# (hack/nsbridge, stdlib only): built from this checkout every time, a no-op when unchanged.
+tool_nsbridge() {
+  (cd "$root/hack/nsbridge" && go build -trimpath -o "$bin_dir/nsbridge" .)
+}
+
 if [ "${1:-}" = "--path" ]; then
   echo "$bin_dir"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube actionlint standin
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge actionlint standin
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|actionlint|standin) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok actionlint standin)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|actionlint|standin) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge actionlint standin)"; exit 2 ;;
   esac
 done
