@@ -46,7 +46,8 @@ cp /etc/kolotoc/scripts/ssh_config /root/.ssh/config
 deadline=$((SECONDS + KOLOTOC_WAIT_SECONDS))
 while read -r host _; do
   [ -n "$host" ] || continue
-  until getent hosts "$host" >/dev/null && ssh -o BatchMode=yes -o ConnectTimeout=5 "$host" true 2>/dev/null; do
+  # -n: ssh must not read the loop's standard input, the rest of the hostfile.
+  until getent hosts "$host" >/dev/null && ssh -n -o BatchMode=yes -o ConnectTimeout=5 "$host" true 2>/dev/null; do
     if (( SECONDS > deadline )); then
       echo "launcher: $host did not resolve or accept ssh on port ${KOLOTOC_SSH_PORT} within ${KOLOTOC_WAIT_SECONDS}s" >&2
       exit 1
