@@ -428,6 +428,10 @@ func (c *Config) validateCloudStorage(v *validator) {
 		v.add("storage.type", s.Type, fmt.Sprintf("needs cloud %s (a simulated stack stands it in with an in-cluster NFS server); allowed on %s: %s",
 			want, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
 	}
+	if s.Type == StorageLocal && IsCloud(c.Cloud) {
+		v.add("storage.type", s.Type, fmt.Sprintf("a directory of one node, for the local cluster or an existing one-node cluster; allowed on %s: %s",
+			c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
+	}
 	size, sizeErr := resource.ParseQuantity(s.Size)
 	gib := (size.Value() + (1<<30 - 1)) >> 30 // rounded up
 	switch s.Type {
@@ -466,6 +470,9 @@ func (c *Config) validateCloudStorage(v *validator) {
 // storageTypesFor lists the storage types a stack's cloud can use.
 func (c *Config) storageTypesFor() []string {
 	out := []string{StorageInClusterNFS, StorageNFS}
+	if !IsCloud(c.Cloud) {
+		out = append(out, StorageLocal)
+	}
 	for _, t := range []string{StorageFilestore, StorageEFS, StorageAzureFiles} {
 		if storageCloud(t) == c.Cloud {
 			out = append(out, t)

@@ -25,6 +25,13 @@ const (
 	StorageFilestore    = "filestore"      // gcp: a Filestore instance, mounted over NFS
 	StorageEFS          = "efs"            // aws: an EFS file system through the EFS CSI driver
 	StorageAzureFiles   = "azurefiles"     // azure: an Azure Files share through the Azure Files CSI driver
+	StorageLocal        = "local"          // simulated, existing: a directory of the node (hostPath), for one-node clusters
+)
+
+// Jupyter front ends for `kolotoc:entrypoint.jupyterUI`.
+const (
+	JupyterLab      = "lab"      // JupyterLab (jupyter_server), start-notebook.py of the Jupyter docker stacks
+	JupyterNotebook = "notebook" // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
 )
 
 // Scratch types for `kolotoc:storage.scratch.type`.
@@ -105,6 +112,10 @@ type NodePool struct {
 	LocalSSDs   int               `json:"localSsds"`   // local SSDs per node (gcp); default 0
 	Zones       []string          `json:"zones"`       // gcp: zones of the nodes, required with a regional cluster (counts are totals, split evenly); azure: availability zones "1".."3"; default the cluster's
 	GPUDriver   string            `json:"gpuDriver"`   // gcp: NVIDIA driver GKE installs: DEFAULT | LATEST | INSTALLATION_DISABLED; default DEFAULT
+	// Real: the pool is the local cluster's real node(s) (simulated cloud only): no Node is
+	// registered, workloads select the label kolotoc.dev/real-node=true, cpus and memory describe
+	// the real node for the capacity checks, and gpusPerNode must be 0; default false.
+	Real bool `json:"real"`
 }
 
 // Taint is a node taint (kolotoc:nodePools[i].taints[j]).
@@ -117,9 +128,9 @@ type Taint struct {
 // Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
 // (kolotoc:storage).
 type Storage struct {
-	Type      string  `json:"type"`      // in-cluster-nfs | nfs | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
+	Type      string  `json:"type"`      // in-cluster-nfs | nfs | local (simulated, existing) | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
 	Server    string  `json:"server"`    // nfs: server address; required for type nfs
-	Path      string  `json:"path"`      // nfs: exported path; default /
+	Path      string  `json:"path"`      // nfs: exported path, default /; local: the node's directory, default /var/lib/kolotoc/<namespace>/shared
 	Size      string  `json:"size"`      // claim size as a quantity; default 100Gi
 	MountPath string  `json:"mountPath"` // where every workload mounts it; default /shared
 	Image     string  `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
@@ -145,8 +156,8 @@ type Scratch struct {
 type Towers struct {
 	Enabled      bool     `json:"enabled"`      // deploy towers at all; default true
 	Count        int      `json:"count"`        // number of towers (MPI hosts), at least 1; default 2
-	GPUsPerTower int      `json:"gpusPerTower"` // nvidia.com/gpu per tower; default the pool's gpusPerNode
-	Slots        int      `json:"slots"`        // MPI slots per host in the hostfile; default gpusPerTower
+	GPUsPerTower int      `json:"gpusPerTower"` // nvidia.com/gpu per tower, 0 for CPU towers; default the pool's gpusPerNode (0 on a CPU pool)
+	Slots        int      `json:"slots"`        // MPI slots per host in the hostfile; default gpusPerTower, 1 for CPU towers
 	Pool         string   `json:"pool"`         // node pool name; default the first GPU pool
 	Image        string   `json:"image"`        // worker and launcher image; default DefaultHorovodImage
 	Command      []string `json:"command"`      // launcher command after the hostfile is written; default DefaultLauncherCommand
@@ -154,6 +165,9 @@ type Towers struct {
 	SSHPort      int      `json:"sshPort"`      // sshd port on every tower; default 2222
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
+
+	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
+	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
 }
 
 // Carriers are Dask worker pods on a CPU pool (kolotoc:carriers).
@@ -164,6 +178,7 @@ type Carriers struct {
 	Pool              string `json:"pool"`              // node pool name; default the first CPU pool
 	Image             string `json:"image"`             // default DefaultDaskImage
 	Memory            string `json:"memory"`            // memory per carrier as a quantity; default 8Gi
+	CPU               string `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
 }
 
 // Sentinels are Dask workers running beside each tower (kolotoc:sentinels).
@@ -171,12 +186,13 @@ type Sentinels struct {
 	Enabled bool   `json:"enabled"` // default false
 	Threads int    `json:"threads"` // threads per sentinel worker; default 2
 	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
+	CPU     string `json:"cpu"`     // CPU request per sentinel as a quantity (the limit is threads cores); default 500m
 }
 
-// Entrypoint is the scheduler node: dask-scheduler, JupyterLab, TensorBoard, Dask dashboard
+// Entrypoint is the scheduler node: dask-scheduler, Jupyter, TensorBoard, Dask dashboard
 // (kolotoc:entrypoint).
 type Entrypoint struct {
-	Jupyter          bool     `json:"jupyter"`          // run JupyterLab; default true
+	Jupyter          bool     `json:"jupyter"`          // run Jupyter (jupyterUI); default true
 	TensorBoard      bool     `json:"tensorboard"`      // run TensorBoard on storage.mountPath/logs; default true
 	DaskDashboard    bool     `json:"daskDashboard"`    // expose the Dask dashboard; default true
 	ServiceType      string   `json:"serviceType"`      // ClusterIP | LoadBalancer; default ClusterIP
@@ -185,6 +201,15 @@ type Entrypoint struct {
 	JupyterImage     string   `json:"jupyterImage"`     // default DefaultJupyterImage
 	TensorBoardImage string   `json:"tensorboardImage"` // default DefaultTensorBoardImage
 	Pool             string   `json:"pool"`             // node pool name; default the carriers' pool
+	JupyterUI        string   `json:"jupyterUI"`        // lab (JupyterLab) | notebook (classic Notebook 6); default lab
+
+	// Requests of the entrypoint's containers as quantities; memory is also the limit.
+	SchedulerCPU      string `json:"schedulerCpu"`      // dask-scheduler; default 500m
+	SchedulerMemory   string `json:"schedulerMemory"`   // default 2Gi
+	JupyterCPU        string `json:"jupyterCpu"`        // Jupyter; default 500m
+	JupyterMemory     string `json:"jupyterMemory"`     // default 4Gi
+	TensorBoardCPU    string `json:"tensorboardCpu"`    // TensorBoard; default 250m
+	TensorBoardMemory string `json:"tensorboardMemory"` // default 2Gi
 }
 
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).

@@ -1,6 +1,9 @@
 package stacks
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
@@ -25,13 +28,33 @@ const (
 	// leave room for the input pipeline; GPUs are requested separately.
 	defaultTowerCPU    = "4"
 	defaultTowerMemory = "16Gi"
+	// defaultCPUTowerSlots: MPI slots of a CPU tower (gpusPerTower 0), one rank per host as the
+	// old `--num-gpus 0` ran.
+	defaultCPUTowerSlots = 1
+	// defaultLauncherCPU, defaultLauncherMemory: requests of the launcher (cores, bytes), an ssh
+	// client and mpirun that compute nothing.
+	defaultLauncherCPU    = "500m"
+	defaultLauncherMemory = "1Gi"
 	// defaultCarriers: one Dask carrier, as the old cluster.sh started by default.
 	defaultCarriers = 1
 	// defaultCarrierMemory: memory per carrier pod (quantity), split among its worker processes.
 	defaultCarrierMemory = "8Gi"
+	// defaultCarrierCPU: cores a carrier requests. Its worker processes share the node's cores
+	// (the limit is one per process); requesting them all would leave no room for the entrypoint
+	// on a one-node pool.
+	defaultCarrierCPU = "1"
 	// defaultSentinelThreads, defaultSentinelMemory: a sentinel shares its tower's node, so it is small.
 	defaultSentinelThreads = 2
 	defaultSentinelMemory  = "4Gi"
+	defaultSentinelCPU     = "500m"
+	// Requests (cores, bytes) of the entrypoint's containers: the scheduler's bookkeeping,
+	// Jupyter's kernels, TensorBoard's log reader.
+	defaultSchedulerCPU      = "500m"
+	defaultSchedulerMemory   = "2Gi"
+	defaultJupyterCPU        = "500m"
+	defaultJupyterMemory     = "4Gi"
+	defaultTensorBoardCPU    = "250m"
+	defaultTensorBoardMemory = "2Gi"
 	// defaultPoolCPUs, defaultPoolMemory: a pool that says nothing is an 8-core, 32 GiB node.
 	defaultPoolCPUs   = 8
 	defaultPoolMemory = "32Gi"
@@ -42,6 +65,9 @@ const (
 	defaultScratchMountPath = "/scratch"
 	// defaultScratchSizeLimit: emptyDir scratch limit (quantity) so one pod cannot fill a node's disk.
 	defaultScratchSizeLimit = "50Gi"
+	// localStorageRoot: storage.type local keeps a stack's shared directory under
+	// <root>/<namespace>/shared on the node, one directory per stack.
+	localStorageRoot = "/var/lib/kolotoc"
 	// defaultKubeconfig: where `make cluster` writes the local cluster's kubeconfig, relative to
 	// the project directory (Pulumi runs the program there).
 	defaultKubeconfig = ".kolotoc/kubeconfig"
@@ -93,6 +119,9 @@ func (c *Config) applyDefaults() {
 	}
 	if s.Path == "" {
 		s.Path = "/"
+		if s.Type == StorageLocal && c.Namespace != "" {
+			s.Path = fmt.Sprintf("%s/%s/%s", localStorageRoot, c.Namespace, StorageName)
+		}
 	}
 	if s.Size == "" {
 		s.Size = defaultStorageSize
@@ -126,6 +155,9 @@ func (c *Config) applyDefaults() {
 	}
 	if t.Slots == 0 {
 		t.Slots = t.GPUsPerTower
+		if t.GPUsPerTower == 0 {
+			t.Slots = defaultCPUTowerSlots
+		}
 	}
 	if t.Image == "" {
 		t.Image = DefaultHorovodImage
@@ -141,6 +173,12 @@ func (c *Config) applyDefaults() {
 	}
 	if t.Memory == "" {
 		t.Memory = defaultTowerMemory
+	}
+	if t.LauncherCPU == "" {
+		t.LauncherCPU = defaultLauncherCPU
+	}
+	if t.LauncherMemory == "" {
+		t.LauncherMemory = defaultLauncherMemory
 	}
 
 	k := &c.Carriers
@@ -160,12 +198,18 @@ func (c *Config) applyDefaults() {
 	if k.Memory == "" {
 		k.Memory = defaultCarrierMemory
 	}
+	if k.CPU == "" {
+		k.CPU = defaultCarrierCPU
+	}
 
 	if c.Sentinels.Threads == 0 {
 		c.Sentinels.Threads = defaultSentinelThreads
 	}
 	if c.Sentinels.Memory == "" {
 		c.Sentinels.Memory = defaultSentinelMemory
+	}
+	if c.Sentinels.CPU == "" {
+		c.Sentinels.CPU = defaultSentinelCPU
 	}
 
 	e := &c.Entrypoint
@@ -183,6 +227,21 @@ func (c *Config) applyDefaults() {
 	}
 	if e.Pool == "" {
 		e.Pool = c.Carriers.Pool
+	}
+	if e.JupyterUI == "" {
+		e.JupyterUI = JupyterLab
+	}
+	for _, r := range []struct {
+		field *string
+		def   string
+	}{
+		{&e.SchedulerCPU, defaultSchedulerCPU}, {&e.SchedulerMemory, defaultSchedulerMemory},
+		{&e.JupyterCPU, defaultJupyterCPU}, {&e.JupyterMemory, defaultJupyterMemory},
+		{&e.TensorBoardCPU, defaultTensorBoardCPU}, {&e.TensorBoardMemory, defaultTensorBoardMemory},
+	} {
+		if *r.field == "" {
+			*r.field = r.def
+		}
 	}
 
 	if c.DevicePlugin.Image == "" {

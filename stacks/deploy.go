@@ -80,6 +80,9 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
 		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
 	}
+	if s.Type == StorageLocal {
+		storageArgs.HostPath = s.Path
+	}
 	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
 	shared, err := storage.New(ctx, "storage", storageArgs, k8s, after)
 	if err != nil {
@@ -107,14 +110,14 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		var sidecars []corev1.ContainerArgs
 		if c.Sentinels.Enabled {
 			sidecars = append(sidecars, dask.Sentinel(c.Carriers.Image, scheduler, c.Sentinels.Threads,
-				c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath))
+				c.Sentinels.CPU, c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath))
 		}
 		r, err := ring.New(ctx, "towers", &ring.Args{
 			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
 			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, Memory: t.Memory,
 			CPU: t.CPU, CPULimit: gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
-			Pool: t.Pool, LauncherPool: e.Pool,
+			Pool: t.Pool, LauncherPool: e.Pool, LauncherCPU: t.LauncherCPU, LauncherMemory: t.LauncherMemory,
 			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 		}, k8s, withStorage)
@@ -127,7 +130,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	if k := c.Carriers; k.Enabled {
 		if _, err := dask.NewCarriers(ctx, "carriers", &dask.CarrierArgs{
 			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
-			Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
+			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
 			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
 		}, k8s, withStorage); err != nil {
 			return err
@@ -148,11 +151,20 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 }
 
 // stackLabels are the labels of every object of the stack. On the simulated cloud several stacks
-// share one local cluster, so pools are selected within the stack's own nodes.
+// share one local cluster, so pools are selected within the stack's own nodes; a real pool is
+// the local cluster's real node(s), selected by their own label.
 func stackLabels(c *Config) meta.Labels {
 	l := meta.Labels{Instance: c.Stack, Version: Version}
 	if c.Cloud == CloudSimulated {
 		l.Cluster = c.Cluster.Name
+		for _, p := range c.NodePools {
+			if p.Real {
+				if l.RealPools == nil {
+					l.RealPools = map[string]bool{}
+				}
+				l.RealPools[p.Name] = true
+			}
+		}
 	}
 	return l
 }
@@ -165,7 +177,11 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
 		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
 		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
-		Pool: e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
+		JupyterUI:            e.JupyterUI,
+		Scheduler:            entrypoint.Resources{CPU: e.SchedulerCPU, Memory: e.SchedulerMemory},
+		JupyterResources:     entrypoint.Resources{CPU: e.JupyterCPU, Memory: e.JupyterMemory},
+		TensorBoardResources: entrypoint.Resources{CPU: e.TensorBoardCPU, Memory: e.TensorBoardMemory},
+		Pool:                 e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
 	}
 }
 
@@ -203,9 +219,15 @@ func deployCluster(ctx *pulumi.Context, c *Config, labels meta.Labels) (*kuberne
 	if c.Cloud != CloudSimulated {
 		return provider, nil, nil
 	}
-	pools := make([]cluster.Pool, len(c.NodePools))
-	for i, p := range c.NodePools {
-		pools[i] = SimulatedPool(p)
+	// A real pool is the local cluster's own node(s): nothing to register for it.
+	var pools []cluster.Pool
+	for _, p := range c.NodePools {
+		if !p.Real {
+			pools = append(pools, SimulatedPool(p))
+		}
+	}
+	if len(pools) == 0 {
+		return provider, nil, nil
 	}
 	sim, err := cluster.NewSimulated(ctx, "cluster", &cluster.SimulatedArgs{Name: c.Cluster.Name, Pools: pools, Labels: labels},
 		pulumi.Provider(provider))
@@ -227,9 +249,23 @@ func SimulatedPool(p NodePool) cluster.Pool {
 	}
 }
 
+// Secret stack outputs, and the command that shows one.
+const (
+	JupyterPasswordOutput = "jupyterPassword"
+	GrafanaPasswordOutput = "grafanaPassword"
+)
+
+// ShowSecretCommand prints a secret output of the stack. It reads the stack's state rather than
+// its config file, so it works wherever the stack keeps its secrets.
+func ShowSecretCommand(c *Config, output string) string {
+	return fmt.Sprintf("pulumi stack output --stack %s --show-secrets %s", c.Stack, output)
+}
+
 // StackOutputs are the stack's outputs: the namespace, every endpoint with the command that
 // reaches it, the `kubectl exec` commands that replace the old `goto tower N` / `goto carrier N`
-// helpers and the tower hostnames. Nothing secret is among them.
+// helpers and the tower hostnames. The one secret among them, the Jupyter password, is a secret
+// output (encrypted in state, shown only with --show-secrets): the printed command reads it from
+// the stack, which works wherever the stack's config is kept (a shadow config file included).
 func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayInput) pulumi.Map {
 	out := pulumi.Map{"namespace": pulumi.String(c.Namespace)}
 	if agents := c.GPUAgentsNamespace(); agents != "" {
@@ -253,7 +289,8 @@ func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayIn
 		out["gotoCarrier"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -- bash", c.Namespace, CarrierName))
 	}
 	if c.Entrypoint.Jupyter {
-		out["jupyterPasswordCommand"] = pulumi.String("pulumi config get kolotoc:jupyterPassword")
+		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))
+		out["jupyterPasswordCommand"] = pulumi.String(ShowSecretCommand(c, JupyterPasswordOutput))
 	}
 	pools := make([]string, 0, len(c.NodePools))
 	for _, p := range c.NodePools {

@@ -28,6 +28,7 @@ const readStackOutputs = "pulumi:pulumi:readStackOutputs"
 //     file store's name derives from cluster.name.
 //   - storage.type: a different type is different resources; the old ones are deleted.
 //   - storage.server, storage.path (nfs): the volume's NFS source is immutable.
+//   - storage.path (local): the volume's host directory is immutable.
 //   - cluster.region, cluster.project, cluster.network, storage.tier, storage.zone (filestore):
 //     Filestore cannot move, change tier or change network in place.
 //   - cluster.region (efs), cluster.region, storage.tier, storage.account (azurefiles): an EFS file
@@ -47,6 +48,8 @@ func StorageIdentity(c *Config) map[string]string {
 	switch s.Type {
 	case StorageNFS:
 		id["storage.server"], id["storage.path"] = s.Server, s.Path
+	case StorageLocal:
+		id["storage.path"] = s.Path
 	case StorageFilestore:
 		id["cluster.region"], id["cluster.project"], id["cluster.network"] = c.Cluster.Region, c.Cluster.Project, c.Cluster.Network
 		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone

@@ -13,9 +13,15 @@ const (
 )
 
 // devRaw is the committed dev stack with its secrets set, as `make up` sets them.
-func devRaw(t *testing.T) Raw {
+func devRaw(t *testing.T) Raw { return rawWithSecrets(t, "../Pulumi.dev.yaml") }
+
+// gpuRaw is the former dev layout (examples/gpu-dev: a GPU pool and a CPU pool, simulated),
+// as the dev stack with its secrets set: the base of the bad configs, which speak of GPUs and pools.
+func gpuRaw(t *testing.T) Raw { return rawWithSecrets(t, "../examples/gpu-dev/Pulumi.gpu-dev.yaml") }
+
+func rawWithSecrets(t *testing.T, path string) Raw {
 	t.Helper()
-	raw, err := ReadStackFile("../Pulumi.dev.yaml", "kolotoc", "dev", "")
+	raw, err := ReadStackFile(path, "kolotoc", "dev", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +33,8 @@ func devRaw(t *testing.T) Raw {
 }
 
 func TestCommittedStacksLoad(t *testing.T) {
-	for _, stack := range []string{"dev", "prod"} {
+	// dev runs CPU towers on the local real node (one rank each); prod 8-GPU towers.
+	for stack, gpus := range map[string]int{"dev": 0, "prod": 8} {
 		t.Run(stack, func(t *testing.T) {
 			raw, err := ReadStackFile("../Pulumi."+stack+".yaml", "kolotoc", stack, "")
 			if err != nil {
@@ -44,8 +51,8 @@ func TestCommittedStacksLoad(t *testing.T) {
 			if c.Namespace != "kolotoc-"+stack {
 				t.Errorf("namespace = %q, want kolotoc-%s", c.Namespace, stack)
 			}
-			if c.Towers.GPUsPerTower != 8 || c.Towers.Slots != 8 {
-				t.Errorf("towers: gpusPerTower %d slots %d, want 8 and 8", c.Towers.GPUsPerTower, c.Towers.Slots)
+			if slots := max(gpus, 1); c.Towers.GPUsPerTower != gpus || c.Towers.Slots != slots {
+				t.Errorf("towers: gpusPerTower %d slots %d, want %d and %d", c.Towers.GPUsPerTower, c.Towers.Slots, gpus, slots)
 			}
 		})
 	}
@@ -56,17 +63,22 @@ func TestDevDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Carriers.WorkersPerCarrier != 16 {
-		t.Errorf("carriers.workersPerCarrier = %d, want one per logical core of pool cpu (16)", c.Carriers.WorkersPerCarrier)
+	if p := c.Pool("node"); p == nil || !p.Real || p.GPUsPerNode != 0 || p.Nodes != 1 {
+		t.Errorf("pool node = %+v, want one real CPU node", p)
 	}
-	if c.Towers.Count != 2 || c.Towers.Pool != "gpu" || c.Towers.SSHPort != defaultSSHPort {
+	// CPU towers: one slot each unless told, on the real node.
+	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != defaultCPUTowerSlots || t0.SSHPort != defaultSSHPort {
 		t.Errorf("towers = %+v", c.Towers)
 	}
-	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "cpu" {
-		t.Errorf("cluster %+v entrypoint %+v", c.Cluster, c.Entrypoint)
+	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != defaultMountPath {
+		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
-	if !*c.DevicePlugin.Enabled {
-		t.Error("device plugin off on a stack with a GPU pool")
+	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "node" ||
+		c.Entrypoint.JupyterUI != JupyterNotebook || c.Carriers.Pool != "node" {
+		t.Errorf("cluster %+v entrypoint %+v carriers %+v", c.Cluster, c.Entrypoint, c.Carriers)
+	}
+	if *c.DevicePlugin.Enabled {
+		t.Error("device plugin on a stack without a GPU pool")
 	}
 	// Defaults fill zero values only: applying them again changes nothing.
 	again := *c
@@ -187,13 +199,25 @@ func TestBadConfigs(t *testing.T) {
 		{name: "namespace too long for the GPU agents' namespace", set: map[string]string{"namespace": "kolotoc-" + strings.Repeat("x", 50)}, wantKey: "namespace", wantMsg: "at most 52 characters with GPU nodes"},
 		{name: "more Dask processes than the policy's port range", set: map[string]string{"carriers": `{"workersPerCarrier":1001}`}, wantKey: "carriers.workersPerCarrier", wantMsg: "allowed: 1..1000"},
 		{name: "allowReplace not a bool", set: map[string]string{"storage": `{"allowReplace":"yes"}`}, wantKey: "storage.allowReplace", wantMsg: "want true or false"},
+		// The local real node: real pools, CPU towers, local storage, small requests.
+		{name: "real pool outside the simulated cloud", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a"},{"name":"cpu","real":true}]`}, wantKey: "nodePools[1].real", wantMsg: "only with cloud simulated; allowed on existing: false"},
+		{name: "real pool with GPUs", set: map[string]string{"nodePools": `[{"name":"gpu","real":true,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100"},{"name":"cpu"}]`}, wantKey: "nodePools[0].gpusPerNode", wantMsg: "allowed with real: true: 0"},
+		{name: "real pool with taints", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a"},{"name":"cpu","real":true,"taints":[{"key":"x","value":"y","effect":"NoSchedule"}]}]`}, wantKey: "nodePools[1].taints", wantMsg: "registers no Node"},
+		{name: "more CPU towers than the pool holds", set: map[string]string{"towers": `{"pool":"cpu","gpusPerTower":0,"count":5}`}, wantKey: "towers.count", wantMsg: "allowed: 1..4"},
+		{name: "local storage on a cloud", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "storage": `{"type":"local"}`}, wantKey: "storage.type", wantMsg: "a directory of one node"},
+		{name: "protected local storage", set: map[string]string{"storage": `{"type":"local","protect":true}`}, wantKey: "storage.protect", wantMsg: "allowed with local: false"},
+		{name: "unknown Jupyter UI", set: map[string]string{"entrypoint": `{"jupyterUI":"retro"}`}, wantKey: "entrypoint.jupyterUI", wantMsg: "allowed: lab, notebook"},
+		{name: "entrypoint requests beyond its node", set: map[string]string{"entrypoint": `{"jupyterMemory":"64Gi"}`}, wantKey: "entrypoint.pool", wantMsg: "more than a node of pool \"cpu\""},
+		{name: "bad sentinel CPU", set: map[string]string{"sentinels": `{"enabled":true,"cpu":"lots"}`}, wantKey: "sentinels.cpu", wantMsg: "quantity"},
+		{name: "bad carrier CPU", set: map[string]string{"carriers": `{"cpu":"0"}`}, wantKey: "carriers.cpu", wantMsg: "not a positive CPU quantity"},
+		{name: "launcher memory larger than its node", set: map[string]string{"towers": `{"launcherMemory":"1Ti"}`}, wantKey: "towers.launcherMemory", wantMsg: "more than a node of pool \"cpu\""},
 	}
 	if len(cases) < 20 {
 		t.Fatalf("only %d bad configs; keep at least 20", len(cases))
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			raw := devRaw(t)
+			raw := gpuRaw(t)
 			for k, v := range tc.set {
 				raw.Values["kolotoc:"+k] = v
 			}

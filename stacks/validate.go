@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kolotoc/components/meta"
 )
 
 // Object names that the components give their pods and Services. Validation uses them to check
@@ -27,7 +29,8 @@ const minPasswordLength = 12
 
 var (
 	allowedClouds       = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
-	allowedStorage      = []string{StorageInClusterNFS, StorageNFS, StorageFilestore, StorageEFS, StorageAzureFiles}
+	allowedStorage      = []string{StorageInClusterNFS, StorageNFS, StorageLocal, StorageFilestore, StorageEFS, StorageAzureFiles}
+	allowedJupyterUIs   = []string{JupyterLab, JupyterNotebook}
 	allowedScratch      = []string{ScratchEmptyDir, ScratchHostPath}
 	allowedServiceTypes = []string{ServiceClusterIP, ServiceLoadBalancer}
 	allowedEffects      = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
@@ -93,7 +96,7 @@ func (c *Config) validatePools(v *validator) {
 			}
 			seen[p.Name] = true
 			// The longest node name the simulated cloud generates: <cluster>-<pool>-<index>.
-			if c.Cloud == CloudSimulated {
+			if c.Cloud == CloudSimulated && !p.Real {
 				longest := fmt.Sprintf("%s-%s-%d", c.Cluster.Name, p.Name, max(p.Nodes, p.MaxNodes)-1)
 				if len(longest) > validation.DNS1123LabelMaxLength {
 					v.add(k+".name", p.Name, fmt.Sprintf("node name %q would be %d characters; at most %d (shorten cluster.name or the pool name)",
@@ -113,6 +116,9 @@ func (c *Config) validatePools(v *validator) {
 		}
 		v.positive(k+".cpus", p.CPUs)
 		v.quantity(k+".memory", p.Memory)
+		if p.Real {
+			c.validateRealPool(v, k, p)
+		}
 		if p.LocalSSDs < 0 {
 			v.add(k+".localSsds", strconv.Itoa(p.LocalSSDs), "must be 0 or more")
 		}
@@ -134,6 +140,26 @@ func (c *Config) validatePools(v *validator) {
 	}
 }
 
+// validateRealPool checks a pool that is the local cluster's real node(s): only the simulated
+// cloud has them, they carry no GPU, and no Node is registered for them, so Kolotoc cannot give
+// them labels or taints.
+func (c *Config) validateRealPool(v *validator, k string, p NodePool) {
+	if c.Cloud != CloudSimulated && c.Cloud != "" {
+		v.add(k+".real", "true", fmt.Sprintf("a real pool is the local cluster's real node (label %s=%s), only with cloud %s; allowed on %s: false",
+			meta.RealNodeLabel, meta.RealNodeValue, CloudSimulated, c.Cloud))
+	}
+	if p.GPUsPerNode != 0 {
+		v.add(k+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), "the local real node has no GPU (GPU shapes run on simulated pools); allowed with real: true: 0")
+	}
+	if len(p.Labels) > 0 {
+		v.add(k+".labels", "(set)", "a real pool registers no Node, so its labels cannot be applied (workloads select "+
+			meta.RealNodeLabel+"="+meta.RealNodeValue+"); remove them")
+	}
+	if len(p.Taints) > 0 {
+		v.add(k+".taints", "(set)", "a real pool registers no Node, so its taints cannot be applied; remove them")
+	}
+}
+
 func (c *Config) validateStorage(v *validator) {
 	s := c.Storage
 	v.oneOf("storage.type", s.Type, allowedStorage)
@@ -142,6 +168,15 @@ func (c *Config) validateStorage(v *validator) {
 	}
 	if c.InClusterNFS() {
 		v.image("storage.image", s.Image)
+	}
+	if s.Type == StorageLocal {
+		if s.Protect {
+			v.add("storage.protect", "true", "storage.type local is a directory of one node, which Kolotoc cannot protect (it outlives the stack on that node only); "+
+				"allowed with local: false (keep checkpoints that must survive on nfs or a cloud file store)")
+		}
+		if s.Server != "" {
+			v.add("storage.server", s.Server, "only for storage.type nfs; storage.type local is storage.path on the node")
+		}
 	}
 	v.quantity("storage.size", s.Size)
 	v.absPath("storage.path", s.Path)
@@ -169,8 +204,11 @@ func (c *Config) validateTowers(v *validator) {
 	pool := v.pool(c, "towers.pool", t.Pool, true)
 	if pool != nil {
 		switch {
+		case pool.GPUsPerNode == 0 && t.GPUsPerTower != 0:
+			v.add("towers.pool", t.Pool, fmt.Sprintf("is a CPU pool (gpusPerNode 0); towers with gpusPerTower %d need a pool with GPUs (or set gpusPerTower 0 for CPU towers)",
+				t.GPUsPerTower))
 		case pool.GPUsPerNode == 0:
-			v.add("towers.pool", t.Pool, "is a CPU pool (gpusPerNode 0); towers need a pool with GPUs")
+			c.validateCPUTowers(v, pool)
 		case t.GPUsPerTower < 1 || t.GPUsPerTower > pool.GPUsPerNode:
 			v.add("towers.gpusPerTower", strconv.Itoa(t.GPUsPerTower),
 				fmt.Sprintf("pool %q has %d GPUs per node; allowed: 1..%d", pool.Name, pool.GPUsPerNode, pool.GPUsPerNode))
@@ -183,6 +221,9 @@ func (c *Config) validateTowers(v *validator) {
 			}
 		}
 		v.fits("towers", pool, t.CPU, t.Memory)
+	}
+	if lp := c.Pool(c.Entrypoint.Pool); lp != nil {
+		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
 	if t.Slots < 1 {
 		v.add("towers.slots", strconv.Itoa(t.Slots), "must be at least 1")
@@ -204,6 +245,25 @@ func (c *Config) validateTowers(v *validator) {
 			v.add("sentinels.threads", strconv.Itoa(c.Sentinels.Threads), "must be at least 1")
 		}
 		v.quantity("sentinels.memory", c.Sentinels.Memory)
+		v.quantity("sentinels.cpu", c.Sentinels.CPU)
+	}
+}
+
+// validateCPUTowers checks CPU towers (gpusPerTower 0) against their pool: as many towers as
+// the pool's nodes hold by CPU and memory requests.
+func (c *Config) validateCPUTowers(v *validator, pool *NodePool) {
+	t := c.Towers
+	cpu, errC := resource.ParseQuantity(t.CPU)
+	mem, errM := resource.ParseQuantity(t.Memory)
+	nodeMem, errN := resource.ParseQuantity(pool.Memory)
+	if errC != nil || errM != nil || errN != nil || cpu.Sign() <= 0 || mem.Sign() <= 0 {
+		return // reported by fits
+	}
+	perNode := min(int64(pool.CPUs)*1000/cpu.MilliValue(), nodeMem.Value()/mem.Value())
+	if capacity := perNode * int64(pool.MaxNodes); int64(t.Count) > capacity {
+		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+			"%d CPU towers × (%s CPU, %s) need more than pool %q has (%d nodes × %d cores, %s: %d towers per node); allowed: 1..%d",
+			t.Count, t.CPU, t.Memory, pool.Name, pool.MaxNodes, pool.CPUs, pool.Memory, perNode, capacity))
 	}
 }
 
@@ -214,7 +274,7 @@ func (c *Config) validateCarriers(v *validator) {
 	}
 	v.positive("carriers.count", k.Count)
 	if pool := v.pool(c, "carriers.pool", k.Pool, false); pool != nil {
-		v.fits("carriers", pool, "1", k.Memory)
+		v.fits("carriers", pool, k.CPU, k.Memory)
 	}
 	if k.WorkersPerCarrier < 1 {
 		v.add("carriers.workersPerCarrier", strconv.Itoa(k.WorkersPerCarrier), "must be at least 1")
@@ -244,7 +304,45 @@ func (c *Config) validateEntrypoint(v *validator) {
 	if e.TensorBoard {
 		v.image("entrypoint.tensorboardImage", e.TensorBoardImage)
 	}
-	v.pool(c, "entrypoint.pool", e.Pool, false)
+	v.oneOf("entrypoint.jupyterUI", e.JupyterUI, allowedJupyterUIs)
+	pool := v.pool(c, "entrypoint.pool", e.Pool, false)
+	// The pod's containers: the scheduler always, Jupyter and TensorBoard when enabled.
+	containers := []struct {
+		on             bool
+		name           string
+		cpu, mem       string
+		cpuKey, memKey string
+	}{
+		{true, "dask-scheduler", e.SchedulerCPU, e.SchedulerMemory, "entrypoint.schedulerCpu", "entrypoint.schedulerMemory"},
+		{e.Jupyter, "jupyter", e.JupyterCPU, e.JupyterMemory, "entrypoint.jupyterCpu", "entrypoint.jupyterMemory"},
+		{e.TensorBoard, "tensorboard", e.TensorBoardCPU, e.TensorBoardMemory, "entrypoint.tensorboardCpu", "entrypoint.tensorboardMemory"},
+	}
+	var cpu, mem resource.Quantity
+	valid := true
+	for _, ct := range containers {
+		if !ct.on {
+			continue
+		}
+		q, errC := resource.ParseQuantity(ct.cpu)
+		m, errM := resource.ParseQuantity(ct.mem)
+		if errC != nil || q.Sign() <= 0 {
+			v.add(ct.cpuKey, ct.cpu, "not a positive CPU quantity such as 500m or 2")
+			valid = false
+		}
+		if errM != nil || m.Sign() <= 0 {
+			v.add(ct.memKey, ct.mem, "not a positive memory quantity such as 2Gi")
+			valid = false
+		}
+		cpu.Add(q)
+		mem.Add(m)
+	}
+	if pool != nil && valid {
+		nodeMem, err := resource.ParseQuantity(pool.Memory)
+		if cpu.MilliValue() > int64(pool.CPUs)*1000 || (err == nil && mem.Cmp(nodeMem) > 0) {
+			v.add("entrypoint.pool", e.Pool, fmt.Sprintf("the entrypoint's containers request %s CPU and %s together, more than a node of pool %q has (%d cores, %s); "+
+				"lower entrypoint.*Cpu / *Memory or pick a larger pool", cpu.String(), mem.String(), pool.Name, pool.CPUs, pool.Memory))
+		}
+	}
 }
 
 type validator struct{ errs []FieldError }
@@ -336,22 +434,28 @@ func (v *validator) pool(c *Config, key, name string, gpu bool) *NodePool {
 	return p
 }
 
-// fits checks that a pod's CPU and memory requests fit one node of the pool.
+// fits checks that a pod's CPU and memory requests (keys <prefix>.cpu, <prefix>.memory) fit one
+// node of the pool.
 func (v *validator) fits(prefix string, p *NodePool, cpu, mem string) {
+	v.fitsKeys(prefix+".cpu", prefix+".memory", p, cpu, mem)
+}
+
+// fitsKeys is fits with the keys of the CPU and memory requests named in full.
+func (v *validator) fitsKeys(cpuKey, memKey string, p *NodePool, cpu, mem string) {
 	c, errC := resource.ParseQuantity(cpu)
 	m, errM := resource.ParseQuantity(mem)
 	if errC != nil || c.Sign() <= 0 {
-		v.add(prefix+".cpu", cpu, "not a positive CPU quantity such as 4 or 500m")
+		v.add(cpuKey, cpu, "not a positive CPU quantity such as 4 or 500m")
 	}
 	if errM != nil || m.Sign() <= 0 {
-		v.add(prefix+".memory", mem, "not a positive memory quantity such as 16Gi")
+		v.add(memKey, mem, "not a positive memory quantity such as 16Gi")
 	}
 	nodeMem, err := resource.ParseQuantity(p.Memory)
 	if errC == nil && c.MilliValue() > int64(p.CPUs)*1000 {
-		v.add(prefix+".cpu", cpu, fmt.Sprintf("more than a node of pool %q has (%d cores)", p.Name, p.CPUs))
+		v.add(cpuKey, cpu, fmt.Sprintf("more than a node of pool %q has (%d cores)", p.Name, p.CPUs))
 	}
 	if errM == nil && err == nil && m.Cmp(nodeMem) > 0 {
-		v.add(prefix+".memory", mem, fmt.Sprintf("more than a node of pool %q has (%s)", p.Name, p.Memory))
+		v.add(memKey, mem, fmt.Sprintf("more than a node of pool %q has (%s)", p.Name, p.Memory))
 	}
 }
 

@@ -143,7 +143,8 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 }
 
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach
-// them, and what a training script needs to know. Nothing secret is among them.
+// them, and what a training script needs to know. The one secret, Grafana's admin password, is a
+// secret output (encrypted in state); the printed command shows it from the stack's state.
 func WorkloadOutputs(c *Config) pulumi.Map {
 	out := pulumi.Map{}
 	ns := c.Namespace
@@ -179,7 +180,8 @@ func WorkloadOutputs(c *Config) pulumi.Map {
 		}
 		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
 		out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
-		out["grafanaPasswordCommand"] = pulumi.String("pulumi config get kolotoc:grafanaPassword")
+		out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
+		out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
 	}
 	return out
 }

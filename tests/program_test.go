@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/stacks"
 )
@@ -28,17 +29,20 @@ const (
 	tProvider    = "pulumi:providers:kubernetes"
 )
 
-// layouts are the committed stacks as the tests deploy them. prod is a GKE stack; until the
-// clouds land its layout is checked the way design.md prescribes: the same pools on the
-// simulated cloud, node for node.
+// layouts are the committed stacks as the tests deploy them. dev runs CPU towers on the local
+// cluster's real node; prod is a GKE stack, checked here the way design.md prescribes: the same
+// pools on the simulated cloud, node for node.
 var layouts = []struct {
 	name, stack string
 	towers      int
-	gpus        int
+	gpus        int               // per tower; 0: CPU towers
+	slots       int               // per tower in the hostfile
+	selector    map[string]string // the towers' node selector
 	overrides   map[string]string
 }{
-	{name: "dev", stack: "dev", towers: 2, gpus: 8},
-	{name: "prod-simulated", stack: "prod", towers: 8, gpus: 8, overrides: map[string]string{"cloud": "simulated", "cluster": `{"name":"kolotoc-prod"}`}},
+	{name: "dev", stack: "dev", towers: 2, gpus: 0, slots: 1, selector: map[string]string{"kolotoc.dev/real-node": "true"}},
+	{name: "prod-simulated", stack: "prod", towers: 8, gpus: 8, slots: 8, selector: map[string]string{"kolotoc.dev/pool": "gpu", "kolotoc.dev/cluster": "kolotoc-prod"},
+		overrides: map[string]string{"cloud": "simulated", "cluster": `{"name":"kolotoc-prod"}`}},
 }
 
 func layoutRaw(t *testing.T, i int) stacks.Raw {
@@ -113,19 +117,25 @@ func TestTowers(t *testing.T) {
 			if get(tower, "name") != "tower" {
 				t.Fatalf("first container is %v", get(tower, "name"))
 			}
-			want := fmt.Sprint(l.gpus)
+			var want any = fmt.Sprint(l.gpus)
+			if l.gpus == 0 {
+				want = nil // CPU towers request no GPU and tolerate no GPU taint
+			}
 			if got := get(tower, "resources", "limits", "nvidia.com/gpu"); got != want {
-				t.Errorf("GPU limit = %v, want %s", got, want)
+				t.Errorf("GPU limit = %v, want %v", got, want)
 			}
 			if got := get(tower, "resources", "requests", "nvidia.com/gpu"); got != want {
-				t.Errorf("GPU request = %v, want %s", got, want)
+				t.Errorf("GPU request = %v, want %v", got, want)
 			}
 			tol := get(pod, "tolerations", "[0]")
-			if get(tol, "key") != "nvidia.com/gpu" || get(tol, "effect") != "NoSchedule" {
+			if l.gpus > 0 && (get(tol, "key") != "nvidia.com/gpu" || get(tol, "effect") != "NoSchedule") {
 				t.Errorf("towers do not tolerate the GPU taint: %v", get(pod, "tolerations"))
 			}
-			if got := get(pod, "nodeSelector", "kolotoc.dev/pool"); got != "gpu" {
-				t.Errorf("towers select pool %v, want gpu", got)
+			if l.gpus == 0 && get(pod, "tolerations") != nil {
+				t.Errorf("CPU towers tolerate %v", get(pod, "tolerations"))
+			}
+			if got, want := fmt.Sprint(get(pod, "nodeSelector")), fmt.Sprint(l.selector); got != want {
+				t.Errorf("towers select %v, want %v", got, want)
 			}
 
 			hostfile, _ := get(inputs(rec.one(t, tConfigMap, "towers-scripts")), "data", "hostfile").(string)
@@ -135,7 +145,7 @@ func TestTowers(t *testing.T) {
 			}
 			ns := "kolotoc-" + l.stack
 			for j, line := range lines {
-				if w := fmt.Sprintf("tower-%d.tower.%s.svc slots=%d", j, ns, l.gpus); line != w {
+				if w := fmt.Sprintf("tower-%d.tower.%s.svc slots=%d", j, ns, l.slots); line != w {
 					t.Errorf("hostfile line %d = %q, want %q", j, line, w)
 				}
 			}
@@ -148,8 +158,8 @@ func TestTowers(t *testing.T) {
 				t.Errorf("`pulumi up` would wait hours for the training run: skipAwait = %v", got)
 			}
 			env := get(inputs(job), "spec", "template", "spec", "containers", "[0]", "env")
-			if !strings.Contains(fmt.Sprint(env), fmt.Sprintf("value:%d", l.towers*l.gpus)) {
-				t.Errorf("launcher KOLOTOC_NP is not towers × slots = %d: %v", l.towers*l.gpus, env)
+			if !strings.Contains(fmt.Sprint(env), fmt.Sprintf("value:%d", l.towers*l.slots)) {
+				t.Errorf("launcher KOLOTOC_NP is not towers × slots = %d: %v", l.towers*l.slots, env)
 			}
 		})
 	}
@@ -159,6 +169,13 @@ func TestDevicePluginOnlyOnGPUNodes(t *testing.T) {
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			rec := deploy(t, layoutRaw(t, i))
+			if l.gpus == 0 {
+				// No GPU pool: no device plugin, no GPU agents' namespace.
+				if n := len(rec.ofType(tDaemonSet)); n != 0 {
+					t.Errorf("%d DaemonSets on a stack without GPUs", n)
+				}
+				return
+			}
 			ds := inputs(rec.one(t, tDaemonSet, "device-plugin"))
 			sel, _ := get(ds, "spec", "template", "spec", "nodeSelector").(map[string]any)
 			if len(sel) == 0 {
@@ -289,11 +306,12 @@ func TestResourceCountIndependentOfRanks(t *testing.T) {
 }
 
 // TestStorageProtection: with storage.protect the claim and volume carry Pulumi's protect option
-// and the volume keeps its data (Retain); without it neither.
+// and the volume keeps its data (Retain); without it neither. (The in-cluster NFS server of the
+// prod layout on the simulated cloud.)
 func TestStorageProtection(t *testing.T) {
 	for _, protect := range []bool{true, false} {
 		t.Run(fmt.Sprint(protect), func(t *testing.T) {
-			raw := layoutRaw(t, 0)
+			raw := layoutRaw(t, 1)
 			raw.Values["kolotoc:storage"] = fmt.Sprintf(`{"protect":%v}`, protect)
 			rec := deploy(t, raw)
 			pv, pvc := rec.one(t, tPV, "storage"), rec.one(t, tPVC, "storage")
@@ -311,31 +329,47 @@ func TestStorageProtection(t *testing.T) {
 	}
 }
 
+// TestOutputs: every layout exports its endpoints and commands; the Jupyter password is among
+// them only as a secret output (encrypted in state), which the printed command shows from the
+// stack's state; no other output carries secret material.
 func TestOutputs(t *testing.T) {
-	raw := layoutRaw(t, 0)
-	cfg, err := stacks.Load(raw)
-	if err != nil {
-		t.Fatal(err)
+	for i, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			raw := layoutRaw(t, i)
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs := resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg), pulumi.StringArray{}))
+			for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "jupyterPassword", "jupyterPasswordCommand",
+				"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnames", "launcherLogs"} {
+				if _, ok := outs[k]; !ok {
+					t.Errorf("output %s missing", k)
+				}
+			}
+			for k, o := range outs {
+				if k == stacks.JupyterPasswordOutput {
+					if !o.secret || o.value != testPassword {
+						t.Errorf("output %s: secret=%v, want the password as a secret", k, o.secret)
+					}
+					continue
+				}
+				if o.secret {
+					t.Errorf("output %s is secret; only %s should be", k, stacks.JupyterPasswordOutput)
+				}
+				if text := fmt.Sprint(o.value); strings.Contains(text, testPassword) || strings.Contains(text, testSeed) {
+					t.Errorf("output %s carries secret material in plain text", k)
+				}
+			}
+			if got, want := outs["jupyterPasswordCommand"].value, "pulumi stack output --stack "+l.stack+" --show-secrets jupyterPassword"; got != want {
+				t.Errorf("jupyterPasswordCommand = %v, want %s (it must not read the config file, which a stack may keep elsewhere)", got, want)
+			}
+			wantPath := map[string]string{"dev": "/tree", "prod-simulated": "/lab"}[l.name] // dev runs the classic Notebook
+			if u, _ := outs["jupyterLocalUrl"].value.(string); !strings.HasSuffix(u, ":8888"+wantPath) {
+				t.Errorf("jupyterLocalUrl = %v, want http://localhost:8888%s", u, wantPath)
+			}
+		})
 	}
-	// The outputs are exported as plain strings; none may carry secret material.
-	b, err := json.Marshal(stackOutputKeys(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "tensorboardUrl", "daskDashboardUrl",
-		"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnames", "launcherLogs"} {
-		if !bytes.Contains(b, []byte(`"`+k+`"`)) {
-			t.Errorf("output %s missing from %s", k, b)
-		}
-	}
-}
-
-func stackOutputKeys(c *stacks.Config) []string {
-	var keys []string
-	for k := range stacks.StackOutputs(c, stacks.EntrypointArgs(c), nil) {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 func isSecret(v resource.PropertyValue) bool {

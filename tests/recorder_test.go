@@ -15,6 +15,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"gopkg.in/yaml.v3"
 
 	"kolotoc/stacks"
@@ -286,4 +287,31 @@ func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]a
 		t.Fatal("no GPU node among the simulated nodes")
 	}
 	return gpu
+}
+
+// output is one stack output once resolved: its value and whether it is a secret.
+type output struct {
+	value  any
+	secret bool
+}
+
+// resolveOutputs resolves stack outputs under the mock, keeping which are secret: a secret
+// output is stored encrypted in state and shown only with --show-secrets.
+func resolveOutputs(t *testing.T, raw stacks.Raw, outs pulumi.Map) map[string]output {
+	t.Helper()
+	got := map[string]output{}
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		for k, v := range outs {
+			r, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.ToOutput(v))
+			if err != nil {
+				return fmt.Errorf("output %s: %w", k, err)
+			}
+			got[k] = output{value: r.Value, secret: r.Secret}
+		}
+		return nil
+	}, pulumi.WithMocks(raw.Project, raw.Stack, &recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

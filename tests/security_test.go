@@ -38,9 +38,12 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 		"dev":            layoutRaw(t, 0),
 		"prod-simulated": layoutRaw(t, 1),
 		"workloads":      workloadsRaw(t, nil),
-		// Every privileged option at once, a LoadBalancer, monitoring beside the towers.
+		// Every privileged option at once, a LoadBalancer, monitoring beside the towers, on
+		// simulated GPU and CPU pools.
 		"dev-options": stackRaw(t, "dev", map[string]string{
 			"cluster":         kc(),
+			"nodePools":       `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16"}]`,
+			"carriers":        `{"count":1,"pool":"cpu"}`,
 			"towers":          `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`,
 			"storage":         `{"scratch":{"type":"hostPath","path":"/mnt/disks/ssd0"}}`,
 			"entrypoint":      `{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"]}`,
@@ -233,8 +236,8 @@ func TestPodSecurityLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPrivileged := map[string]bool{ // the stack namespace, by layout
-		"dev": true, "prod-simulated": true, "workloads": true, "workloads-variant": true, "dev-options": true, // in-cluster NFS (+ options)
-		"dev-baseline": false, "prod": false, "aws": false, "azure": false,
+		"prod-simulated": true, "workloads": true, "workloads-variant": true, "dev-options": true, // in-cluster NFS (+ options)
+		"dev": false, "dev-baseline": false, "prod": false, "aws": false, "azure": false, // local directory, external NFS, cloud file stores
 	}
 	for name, raw := range securityLayouts(t) {
 		t.Run(name, func(t *testing.T) {
@@ -438,7 +441,9 @@ func TestNetworkPolicies(t *testing.T) {
 				ns + "/dask-scheduler": {pods: is["dask-scheduler"], from: daskPeers, cidrs: lb, ports: namedPorts(is["dask-scheduler"], "scheduler")},
 				ns + "/dask-workers":   {pods: is["dask-worker"], from: daskPeers, ports: []int{40000, 41000}},
 				ns + "/entrypoint-ui":  {pods: ifAny(uiPorts, is["dask-scheduler"]), from: is["all:"+ns], cidrs: lb, ports: uiPorts},
-				ns + "/tower-ssh":      {pods: comp("tower"), from: union(comp("tower"), comp("launcher")), ports: namedPorts(comp("tower"), "ssh")},
+				// mpirun: ssh, then orted and ranks on ports picked at run time, both ways.
+				ns + "/mpi-towers":     {pods: comp("tower"), from: union(comp("tower"), comp("launcher"))},
+				ns + "/mpi-launcher":   {pods: comp("launcher"), from: comp("tower")},
 				ns + "/nfs-server":     {pods: comp("nfs-server"), cidrs: anywhere, ports: namedPorts(comp("nfs-server"), "nfs", "mountd", "rpcbind")},
 				ns + "/etcd-clients":   {pods: comp("etcd"), from: union(comp("etcd"), is["etcd-client"]), ports: namedPorts(comp("etcd"), "client")},
 				ns + "/etcd-peers":     {pods: comp("etcd"), from: comp("etcd"), ports: namedPorts(comp("etcd"), "peer")},

@@ -20,9 +20,6 @@ const (
 	carrierComponent = "carrier"
 	// dashboardPort is every dask-worker's own dashboard/metrics port.
 	dashboardPort = 8790
-	// workerCPURequest: cores a carrier requests. Dask's worker processes share the node's cores;
-	// requesting them all would leave no room for the entrypoint on a one-node pool.
-	workerCPURequest = "1"
 )
 
 // CarrierComponent is the carriers' component label, for the NetworkPolicies that select them.
@@ -41,8 +38,15 @@ const (
 	MaxProcesses = 1000
 )
 
-// portRange is dask's <first>:<last> form of a range of n ports.
-func portRange(first, n int) string { return fmt.Sprintf("%d:%d", first, first+max(n, 1)-1) }
+// portRange is dask's <first>:<last> form of a range of n ports, or the one port when n is 1:
+// dask refuses a range whose last port is not above its first ("port_stop must be greater than
+// port_start"), so "40000:40000" would stop a one-process worker from starting.
+func portRange(first, n int) string {
+	if n <= 1 {
+		return fmt.Sprint(first)
+	}
+	return fmt.Sprintf("%d:%d", first, first+n-1)
+}
 
 // CarrierArgs are the carriers' inputs.
 type CarrierArgs struct {
@@ -50,6 +54,7 @@ type CarrierArgs struct {
 	Name      string // StatefulSet and headless Service name; pods are <Name>-<i>
 	Count     int    // carrier pods
 	Workers   int    // dask worker processes per carrier
+	CPU       string // CPU request per carrier (quantity); the limit is one core per process
 	Memory    string // memory request and limit per carrier (quantity)
 	Image     string
 	Pool      string // CPU pool
@@ -107,7 +112,7 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{
 						Name: "dask-worker", Image: a.Image, Scheduler: a.Scheduler,
-						Processes: a.Workers, Threads: 1, CPU: workerCPURequest, Memory: a.Memory,
+						Processes: a.Workers, Threads: 1, CPU: a.CPU, Memory: a.Memory,
 						Mounts:   corev1.VolumeMountArray{storage.Mount("shared", a.MountPath), storage.Mount("scratch", a.Scratch.MountPath)},
 						LocalDir: a.Scratch.MountPath,
 					})},
@@ -166,11 +171,12 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 	}
 }
 
-// Sentinel renders the dask-worker that runs beside each tower.
-func Sentinel(image, scheduler string, threads int, memory, mountPath, scratchPath string) corev1.ContainerArgs {
+// Sentinel renders the dask-worker that runs beside each tower: one process of threads threads,
+// requesting cpu and memory (quantities).
+func Sentinel(image, scheduler string, threads int, cpu, memory, mountPath, scratchPath string) corev1.ContainerArgs {
 	return Worker(WorkerArgs{
 		Name: "sentinel", Image: image, Scheduler: scheduler, Processes: 1, Threads: threads,
-		CPU: "500m", Memory: memory,
+		CPU: cpu, Memory: memory,
 		Mounts:   corev1.VolumeMountArray{storage.Mount("shared", mountPath), storage.Mount("scratch", scratchPath)},
 		LocalDir: scratchPath,
 	})

@@ -1,6 +1,6 @@
 // Package entrypoint runs the scheduler node: dask-scheduler (with the Dask dashboard),
-// JupyterLab and TensorBoard in one Deployment behind one Service, and computes the URLs and
-// `kubectl port-forward` commands that reach them.
+// Jupyter (JupyterLab, or the classic Notebook) and TensorBoard in one Deployment behind one
+// Service, and computes the URLs and `kubectl port-forward` commands that reach them.
 package entrypoint
 
 import (
@@ -11,6 +11,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/components/meta"
 	"kolotoc/components/storage"
@@ -25,6 +26,22 @@ const (
 )
 
 const component = "entrypoint"
+
+// Jupyter front ends (Args.JupyterUI).
+const (
+	// UILab is JupyterLab on jupyter_server, started by the Jupyter docker stacks'
+	// start-notebook.py; users land on /lab.
+	UILab = "lab"
+	// UINotebook is the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which packages no
+	// JupyterLab; users land on /tree.
+	UINotebook = "notebook"
+)
+
+// Resources are one container's requests (quantities); memory is also its limit.
+type Resources struct {
+	CPU    string
+	Memory string
+}
 
 // Component is the entrypoint's component label, for the NetworkPolicies that select its pod.
 const Component = component
@@ -42,11 +59,19 @@ type Args struct {
 	DaskImage        string
 	JupyterImage     string
 	TensorBoardImage string
+	JupyterUI        string // UILab (default when empty) | UINotebook
 	Pool             string
-	JupyterPassword  pulumi.StringInput // secret; becomes JupyterLab's login token
-	Claim            string
-	MountPath        string
-	Labels           meta.Labels
+
+	// Requests of the containers. The CPU limits are schedulerCPULimit, jupyterCPULimit and
+	// tensorBoardCPULimit, or the request when it is larger.
+	Scheduler            Resources
+	JupyterResources     Resources
+	TensorBoardResources Resources
+
+	JupyterPassword pulumi.StringInput // secret; becomes JupyterLab's login token
+	Claim           string
+	MountPath       string
+	Labels          meta.Labels
 }
 
 // Endpoint is one service of the entrypoint as users reach it.
@@ -111,7 +136,7 @@ func Endpoints(a *Args) map[string]Endpoint {
 		}
 	}
 	if a.Jupyter {
-		add("jupyter", "http", JupyterPort, "/lab")
+		add("jupyter", "http", JupyterPort, jupyterPath(a))
 	}
 	if a.TensorBoard {
 		add("tensorboard", "http", TensorBoardPort, "/")
@@ -138,10 +163,74 @@ func port(name string, p int) corev1.ContainerPortArray {
 	return corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String(name), ContainerPort: pulumi.Int(p)}}
 }
 
-func resources(cpu, cpuLimit, mem string) *corev1.ResourceRequirementsArgs {
+// CPU limits of the containers (cores), unless the request is larger: room for bursts (a
+// notebook's kernels, the scheduler's graph building) without one container starving the pod.
+const (
+	schedulerCPULimit   = "2"
+	jupyterCPULimit     = "4"
+	tensorBoardCPULimit = "2"
+)
+
+func resources(r Resources, cpuLimit string) *corev1.ResourceRequirementsArgs {
+	if l, errL := resource.ParseQuantity(cpuLimit); errL == nil {
+		if q, err := resource.ParseQuantity(r.CPU); err == nil && q.Cmp(l) > 0 {
+			cpuLimit = r.CPU
+		}
+	}
 	return &corev1.ResourceRequirementsArgs{
-		Requests: pulumi.StringMap{"cpu": pulumi.String(cpu), "memory": pulumi.String(mem)},
-		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(mem)},
+		Requests: pulumi.StringMap{"cpu": pulumi.String(r.CPU), "memory": pulumi.String(r.Memory)},
+		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(r.Memory)},
+	}
+}
+
+// jupyterPath is where users land: /tree in the classic Notebook, /lab in JupyterLab.
+func jupyterPath(a *Args) string {
+	if a.JupyterUI == UINotebook {
+		return "/tree"
+	}
+	return "/lab"
+}
+
+// jupyterContainer runs Jupyter on JupyterPort with the shared claim as its root directory. Both
+// front ends read their login token from JUPYTER_TOKEN, set from the Secret; the value never
+// appears in the pod spec, only the Secret's name.
+func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerArgs {
+	name, args := "jupyterlab", pulumi.StringArray{
+		pulumi.String("start-notebook.py"),
+		pulumi.String(fmt.Sprintf("--ServerApp.port=%d", JupyterPort)),
+		pulumi.String("--ServerApp.ip=0.0.0.0"),
+		pulumi.String("--ServerApp.root_dir=" + a.MountPath),
+	}
+	if a.JupyterUI == UINotebook {
+		// The classic Notebook server (Notebook 6): its NotebookApp options; as root in the
+		// container it needs --allow-root.
+		name, args = "jupyter", pulumi.StringArray{
+			pulumi.String("jupyter"), pulumi.String("notebook"),
+			pulumi.String("--no-browser"), pulumi.String("--allow-root"),
+			pulumi.String("--NotebookApp.ip=0.0.0.0"),
+			pulumi.String(fmt.Sprintf("--NotebookApp.port=%d", JupyterPort)),
+			pulumi.String("--NotebookApp.notebook_dir=" + a.MountPath),
+		}
+	}
+	return corev1.ContainerArgs{
+		Name:  pulumi.String(name),
+		Image: pulumi.String(a.JupyterImage),
+		Args:  args,
+		Env: corev1.EnvVarArray{
+			corev1.EnvVarArgs{Name: pulumi.String("JUPYTER_TOKEN"), ValueFrom: &corev1.EnvVarSourceArgs{
+				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
+			}},
+			corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
+		},
+		Ports: port("jupyter", JupyterPort),
+		// /api answers without a login in both front ends.
+		ReadinessProbe: &corev1.ProbeArgs{
+			HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/api"), Port: pulumi.Int(JupyterPort)},
+			PeriodSeconds: pulumi.Int(10),
+		},
+		Resources:       resources(a.JupyterResources, jupyterCPULimit),
+		SecurityContext: noEscalation,
+		VolumeMounts:    shared,
 	}
 }
 
@@ -167,36 +256,11 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 		ReadinessProbe: &corev1.ProbeArgs{
 			TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(SchedulerPort)}, PeriodSeconds: pulumi.Int(10),
 		},
-		Resources:       resources("500m", "2", "2Gi"),
+		Resources:       resources(a.Scheduler, schedulerCPULimit),
 		SecurityContext: noEscalation,
 	}}
 	if a.Jupyter {
-		containers = append(containers, corev1.ContainerArgs{
-			Name:  pulumi.String("jupyterlab"),
-			Image: pulumi.String(a.JupyterImage),
-			Args: pulumi.StringArray{
-				pulumi.String("start-notebook.py"),
-				pulumi.String(fmt.Sprintf("--ServerApp.port=%d", JupyterPort)),
-				pulumi.String("--ServerApp.ip=0.0.0.0"),
-				pulumi.String("--ServerApp.root_dir=" + a.MountPath),
-			},
-			Env: corev1.EnvVarArray{
-				// jupyter_server reads its login token from JUPYTER_TOKEN; the value never
-				// appears in the pod spec, only the Secret's name.
-				corev1.EnvVarArgs{Name: pulumi.String("JUPYTER_TOKEN"), ValueFrom: &corev1.EnvVarSourceArgs{
-					SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
-				}},
-				corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
-			},
-			Ports: port("jupyter", JupyterPort),
-			ReadinessProbe: &corev1.ProbeArgs{
-				HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/api"), Port: pulumi.Int(JupyterPort)},
-				PeriodSeconds: pulumi.Int(10),
-			},
-			Resources:       resources("500m", "4", "4Gi"),
-			SecurityContext: noEscalation,
-			VolumeMounts:    shared,
-		})
+		containers = append(containers, jupyterContainer(a, shared))
 	}
 	if a.TensorBoard {
 		containers = append(containers, corev1.ContainerArgs{
@@ -212,7 +276,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			ReadinessProbe: &corev1.ProbeArgs{
 				TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
 			},
-			Resources:       resources("250m", "2", "2Gi"),
+			Resources:       resources(a.TensorBoardResources, tensorBoardCPULimit),
 			SecurityContext: noEscalation,
 			VolumeMounts:    shared,
 		})

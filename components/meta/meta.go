@@ -18,6 +18,11 @@ const (
 	// ClusterLabel marks simulated nodes with their stack's cluster name: several stacks share
 	// the one local cluster, and a pool named "gpu" in one must not take the pods of another.
 	ClusterLabel = "kolotoc.dev/cluster"
+	// RealNodeLabel marks the local cluster's real node(s) (kubelet + containerd, not kwok): a
+	// pool declared `real: true` is those nodes, registers no Node of its own, and its workloads
+	// select them by this label alone (value RealNodeValue).
+	RealNodeLabel = "kolotoc.dev/real-node"
+	RealNodeValue = "true"
 	// GPUResource is the extended resource the NVIDIA device plugin advertises.
 	GPUResource = "nvidia.com/gpu"
 	// GPUTaintKey, GPUTaintValue, GPUTaintEffect: the taint every GPU pool carries, so that only
@@ -37,6 +42,9 @@ type Labels struct {
 	Instance string // app.kubernetes.io/instance: the stack name
 	Version  string // app.kubernetes.io/version: the program's version
 	Cluster  string // when set (simulated cloud), pools are selected within this cluster's nodes only
+	// RealPools names the pools that are the local cluster's real nodes (simulated cloud, pools
+	// with real: true); they are selected by RealNodeLabel instead of pool and cluster labels.
+	RealPools map[string]bool
 }
 
 // For returns every label of an object of the given component.
@@ -119,8 +127,12 @@ func GPUToleration() corev1.TolerationArgs {
 	}
 }
 
-// PoolSelector selects the nodes of one pool (of this stack's cluster, on the simulated cloud).
+// PoolSelector selects the nodes of one pool (of this stack's cluster, on the simulated cloud),
+// or, for a real pool, the local cluster's real nodes: they carry no pool or cluster label.
 func (l Labels) PoolSelector(pool string) pulumi.StringMap {
+	if l.RealPools[pool] {
+		return pulumi.StringMap{RealNodeLabel: pulumi.String(RealNodeValue)}
+	}
 	sel := pulumi.StringMap{PoolLabel: pulumi.String(pool)}
 	if l.Cluster != "" {
 		sel[ClusterLabel] = pulumi.String(l.Cluster)

@@ -1,5 +1,5 @@
 // Package ring runs the MPI/Horovod "towers": a worker StatefulSet behind a headless Service, each
-// tower running sshd with its GPUs, and a launcher Job that waits for every tower, writes the
+// tower running sshd with its GPUs (or none: CPU towers), and a launcher Job that waits for every tower, writes the
 // hostfile and runs mpirun/horovodrun. The number of registered resources does not depend on the
 // number of towers.
 package ring
@@ -15,6 +15,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/components/meta"
 	"kolotoc/components/storage"
@@ -31,6 +32,10 @@ const (
 	launcherBackoffLimit = 2
 	// hostfilePath is where the launcher writes the hostfile for mpirun.
 	hostfilePath = "/root/hostfile"
+	// launcherCPULimit, launcherMemoryLimit: the launcher's limits (cores, bytes), unless its
+	// request is larger; ssh and mpirun compute nothing, but a wrapper script may.
+	launcherCPULimit    = "2"
+	launcherMemoryLimit = "4Gi"
 )
 
 // Component labels of the towers and the launcher, for the NetworkPolicies that select them.
@@ -57,28 +62,30 @@ var noEscalation = &corev1.SecurityContextArgs{
 
 // Args are the ring's inputs.
 type Args struct {
-	Namespace    pulumi.StringInput // namespace of every object
-	NamespaceDNS string             // the namespace's name, for hostnames in the hostfile
-	Name         string             // StatefulSet and headless Service name; pods are <Name>-<i>
-	LauncherName string             // launcher Job name
-	Towers       int                // number of towers
-	GPUsPerTower int                // nvidia.com/gpu per tower
-	Slots        int                // MPI slots per host
-	CPU          string             // CPU request per tower (quantity)
-	CPULimit     string             // CPU limit per tower (quantity); default CPU
-	Memory       string             // memory request and limit per tower (quantity)
-	Image        string             // tower and launcher image
-	Command      []string           // launcher command, run once every tower accepts ssh
-	HostNetwork  bool               // towers on the node network
-	SSHPort      int                // sshd port
-	Pool         string             // GPU pool of the towers
-	LauncherPool string             // pool of the launcher (needs no GPU)
-	SSHKeySeed   pulumi.StringInput // secret seed the ssh keys derive from
-	Claim        string             // shared claim name
-	MountPath    string             // where the claim is mounted
-	Scratch      storage.ScratchArgs
-	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
-	Labels       meta.Labels
+	Namespace      pulumi.StringInput // namespace of every object
+	NamespaceDNS   string             // the namespace's name, for hostnames in the hostfile
+	Name           string             // StatefulSet and headless Service name; pods are <Name>-<i>
+	LauncherName   string             // launcher Job name
+	Towers         int                // number of towers
+	GPUsPerTower   int                // nvidia.com/gpu per tower; 0 for CPU towers (no GPU request, no GPU toleration)
+	Slots          int                // MPI slots per host
+	CPU            string             // CPU request per tower (quantity)
+	CPULimit       string             // CPU limit per tower (quantity); default CPU
+	Memory         string             // memory request and limit per tower (quantity)
+	Image          string             // tower and launcher image
+	Command        []string           // launcher command, run once every tower accepts ssh
+	HostNetwork    bool               // towers on the node network
+	SSHPort        int                // sshd port
+	Pool           string             // pool of the towers
+	LauncherPool   string             // pool of the launcher (needs no GPU)
+	LauncherCPU    string             // CPU request of the launcher (quantity)
+	LauncherMemory string             // memory request of the launcher (quantity)
+	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
+	Claim          string             // shared claim name
+	MountPath      string             // where the claim is mounted
+	Scratch        storage.ScratchArgs
+	Sidecars       []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
+	Labels         meta.Labels
 }
 
 // Ring is the towers and their launcher.
@@ -94,8 +101,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args == nil {
 		return nil, errors.New("ring: args are required")
 	}
-	if args.Towers < 1 || args.Slots < 1 || args.GPUsPerTower < 1 {
-		return nil, fmt.Errorf("ring %q: towers, slots and gpusPerTower must be at least 1", name)
+	if args.Towers < 1 || args.Slots < 1 || args.GPUsPerTower < 0 {
+		return nil, fmt.Errorf("ring %q: towers and slots must be at least 1, gpusPerTower at least 0", name)
+	}
+	if args.LauncherCPU == "" || args.LauncherMemory == "" {
+		return nil, fmt.Errorf("ring %q: the launcher's CPU and memory requests are required", name)
 	}
 	r := &Ring{}
 	if err := ctx.RegisterComponentResource("kolotoc:ring:Ring", name, r, opts...); err != nil {
@@ -169,8 +179,8 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 }
 
 // RenderStatefulSet builds the towers. Pods start in parallel (OrderedReady takes 2.3× longer at
-// 128 ranks), request their GPUs, tolerate the GPU taint, select their pool and prefer one tower
-// per node.
+// 128 ranks), request their GPUs and tolerate the GPU taint (CPU towers do neither), select their
+// pool and prefer one tower per node.
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	volumes, mounts := podVolumes(a)
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
@@ -187,16 +197,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			TcpSocket:     &corev1.TCPSocketActionArgs{Port: pulumi.Int(a.SSHPort)},
 			PeriodSeconds: pulumi.Int(5),
 		},
-		Resources: &corev1.ResourceRequirementsArgs{
-			Requests: pulumi.StringMap{
-				"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory),
-				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
-			},
-			Limits: pulumi.StringMap{
-				"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory),
-				meta.GPUResource: pulumi.String(fmt.Sprint(a.GPUsPerTower)),
-			},
-		},
+		Resources: towerResources(a),
 		SecurityContext: &corev1.SecurityContextArgs{
 			AllowPrivilegeEscalation: pulumi.Bool(false),
 			Capabilities: &corev1.CapabilitiesArgs{
@@ -209,9 +210,13 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	for _, s := range a.Sidecars {
 		containers = append(containers, s)
 	}
+	var tolerations corev1.TolerationArrayInput
+	if a.GPUsPerTower > 0 {
+		tolerations = corev1.TolerationArray{meta.GPUToleration()}
+	}
 	spec := &corev1.PodSpecArgs{
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
-		Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
+		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
 			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
@@ -256,6 +261,12 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	}
 	md := a.Labels.ObjectMeta(a.LauncherName, a.Namespace, launcherComponent)
 	md.Annotations.(pulumi.StringMap)["pulumi.com/skipAwait"] = pulumi.String("true")
+	// A new launcher replaces the old one under the same name, and skipAwait also skips the wait
+	// for the old one's deletion. With the default (foreground) propagation the old Job lingers
+	// until its pod has terminated (mpirun takes its grace period), and creating the new one
+	// fails on the lingering Job ("spec.template: field is immutable"). In the background the Job
+	// goes at once and its pod follows.
+	md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
 	return &batchv1.JobArgs{
 		Metadata: md,
 		Spec: &batchv1.JobSpecArgs{
@@ -279,11 +290,12 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 							env("KOLOTOC_HOSTFILE", hostfilePath),
 							env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
 							env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(launcherWaitSeconds)),
+							// Open MPI cuts hostfile names at the first dot and then ssh-es to
+							// "tower-0", which no pod can resolve: only the full
+							// <pod>.<service>.<namespace>.svc name exists in cluster DNS.
+							env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
 						},
-						Resources: &corev1.ResourceRequirementsArgs{
-							Requests: pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("1Gi")},
-							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("4Gi")},
-						},
+						Resources:       launcherResources(a),
 						SecurityContext: noEscalation,
 						VolumeMounts:    mounts,
 					}},
@@ -292,6 +304,40 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 			},
 		},
 	}
+}
+
+// towerResources requests the tower's CPU, memory and GPUs; a CPU tower requests no GPU.
+func towerResources(a *Args) *corev1.ResourceRequirementsArgs {
+	requests := pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)}
+	limits := pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory)}
+	if a.GPUsPerTower > 0 {
+		requests[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
+		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
+	}
+	return &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits}
+}
+
+// launcherResources requests the launcher's CPU and memory; its limits are launcherCPULimit and
+// launcherMemoryLimit, or the request when that is larger.
+func launcherResources(a *Args) *corev1.ResourceRequirementsArgs {
+	cpu, mem := a.LauncherCPU, a.LauncherMemory
+	return &corev1.ResourceRequirementsArgs{
+		Requests: pulumi.StringMap{"cpu": pulumi.String(cpu), "memory": pulumi.String(mem)},
+		Limits: pulumi.StringMap{
+			"cpu": pulumi.String(atLeast(launcherCPULimit, cpu)), "memory": pulumi.String(atLeast(launcherMemoryLimit, mem)),
+		},
+	}
+}
+
+// atLeast returns limit, or request when request is the larger quantity (a limit below the
+// request is refused by the API server).
+func atLeast(limit, request string) string {
+	l, errL := resource.ParseQuantity(limit)
+	r, errR := resource.ParseQuantity(request)
+	if errL == nil && errR == nil && r.Cmp(l) > 0 {
+		return request
+	}
+	return limit
 }
 
 func cpuLimit(a *Args) string {

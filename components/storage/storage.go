@@ -1,7 +1,8 @@
 // Package storage provides the shared ReadWriteMany claim that every workload mounts for
 // checkpoints, logs and notebooks, backed by NFS: an external server, or an NFS server run inside
 // the namespace, or a cloud file store (Filestore over NFS; EFS and Azure Files through their CSI
-// drivers, csi.go). Per-pod scratch (emptyDir or a local SSD path) is rendered by Scratch.
+// drivers, csi.go); or, on a one-node cluster, a directory of the node (HostPath). Per-pod
+// scratch (emptyDir or a local SSD path) is rendered by Scratch.
 package storage
 
 import (
@@ -57,6 +58,10 @@ type Args struct {
 	MountOptions []string
 	// CSI, when set, serves the volume through a CSI driver (EFS, Azure Files) instead of NFS.
 	CSI *CSI
+	// HostPath, when set, is a directory of the node that backs the volume instead of NFS: every
+	// pod of the stack shares it, which is shared storage only on a one-node cluster. The
+	// kubelet creates it if missing; the volume keeps it when released (Retain).
+	HostPath string
 }
 
 // Storage is the shared claim and whatever backs it.
@@ -128,25 +133,31 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	return s, ctx.RegisterResourceOutputs(s, pulumi.Map{"claimName": s.ClaimName})
 }
 
-// RenderVolume builds the NFS PersistentVolume, pre-bound to the claim.
+// RenderVolume builds the PersistentVolume (NFS, CSI or a host directory), pre-bound to the claim.
 func RenderVolume(a *Args, server pulumi.StringInput) *corev1.PersistentVolumeArgs {
 	reclaim := "Delete"
-	if a.Protect {
+	if a.Protect || a.HostPath != "" {
+		// A hostPath volume has no deleter: Delete would leave it Failed once released.
 		reclaim = "Retain"
 	}
 	path := a.Path
 	if a.InCluster {
 		path = "/"
 	}
-	mountOptions := pulumi.ToStringArray(a.MountOptions)
+	var mountOptions pulumi.StringArrayInput = pulumi.ToStringArray(a.MountOptions)
 	if len(a.MountOptions) == 0 {
 		mountOptions = pulumi.StringArray{pulumi.String("nfsvers=4.1"), pulumi.String("hard")}
 	}
 	var nfs *corev1.NFSVolumeSourceArgs
 	var csi *corev1.CSIPersistentVolumeSourceArgs
-	if a.CSI != nil {
+	var hostPath *corev1.HostPathVolumeSourceArgs
+	switch {
+	case a.HostPath != "":
+		hostPath = &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(a.HostPath), Type: pulumi.String("DirectoryOrCreate")}
+		mountOptions = nil // the API server refuses mount options on a hostPath volume
+	case a.CSI != nil:
 		csi = RenderCSIVolumeSource(a)
-	} else {
+	default:
 		nfs = &corev1.NFSVolumeSourceArgs{Server: server, Path: pulumi.String(path)}
 	}
 	return &corev1.PersistentVolumeArgs{
@@ -159,6 +170,7 @@ func RenderVolume(a *Args, server pulumi.StringInput) *corev1.PersistentVolumeAr
 			MountOptions:                  mountOptions,
 			Nfs:                           nfs,
 			Csi:                           csi,
+			HostPath:                      hostPath,
 			ClaimRef: &corev1.ObjectReferenceArgs{
 				Namespace: a.Namespace,
 				Name:      pulumi.String(a.ClaimName),

@@ -1,0 +1,233 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"kolotoc/stacks"
+)
+
+// The dev stack runs for real on the local cluster's real node (kolotoc.dev/real-node=true: a
+// kubelet with containerd, 2 CPUs, no GPU). These tests check what that needs of the rendering.
+
+// renderedPod is one pod a layout starts: its node selector, tolerations and summed container
+// requests.
+type renderedPod struct {
+	name        string
+	selector    map[string]any
+	tolerations any
+	cpuMilli    int64
+	memory      int64
+	gpus        int64
+}
+
+// renderedPods lists every pod the registered workloads start, replicas counted.
+func renderedPods(t *testing.T, rec *recorder) []renderedPod {
+	t.Helper()
+	var out []renderedPod
+	for _, p := range podTemplates(t, rec) {
+		if strings.HasPrefix(p.owner, tDaemonSet) {
+			t.Fatalf("%s: a DaemonSet's pods depend on the nodes; count them separately", p.owner)
+		}
+		replicas := 1
+		kind, name, _ := strings.Cut(p.owner, " ")
+		if kind == tDeployment || kind == tStatefulSet {
+			if n, ok := get(inputs(rec.one(t, kind, name)), "spec", "replicas").(float64); ok {
+				replicas = int(n)
+			}
+		}
+		rp := renderedPod{tolerations: p.spec["tolerations"]}
+		rp.selector, _ = p.spec["nodeSelector"].(map[string]any)
+		for _, c := range containers(p.spec) {
+			req, _ := get(c, "resources", "requests").(map[string]any)
+			for k, v := range req {
+				q := k8sresource.MustParse(v.(string))
+				switch k {
+				case "cpu":
+					rp.cpuMilli += q.MilliValue()
+				case "memory":
+					rp.memory += q.Value()
+				case "nvidia.com/gpu":
+					rp.gpus += q.Value()
+				}
+			}
+		}
+		for i := 0; i < replicas; i++ {
+			rp.name = fmt.Sprintf("%s-%d", p.owner, i)
+			out = append(out, rp)
+		}
+	}
+	return out
+}
+
+// TestDevOnTheRealNode: the dev stack registers no Node (its pool is the real node), and every
+// pod selects the real node by its label alone, requests no GPU and tolerates no GPU taint.
+func TestDevOnTheRealNode(t *testing.T) {
+	rec := deploy(t, layoutRaw(t, 0))
+	if n := rec.ofType(tNode); len(n) != 0 {
+		t.Errorf("%d Nodes registered for a real pool; the real node is the cluster's own", len(n))
+	}
+	for _, r := range rec.sorted() {
+		if r.Type == "kolotoc:cluster:Simulated" {
+			t.Error("a simulated cluster component without simulated pools")
+		}
+	}
+	pods := renderedPods(t, rec)
+	if len(pods) < 5 {
+		t.Fatalf("only %d pods", len(pods))
+	}
+	for _, p := range pods {
+		if got := fmt.Sprint(p.selector); got != "map[kolotoc.dev/real-node:true]" {
+			t.Errorf("%s selects %s, want the real node's label only", p.name, got)
+		}
+		if p.gpus != 0 || p.tolerations != nil {
+			t.Errorf("%s requests %d GPUs, tolerates %v; the real node has no GPU", p.name, p.gpus, p.tolerations)
+		}
+	}
+}
+
+// TestDevFitsTheRealNode: every pod of dev at once (all replicas: towers with their sentinels,
+// the launcher, carriers, the entrypoint) requests at most 1.6 of the real node's 2 cores, the
+// rest kept for the kubelet, containerd and CoreDNS, and at most 10Gi.
+func TestDevFitsTheRealNode(t *testing.T) {
+	const (
+		nodeMilliCPU = 2000
+		headroom     = 400 // milli-CPU for the node's own daemons
+		maxMemory    = 10 << 30
+	)
+	var cpu, mem int64
+	var parts []string
+	for _, p := range renderedPods(t, deploy(t, layoutRaw(t, 0))) {
+		cpu += p.cpuMilli
+		mem += p.memory
+		parts = append(parts, fmt.Sprintf("%s %dm %dMi", p.name, p.cpuMilli, p.memory>>20))
+	}
+	if cpu > nodeMilliCPU-headroom || mem > maxMemory {
+		t.Errorf("dev requests %dm CPU and %dMi in all; the real node allows %dm and %dMi:\n  %s",
+			cpu, mem>>20, nodeMilliCPU-headroom, maxMemory>>20, strings.Join(parts, "\n  "))
+	}
+	cfg, err := stacks.Load(layoutRaw(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pool's figures, which the program's own checks use, are within the real node.
+	p := cfg.Pool("node")
+	if p == nil {
+		t.Fatal("no pool node")
+	}
+	if poolMem := k8sresource.MustParse(p.Memory); !p.Real || int64(p.CPUs)*1000 > nodeMilliCPU || poolMem.Value() < mem {
+		t.Errorf("pool node = %+v for %dm, %dMi of requests", p, cpu, mem>>20)
+	}
+}
+
+// TestLocalStorage: storage.type local is one directory of the node, shared by every pod through
+// the usual claim: a hostPath volume (created if missing), ReadWriteMany, no storage class,
+// Retain, named after the namespace and bound to the claim; no NFS server runs.
+func TestLocalStorage(t *testing.T) {
+	rec := deploy(t, layoutRaw(t, 0))
+	pv := inputs(rec.one(t, tPV, "storage"))
+	for path, want := range map[string]any{
+		"metadata.name":                      "kolotoc-dev-shared",
+		"spec.hostPath.path":                 "/var/lib/kolotoc/kolotoc-dev/shared",
+		"spec.hostPath.type":                 "DirectoryOrCreate",
+		"spec.accessModes.[0]":               "ReadWriteMany",
+		"spec.storageClassName":              "",
+		"spec.persistentVolumeReclaimPolicy": "Retain",
+		"spec.claimRef.name":                 stacks.StorageName,
+		"spec.claimRef.namespace":            "kolotoc-dev",
+		"spec.nfs":                           nil,
+		"spec.mountOptions":                  nil, // refused on hostPath volumes
+	} {
+		if got := get(pv, strings.Split(path, ".")...); got != want {
+			t.Errorf("volume %s = %v, want %v", path, got, want)
+		}
+	}
+	pvc := inputs(rec.one(t, tPVC, "storage"))
+	if get(pvc, "spec", "volumeName") != "kolotoc-dev-shared" || get(pvc, "spec", "accessModes", "[0]") != "ReadWriteMany" {
+		t.Errorf("claim: %v", get(pvc, "spec"))
+	}
+	for _, d := range rec.ofType(tDeployment) {
+		if d.Name == "storage-server" {
+			t.Error("an NFS server beside local storage")
+		}
+	}
+	for _, p := range podTemplates(t, rec) {
+		mounted := false
+		vols, _ := p.spec["volumes"].([]any)
+		for _, v := range vols {
+			mounted = mounted || get(v, "persistentVolumeClaim", "claimName") == stacks.StorageName
+			if get(v, "hostPath") != nil {
+				t.Errorf("%s mounts a host path itself; only the volume is one", p.owner)
+			}
+		}
+		if !mounted {
+			t.Errorf("%s does not mount the shared claim", p.owner)
+		}
+	}
+}
+
+// TestJupyterNotebook: jupyterUI notebook runs the classic Notebook server on the shared claim,
+// its token from the Secret (JUPYTER_TOKEN), readiness on /api.
+func TestJupyterNotebook(t *testing.T) {
+	rec := deploy(t, layoutRaw(t, 0))
+	pod := get(inputs(rec.one(t, tDeployment, "entrypoint")), "spec", "template", "spec")
+	var jupyter map[string]any
+	for _, c := range containers(pod.(map[string]any)) {
+		if c["name"] == "jupyter" {
+			jupyter = c
+		}
+	}
+	if jupyter == nil {
+		t.Fatalf("no jupyter container: %v", pod)
+	}
+	want := []string{"jupyter", "notebook", "--no-browser", "--allow-root", "--NotebookApp.ip=0.0.0.0",
+		"--NotebookApp.port=8888", "--NotebookApp.notebook_dir=/shared"}
+	if got := strs(jupyter["args"]); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("args %v, want %v", got, want)
+	}
+	if ref := envOf(jupyter)["JUPYTER_TOKEN"]; get(ref, "secretKeyRef", "name") != "entrypoint-jupyter" {
+		t.Errorf("JUPYTER_TOKEN from %v, want the Secret entrypoint-jupyter", ref)
+	}
+	if get(jupyter, "readinessProbe", "httpGet", "path") != "/api" {
+		t.Errorf("readiness probe %v", get(jupyter, "readinessProbe"))
+	}
+}
+
+// TestDaskWorkerPorts: every dask worker's --worker-port and --nanny-port are a single port or a
+// range whose last port is above its first; dask refuses "40000:40000", so a one-process worker
+// (every sentinel) must be given the one port.
+func TestDaskWorkerPorts(t *testing.T) {
+	raws := map[string]stacks.Raw{"workloads": workloadsRaw(t, nil)}
+	for i, l := range layouts {
+		raws[l.name] = layoutRaw(t, i)
+	}
+	for name, raw := range raws {
+		t.Run(name, func(t *testing.T) {
+			n := 0
+			for _, p := range podTemplates(t, deploy(t, raw)) {
+				for _, c := range containers(p.spec) {
+					args := strs(c["args"])
+					if len(args) < 2 || args[0] != "dask" || args[1] != "worker" {
+						continue
+					}
+					for i, a := range args {
+						if a != "--worker-port" && a != "--nanny-port" || i+1 >= len(args) {
+							continue
+						}
+						n++
+						var first, last int
+						if _, err := fmt.Sscanf(args[i+1], "%d:%d", &first, &last); err == nil && last <= first {
+							t.Errorf("%s %s: %s %s is a range dask refuses", p.owner, c["name"], a, args[i+1])
+						}
+					}
+				}
+			}
+			if n == 0 {
+				t.Error("no dask worker ports found")
+			}
+		})
+	}
+}
