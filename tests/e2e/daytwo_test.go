@@ -22,7 +22,7 @@ import (
 func TestDayTwo(t *testing.T) {
 	t.Parallel() // see doc.go
 	withEtcd := map[string]any{"etcd": map[string]any{"enabled": true, "members": 1}}
-	s := newStack(t, "e2e-day2", "dev", withEtcd)
+	s := newStack(t, "e2e-day2", gpuDev, withEtcd)
 	ns := "kolotoc-" + s.name
 	ctx := context.Background()
 	s.up()
@@ -89,7 +89,7 @@ func TestDayTwo(t *testing.T) {
 
 	t.Run("an up killed half way converges", func(t *testing.T) {
 		s := s.sub(t)
-		s.reconfigure("dev", map[string]any{
+		s.reconfigure(gpuDev, map[string]any{
 			"etcd":      withEtcd["etcd"],
 			"towers":    map[string]any{"count": 3, "gpusPerTower": 8, "pool": "gpu"},
 			"nodePools": devPoolsWithGPUNodes(t, 3),

@@ -19,12 +19,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestDevStack runs the committed dev stack through its life on the local cluster: up, checks
+// gpuDev is the dev layout on simulated GPU nodes (the dev stack itself runs on the real node:
+// realnode_test.go).
+const gpuDev = "examples/gpu-dev/Pulumi.gpu-dev.yaml"
+
+// TestGPUDevStack runs the GPU dev layout through its life on the local cluster: up, checks
 // through the Kubernetes API, a quiet preview, a scale-out of the towers, a refused bad config,
 // secrets absent from state and outputs, destroy.
-func TestDevStack(t *testing.T) {
+func TestGPUDevStack(t *testing.T) {
 	t.Parallel() // see doc.go
-	s := newStack(t, "e2e-dev", "dev", nil)
+	s := newStack(t, "e2e-gpudev", gpuDev, nil)
 	ns := "kolotoc-" + s.name
 
 	start := time.Now()
@@ -78,7 +82,7 @@ func TestDevStack(t *testing.T) {
 	}
 	t.Run("three towers: only the expected updates", func(t *testing.T) {
 		s := s.sub(t)
-		s.reconfigure("dev", threeTowers)
+		s.reconfigure(gpuDev, threeTowers)
 		steps, _ := s.preview()
 		want := map[string]string{
 			"kubernetes:core/v1:Node::cluster-gpu-2":       "create",
@@ -103,7 +107,7 @@ func TestDevStack(t *testing.T) {
 	t.Run("more GPUs than the pool has is refused, cluster untouched", func(t *testing.T) {
 		s := s.sub(t)
 		before := s.snapshot(t, ns)
-		s.reconfigure("dev", map[string]any{
+		s.reconfigure(gpuDev, map[string]any{
 			"towers":    map[string]any{"count": 3, "gpusPerTower": 16, "pool": "gpu"},
 			"nodePools": devPoolsWithGPUNodes(t, 3),
 		})
@@ -117,7 +121,7 @@ func TestDevStack(t *testing.T) {
 		if after := s.snapshot(t, ns); after != before {
 			t.Errorf("the cluster changed after a refused config:\nbefore %s\nafter  %s", before, after)
 		}
-		s.reconfigure("dev", threeTowers)
+		s.reconfigure(gpuDev, threeTowers)
 	})
 
 	t.Run("secrets absent from state and outputs", func(t *testing.T) {
@@ -328,10 +332,10 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 	return false
 }
 
-// devPoolsWithGPUNodes is the dev stack's node pools with the GPU pool grown to n nodes.
+// devPoolsWithGPUNodes is the GPU dev layout's node pools with the GPU pool grown to n nodes.
 func devPoolsWithGPUNodes(t *testing.T, n int) any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "Pulumi.dev.yaml"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, gpuDev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +352,6 @@ func devPoolsWithGPUNodes(t *testing.T, n int) any {
 			return pools
 		}
 	}
-	t.Fatal("Pulumi.dev.yaml has no pool named gpu")
+	t.Fatal(gpuDev + " has no pool named gpu")
 	return nil
 }

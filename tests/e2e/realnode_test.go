@@ -1,0 +1,358 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// realNode is the local cluster's real node (hack/node.sh) and the label real pools select.
+const (
+	realNode      = "kolotoc-node"
+	realNodeLabel = "kolotoc.dev/real-node"
+)
+
+// TestDevStackRunsForReal deploys the committed dev stack, whose pool is the local cluster's real
+// node, and checks that its workloads do their job: the launcher's mpirun over every tower, a Dask
+// computation on carriers and sentinels, a Jupyter login through the printed port-forward, a file
+// shared between workloads, and every printed command working as printed.
+//
+// It is the one test on the real node (2 cores): the other stacks use simulated nodes only.
+func TestDevStackRunsForReal(t *testing.T) {
+	t.Parallel() // with the simulated-only tests; see doc.go
+	s := newStack(t, "e2e-dev", "dev", nil)
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+
+	start := time.Now()
+	summary := s.up()
+	t.Logf("first up: %v in %s", summary, time.Since(start).Round(time.Second))
+
+	t.Run("every pod runs on the real node", func(t *testing.T) {
+		waitFor(t, "every pod of the stack Running on "+realNode, 5*time.Minute, func() (bool, string) {
+			pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()))
+			if err != nil || len(pods.Items) == 0 {
+				return false, fmt.Sprint("no pods yet ", err)
+			}
+			var bad []string
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != realNode {
+					bad = append(bad, p.Name+" on "+p.Spec.NodeName)
+				} else if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
+					bad = append(bad, p.Name+" "+string(p.Status.Phase)+podWaitingReason(&p))
+				}
+			}
+			return len(bad) == 0, strings.Join(bad, ", ")
+		})
+	})
+
+	out := s.outputs()
+	str := func(k string) string {
+		v, _ := out[k].(string)
+		if v == "" {
+			t.Fatalf("output %s missing: %v", k, out)
+		}
+		return v
+	}
+
+	t.Run("MPI allreduce over every tower", func(t *testing.T) {
+		s := s.sub(t)
+		job := s.waitJob(t, ns, "launcher", 6*time.Minute)
+		if job.Status.Succeeded == 0 {
+			t.Errorf("launcher failed: %+v", job.Status)
+		}
+		// The printed command, as printed.
+		logs := s.shell(t, str("launcherLogs"), "")
+		towers := 2
+		m := regexp.MustCompile(`allreduce: sum=(\d+) expected=(\d+) ranks=(\d+) hosts=(\S+)`).FindStringSubmatch(logs)
+		if m == nil {
+			t.Fatalf("launcher log has no allreduce result:\n%s", tail(logs))
+		}
+		if m[1] != m[2] || m[3] != fmt.Sprint(towers) {
+			t.Errorf("allreduce: sum=%s expected=%s ranks=%s, want %d ranks and the expected sum", m[1], m[2], m[3], towers)
+		}
+		hosts := strings.Split(m[4], ",")
+		for i := 0; i < towers; i++ {
+			if !contains(hosts, fmt.Sprintf("tower-%d", i)) {
+				t.Errorf("rank hosts %v lack tower-%d", hosts, i)
+			}
+		}
+		t.Logf("launcher: %s", m[0])
+	})
+
+	t.Run("Dask computes on carriers and sentinels", func(t *testing.T) {
+		s := s.sub(t)
+		addr := str("daskSchedulerAddress")
+		script := fmt.Sprintf(`
+import json, socket
+from distributed import Client
+c = Client(%q, timeout=60)
+c.wait_for_workers(3, timeout=120)
+workers = c.scheduler_info()["workers"]
+futs = [c.submit(lambda i: (i * i, socket.gethostname()), i, workers=[a], pure=False, allow_other_workers=False)
+        for i, a in enumerate(sorted(workers))]
+res = c.gather(futs)
+print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values()), "results": res}))
+`, addr)
+		logs := s.kubectl(t, script, "-n", ns, "exec", "-i", "deploy/entrypoint", "-c", "dask-scheduler", "--", "python3", "-")
+		i := strings.Index(logs, "RESULT ")
+		if i < 0 {
+			t.Fatalf("no result from the Dask client:\n%s", tail(logs))
+		}
+		var r struct {
+			Names   []string
+			Results [][2]any
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(logs[i+len("RESULT "):])), &r); err != nil {
+			t.Fatal(err)
+		}
+		var carrier, sentinel bool
+		for _, n := range r.Names {
+			carrier = carrier || strings.HasPrefix(n, "carrier-")
+			sentinel = sentinel || strings.HasPrefix(n, "tower-")
+		}
+		if !carrier || !sentinel {
+			t.Errorf("workers %v: want carriers (carrier-*) and sentinels (tower-*)", r.Names)
+		}
+		hosts := map[string]bool{}
+		for i, res := range r.Results {
+			if res[0] != float64(i*i) {
+				t.Errorf("task %d returned %v", i, res[0])
+			}
+			hosts[fmt.Sprint(res[1])] = true
+		}
+		t.Logf("Dask workers %v computed on pods %v", r.Names, sortedKeys(hosts))
+	})
+
+	t.Run("Jupyter: the printed password logs in, a wrong one is refused", func(t *testing.T) {
+		s := s.sub(t)
+		password := strings.TrimSpace(s.shell(t, str("jupyterPasswordCommand"), ""))
+		if password != s.secrets["kolotoc:jupyterPassword"] {
+			t.Fatalf("the printed password command does not print the stack's password")
+		}
+		local := str("jupyterLocalUrl")
+		stop := s.background(t, str("jupyterPortForward"))
+		defer stop()
+		get := func(token string) int {
+			req, _ := http.NewRequest("GET", strings.TrimSuffix(baseURL(local), "/")+"/api/contents", nil)
+			req.Header.Set("Authorization", "token "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return -1
+			}
+			defer resp.Body.Close()
+			io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode
+		}
+		waitFor(t, "Jupyter through the port-forward", time.Minute, func() (bool, string) {
+			c := get(password)
+			return c == http.StatusOK, fmt.Sprint("status ", c)
+		})
+		if c := get("wrong-" + password); c != http.StatusForbidden && c != http.StatusUnauthorized {
+			t.Errorf("a wrong password got status %d, want 403", c)
+		}
+	})
+
+	t.Run("a file written by a tower is read by a carrier", func(t *testing.T) {
+		s := s.sub(t)
+		name := "/shared/e2e-" + randomHex(t, 6)
+		want := randomHex(t, 16)
+		s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--", "sh", "-c", "echo "+want+" >"+name)
+		got := s.kubectl(t, "", "-n", ns, "exec", "carrier-0", "--", "cat", name)
+		if strings.TrimSpace(got) != want {
+			t.Errorf("carrier-0 read %q from %s, tower-0 wrote %q", got, name, want)
+		}
+	})
+
+	t.Run("every printed command works as printed", func(t *testing.T) {
+		s := s.sub(t)
+		for _, k := range sortedKeys(out) {
+			cmd, ok := out[k].(string)
+			if !ok || !(strings.HasPrefix(cmd, "kubectl ") || strings.HasPrefix(cmd, "pulumi ")) {
+				continue
+			}
+			switch {
+			case strings.Contains(cmd, " port-forward "):
+				stop := s.background(t, cmd)
+				port := regexp.MustCompile(` (\d+):\d+$`).FindStringSubmatch(cmd)
+				if port == nil {
+					t.Errorf("%s: no local port in %q", k, cmd)
+					stop()
+					continue
+				}
+				waitFor(t, k+" listening", 30*time.Second, func() (bool, string) {
+					// Any HTTP answer means the pod behind the forward answered.
+					resp, err := http.Get("http://127.0.0.1:" + port[1] + "/")
+					if err != nil {
+						return false, err.Error()
+					}
+					resp.Body.Close()
+					return true, ""
+				})
+				stop()
+			default:
+				// exec -it commands get a shell that reads `exit 0` from stdin.
+				s.shell(t, cmd, "exit 0\n")
+			}
+			t.Logf("ran %s: %s", k, cmd)
+		}
+	})
+}
+
+// requireRealNode fails the test unless the local cluster has its real node Ready.
+func requireRealNode(t *testing.T, s *stack) {
+	t.Helper()
+	n, err := s.kube.CoreV1().Nodes().Get(context.Background(), realNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the local cluster has no real node %s (hack/node.sh up): %v", realNode, err)
+	}
+	if n.Labels[realNodeLabel] != "true" {
+		t.Fatalf("node %s lacks the label %s=true", realNode, realNodeLabel)
+	}
+}
+
+func podWaitingReason(p *corev1.Pod) string {
+	for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if w := c.State.Waiting; w != nil {
+			return " (" + c.Name + ": " + w.Reason + " " + w.Message + ")"
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Message != "" {
+			return " (" + c.Message + ")"
+		}
+	}
+	return ""
+}
+
+// waitJob waits until the Job labelled with component finished (succeeded or failed).
+func (s *stack) waitJob(t *testing.T, ns, component string, timeout time.Duration) *batchv1.Job {
+	t.Helper()
+	var job *batchv1.Job
+	sel := s.selector() + ",app.kubernetes.io/component=" + component
+	waitFor(t, "the "+component+" Job to finish", timeout, func() (bool, string) {
+		jobs, err := s.kube.BatchV1().Jobs(ns).List(context.Background(), listOpts(sel))
+		if err != nil || len(jobs.Items) != 1 {
+			return false, fmt.Sprintf("%d jobs, %v", len(jobs.Items), err)
+		}
+		job = &jobs.Items[0]
+		for _, c := range job.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("active %d, failed %d", job.Status.Active, job.Status.Failed)
+	})
+	return job
+}
+
+// shellEnv is the environment a user of the printed commands has: the stack's Pulumi backend and
+// the local cluster's kubeconfig.
+func (s *stack) shellEnv() []string {
+	return append(append([]string{}, s.env...), "KUBECONFIG="+s.kubeconfig)
+}
+
+// shell runs a printed command as printed (through bash, in the project directory); it must
+// succeed.
+func (s *stack) shell(t *testing.T, command, stdin string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", command)
+	cmd.Dir = repoRoot
+	cmd.Env = s.shellEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	b, err := cmd.CombinedOutput()
+	s.assertNoSecretsExcept(command, string(b))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, tail(string(b)))
+	}
+	return string(b)
+}
+
+// kubectl runs kubectl against the local cluster; it must succeed.
+func (s *stack) kubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = s.shellEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, tail(string(b)))
+	}
+	return string(b)
+}
+
+// background starts a printed long-running command (a port-forward) and returns its stop.
+func (s *stack) background(t *testing.T, command string) func() {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", "exec "+command)
+	cmd.Dir = repoRoot
+	cmd.Env = s.shellEnv()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			t.Logf("%s: %s", strings.Fields(command)[0], sc.Text())
+		}
+	}()
+	return func() { cmd.Process.Kill(); cmd.Wait() }
+}
+
+// assertNoSecretsExcept: a printed command's output holds no secret, except the one secret the
+// command exists to show (the Jupyter password command).
+func (s *stack) assertNoSecretsExcept(command, text string) {
+	if strings.Contains(command, "--show-secrets") {
+		return
+	}
+	s.assertNoSecrets("output of "+command, text)
+}
+
+// baseURL is the scheme://host:port of a URL.
+func baseURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if j := strings.Index(u[i+3:], "/"); j >= 0 {
+			return u[:i+3+j]
+		}
+	}
+	return u
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
