@@ -174,6 +174,8 @@ build_one() {
     log "$name: writing the OCI image failed:"; printf '%s\n' "$summary" | indent; return 1
   }
   mv -f "$tmp/image.tar" "$dest"
+  # Earlier builds of this image (other recipe contents) are never used again.
+  find "$cache" -maxdepth 1 -name "$name-*.tar" ! -path "$dest" -delete
   log "$name: built in $(since "$start") s (rootfs $(awk -v a="$start" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s, image $(since "$t1") s): $summary, tarball $(mb "$dest")"
   rm -rf "$tmp"
   trap - EXIT INT TERM

@@ -179,6 +179,33 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		}
 	})
 
+	// A new launcher (here: another mpirun option) replaces the finished one under the same name.
+	// On the real node the old Job's pod takes its grace period to go; the replacement must not
+	// trip over the Job it replaces.
+	t.Run("a changed launcher replaces the finished one and runs", func(t *testing.T) {
+		s := s.sub(t)
+		towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
+		cmd, _ := towers["command"].([]any)
+		if len(cmd) < 2 || cmd[0] != "mpirun" {
+			t.Fatalf("dev's towers.command is not an mpirun command: %v", cmd)
+		}
+		towers["command"] = append([]any{"mpirun", "--tag-output"}, cmd[1:]...)
+		s.reconfigure("dev", map[string]any{"towers": towers})
+		steps, _ := s.preview()
+		if len(steps) != 1 || steps["kubernetes:batch/v1:Job::towers-launcher"] != "replace" {
+			t.Errorf("preview of a new launcher command: %s, want exactly the launcher replaced", fmtMap(steps))
+		}
+		s.up()
+		job := s.waitJob(t, ns, "launcher", 5*time.Minute)
+		if job.Status.Succeeded == 0 {
+			t.Fatalf("the new launcher failed: %+v", job.Status)
+		}
+		logs := s.shell(t, str("launcherLogs"), "")
+		if !strings.Contains(logs, "<stdout>:allreduce: sum=3 expected=3 ranks=2") {
+			t.Errorf("the new launcher's log lacks its tagged allreduce line:\n%s", tail(logs))
+		}
+	})
+
 	t.Run("every printed command works as printed", func(t *testing.T) {
 		s := s.sub(t)
 		for _, k := range sortedKeys(out) {
