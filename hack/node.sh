@@ -97,12 +97,25 @@ cmd_packages() {
 
 # ---- configuration files ---------------------------------------------------------------------
 
+# put FILE DAEMON...: writes stdin to node_dir/FILE when its content differs, and then restarts
+# the running DAEMONs that read it. An unchanged file is left alone: kube-proxy exits when its
+# configuration file is written, even with the same content.
+put() {
+  local file=$node_dir/$1 tmp d; shift
+  tmp=$(mktemp "$file.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$file"; then rm -f "$tmp"; return 0; fi
+  mv "$tmp" "$file"
+  for d in "$@"; do
+    if alive "$d"; then log "$(basename "$file") changed: restarting $d"; stop "$d"; fi
+  done
+}
+
 write_configs() {
   local pause_ref=$1 server=$2
   mkdir -p "$node_dir"/{cni,kubelet,logs,pod-logs,ipam} "$run_dir" "$containerd_root"
-  cp "$cluster_dir/kubeconfig.yaml" "$node_dir/kubeconfig"
-  chmod 600 "$node_dir/kubeconfig"
-  cat >"$node_dir/containerd.toml" <<EOF
+  (umask 077 && put kubeconfig kubelet kube-proxy coredns <"$cluster_dir/kubeconfig.yaml")
+  put containerd.toml containerd <<EOF
 # containerd of the local real node (hack/node.sh). Everything under the node's own paths.
 version = 2
 root = "$containerd_root"
@@ -135,7 +148,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 EOF
   # One bridge inside the namespace, pods on POD_SUBNET, the bridge as their gateway. No ipMasq:
   # there is nowhere to masquerade to.
-  cat >"$node_dir/cni/10-kolotoc.conflist" <<EOF
+  put cni/10-kolotoc.conflist <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "kolotoc",
@@ -157,8 +170,8 @@ EOF
 }
 EOF
   # Pods resolve cluster names only: no upstream resolvers leak in from the machine.
-  : >"$node_dir/resolv.conf"
-  cat >"$node_dir/kubelet.yaml" <<EOF
+  put resolv.conf kubelet </dev/null
+  put kubelet.yaml kubelet <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -191,7 +204,7 @@ evictionHard: {memory.available: "200Mi", nodefs.available: "1%", imagefs.availa
 serializeImagePulls: false
 maxPods: 110
 EOF
-  cat >"$node_dir/kube-proxy.yaml" <<EOF
+  put kube-proxy.yaml kube-proxy <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $node_dir/kubeconfig}
@@ -203,7 +216,7 @@ metricsBindAddress: 127.0.0.1:10249
 # conntrack's table size is machine-wide: leave it alone (the namespace's timeouts are its own).
 conntrack: {maxPerCore: 0, min: 0}
 EOF
-  cat >"$node_dir/Corefile" <<EOF
+  put Corefile coredns <<EOF
 # The cluster DNS: cluster names only (no forward plugin: pods reach nothing outside).
 .:53 {
     errors
@@ -231,6 +244,15 @@ cgroup_dirs() {
     case $c in */unified/) continue ;; esac
     echo "${c%/}/$1"
   done
+}
+
+# stop NAME: SIGTERM, then wait (10 s at most) until it is gone.
+stop() {
+  local p
+  p=$(cat "$(pidfile "$1")" 2>/dev/null) || return 0
+  kill -TERM "$p" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+  rm -f "$(pidfile "$1")"
 }
 
 # daemon_cgroups: the cgroups of the node's daemons. pids finds every process to stop (shims and
