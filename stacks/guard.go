@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -117,11 +118,27 @@ func previousStorageIdentity(ctx *pulumi.Context) (map[string]string, error) {
 	self := strings.Join([]string{ctx.Organization(), ctx.Project(), ctx.Stack()}, "/")
 	// InvokePackageRaw rather than Invoke: the outputs hold secrets (a cloud's kubeconfig), which
 	// Invoke refuses; only the non-secret storageIdentity is decoded.
-	if _, err := ctx.InvokePackageRaw(readStackOutputs, map[string]any{"name": self}, &res, ""); err != nil {
-		return nil, err
+	var err error
+	for attempt, wait := 1, readOutputsFirstRetry; ; attempt, wait = attempt+1, 2*wait {
+		if _, err = ctx.InvokePackageRaw(readStackOutputs, map[string]any{"name": self}, &res, ""); err == nil {
+			return res.Outputs.StorageIdentity, nil
+		}
+		if attempt == readOutputsAttempts {
+			return nil, fmt.Errorf("after %d attempts: %w", attempt, err)
+		}
+		time.Sleep(wait)
 	}
-	return res.Outputs.StorageIdentity, nil
 }
+
+// The stack's last outputs are read while the engine is already saving the checkpoint of the
+// update that just began (the program's root resource is registered before the program runs).
+// The file backend can then read a checkpoint that is being rewritten ("failed to load
+// checkpoint: EOF"), so a failed read is tried again: 5 attempts, 0.1 s apart at first, doubling
+// (3.1 s in all).
+const (
+	readOutputsAttempts   = 5
+	readOutputsFirstRetry = 100 * time.Millisecond
+)
 
 // guardStorage runs CheckStorageReplacement against the stack's last update, before anything is
 // registered, and exports the identity of the storage this update deploys.
