@@ -140,22 +140,27 @@ cluster_uid() {
   kubectl --kubeconfig "$KOLOTOC_KUBECONFIG" get namespace kube-system -o jsonpath='{.metadata.uid}' --request-timeout=5s 2>/dev/null || true
 }
 
-# refresh_if_new_cluster: the stack's objects live in one cluster. When the local cluster was
-# deleted and created again since the last up, they are gone, but the state still lists them and
-# `pulumi up` would report them unchanged. Refresh first: it sees them gone, and up recreates them.
-refresh_if_new_cluster() {
+# forget_old_cluster: the stack's objects live in one cluster. When the local cluster was deleted
+# and created again since the last up, they went with it, but the state still lists them and
+# `pulumi up` would report them unchanged while the new cluster holds none. `pulumi refresh`
+# cannot tell: it reaches the cluster through the kubeconfig kept in the state, the old cluster's,
+# whose CA signs nothing any more (and with --run-program, v3.250's engine fails on component
+# outputs). The old cluster is gone for certain (there is one local cluster, and its identity
+# changed), so its objects are dropped from the state and the up creates them in the new one.
+forget_old_cluster() {
   local now known
   now=$(cluster_uid)
   known=$(cat "$shadow/cluster-uid" 2>/dev/null || true)
   if [ -n "$known" ] && [ -n "$now" ] && [ "$known" != "$now" ]; then
-    log "the local cluster was created anew since stack $stack was last deployed: refreshing its state first"
-    pulumi refresh --yes --skip-preview --stack "$stack" --config-file "$effective" >/dev/null
+    log "the local cluster was created anew since stack $stack was last deployed: its objects went with the old one; forgetting them"
+    pulumi state delete --all --yes --force --stack "$stack" >"$shadow/forget.log" 2>&1 \
+      || { tail -n 20 "$shadow/forget.log" >&2; die "pulumi state delete failed (log: $shadow/forget.log)"; }
   fi
 }
 
 cmd_up() {
   prepare
-  refresh_if_new_cluster
+  forget_old_cluster
   log "pulumi up (stack $stack)"
   pulumi up --yes --skip-preview=false --stack "$stack" --config-file "$effective"
   cluster_uid >"$shadow/cluster-uid"
