@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestImageTags(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"dask", "mpi", "pause"} {
-		if !contains(names, want) {
+		if !slices.Contains(names, want) {
 			t.Errorf("no recipe hack/images/%s/ (recipes: %v)", want, names)
 		}
 	}
@@ -119,15 +120,6 @@ func TestImageTagOrder(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("images.sh ref tricky = %q, want %q", got, want)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // The stacks that run on the real node name the local images by their current content tag: a

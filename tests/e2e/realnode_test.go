@@ -8,10 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestDevStackRunsForReal(t *testing.T) {
 		}
 		hosts := strings.Split(m[4], ",")
 		for i := 0; i < towers; i++ {
-			if !contains(hosts, fmt.Sprintf("tower-%d", i)) {
+			if !slices.Contains(hosts, fmt.Sprintf("tower-%d", i)) {
 				t.Errorf("rank hosts %v lack tower-%d", hosts, i)
 			}
 		}
@@ -136,7 +137,7 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			}
 			hosts[fmt.Sprint(res[1])] = true
 		}
-		t.Logf("Dask workers %v computed on pods %v", r.Names, sortedKeys(hosts))
+		t.Logf("Dask workers %v computed on pods %v", r.Names, slices.Sorted(maps.Keys(hosts)))
 	})
 
 	t.Run("Jupyter: the printed password logs in, a wrong one is refused", func(t *testing.T) {
@@ -208,7 +209,7 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 
 	t.Run("every printed command works as printed", func(t *testing.T) {
 		s := s.sub(t)
-		for _, k := range sortedKeys(out) {
+		for _, k := range slices.Sorted(maps.Keys(out)) {
 			cmd, ok := out[k].(string)
 			if !ok || !(strings.HasPrefix(cmd, "kubectl ") || strings.HasPrefix(cmd, "pulumi ")) {
 				continue
@@ -364,22 +365,4 @@ func baseURL(u string) string {
 		}
 	}
 	return u
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
