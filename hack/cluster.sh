@@ -143,7 +143,12 @@ ensure_netns() {
 
 api_port() { kwokctl get kubeconfig 2>/dev/null | sed -n 's#^ *server: https\{0,1\}://127\.0\.0\.1:\([0-9]*\).*#\1#p' | head -n1; }
 
-bridge_alive() { local p; p=$(cat "$bridge_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# bridge_alive: nsbridge runs (a zombie, left for whatever adopted it to reap, does not count).
+bridge_alive() {
+  local p
+  p=$(cat "$bridge_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
+    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
+}
 
 # start_bridge: nsbridge from the host's 127.0.0.1:<API port> to the namespace's.
 start_bridge() {

@@ -235,7 +235,13 @@ EOF
 # ---- processes -------------------------------------------------------------------------------
 
 pidfile() { echo "$node_dir/$1.pid"; }
-alive() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# alive NAME: its process runs (a zombie does not count: the daemons' parent is gone, and what
+# adopted them may be slow to reap).
+alive() {
+  local p
+  p=$(cat "$(pidfile "$1")" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
+    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
+}
 
 # cgroup_dirs NAME: the v1 hierarchies' directories of a cgroup of ours.
 cgroup_dirs() {
@@ -316,6 +322,12 @@ cmd_up() {
   [ -e "$netns_path" ] || die "network namespace $netns is missing: run 'hack/cluster.sh up' first"
   [ -f "$cluster_dir/kubeconfig.yaml" ] || die "cluster $name has no kubeconfig: run 'hack/cluster.sh up' first"
   cmd_packages
+  # Leftovers of a node whose processes were killed (a session or machine that stopped without
+  # `down`): clear them before starting anew.
+  if ! alive containerd && ! alive kubelet && { [ -d "$run_dir" ] || [ -d "/sys/fs/cgroup/pids/$POD_CGROUP_ROOT" ]; }; then
+    log "clearing what a previous node left behind (its processes are gone)"
+    cmd_down
+  fi
   kubectl_bin=$(tool kubectl)
   local kubelet kube_proxy coredns
   kubelet=$(tool kubelet)
