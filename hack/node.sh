@@ -112,7 +112,7 @@ put() {
 }
 
 write_configs() {
-  local pause_ref=$1 server=$2
+  local pause_ref=$1
   mkdir -p "$node_dir"/{cni,kubelet,logs,pod-logs,ipam} "$run_dir" "$containerd_root"
   (umask 077 && put kubeconfig kubelet kube-proxy coredns <"$cluster_dir/kubeconfig.yaml")
   put containerd.toml containerd <<EOF
@@ -229,7 +229,6 @@ EOF
     }
 }
 EOF
-  : "$server"
 }
 
 # ---- processes -------------------------------------------------------------------------------
@@ -334,7 +333,7 @@ cmd_up() {
   kube_proxy=$(tool kube-proxy)
   coredns=$(tool coredns)
   "$root/hack/images.sh" build
-  write_configs "$("$root/hack/images.sh" ref pause)" ""
+  write_configs "$("$root/hack/images.sh" ref pause)"
   # Forwarding and bridged traffic through iptables (kube-proxy's ClusterIPs between pods on one
   # bridge): both settings are the namespace's own.
   in_ns sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
