@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,11 @@ func TestGKE(t *testing.T) {
 		t.Errorf("the default pool is not removed: removeDefaultNodePool=%v initialNodeCount=%v",
 			get(cl, "removeDefaultNodePool"), get(cl, "initialNodeCount"))
 	}
+	// NetworkPolicy is enforced: Dataplane V2, not the legacy Calico add-on beside it.
+	if get(cl, "datapathProvider") != "ADVANCED_DATAPATH" || get(cl, "networkPolicy") != nil {
+		t.Errorf("GKE does not enforce the NetworkPolicies: datapathProvider %v, networkPolicy %v, want ADVANCED_DATAPATH alone",
+			get(cl, "datapathProvider"), get(cl, "networkPolicy"))
+	}
 	if get(cl, "location") != "us-central1" || get(cl, "name") != "kolotoc-prod" {
 		t.Errorf("cluster %v in %v, want kolotoc-prod, regional in us-central1", get(cl, "name"), get(cl, "location"))
 	}
@@ -326,6 +332,29 @@ func TestEKS(t *testing.T) {
 		t.Errorf("CPU node group: ami %v capacity %v taints %v", get(cpu, "amiType"), get(cpu, "capacityType"), get(cpu, "taints"))
 	}
 
+	// NetworkPolicy is enforced: the VPC CNI is a managed add-on with its network policy agent
+	// on, in place before any node (and so any pod) exists.
+	var cni registered
+	for _, a := range rec.ofType(tEKSAddon) {
+		if get(inputs(a), "addonName") == "vpc-cni" {
+			cni = a
+		}
+	}
+	var cniConfig map[string]any
+	if cni.Name == "" {
+		t.Fatal("the VPC CNI add-on is not installed: EKS would not enforce the NetworkPolicies")
+	}
+	if err := json.Unmarshal([]byte(fmt.Sprint(get(inputs(cni), "configurationValues"))), &cniConfig); err != nil ||
+		cniConfig["enableNetworkPolicy"] != "true" || get(inputs(cni), "resolveConflictsOnCreate") != "OVERWRITE" {
+		t.Errorf("VPC CNI add-on: configuration %v (%v), conflicts %v; want enableNetworkPolicy \"true\", OVERWRITE",
+			get(inputs(cni), "configurationValues"), err, get(inputs(cni), "resolveConflictsOnCreate"))
+	}
+	for _, g := range rec.ofType(tEKSNodeGroup) {
+		if !slices.Contains(g.DependsOn, cni.Name) {
+			t.Errorf("node group %s does not wait for the VPC CNI add-on (depends on %v)", g.Name, g.DependsOn)
+		}
+	}
+
 	// IAM: each role has exactly the managed policies EKS documents.
 	policies := map[string][]string{}
 	for _, a := range rec.ofType(tIAMAttachment) {
@@ -432,6 +461,11 @@ func TestAKS(t *testing.T) {
 	sys := get(mc, "agentPoolProfiles", "[0]")
 	if get(sys, "mode") != "System" || get(sys, "vmSize") != "Standard_D4s_v5" {
 		t.Errorf("system pool: %v", sys)
+	}
+	// NetworkPolicy is enforced: Azure CNI powered by Cilium, not kubenet (which enforces none).
+	if np := get(mc, "networkProfile"); get(np, "networkPlugin") != "azure" || get(np, "networkPluginMode") != "overlay" ||
+		get(np, "networkDataplane") != "cilium" || get(np, "networkPolicy") != "cilium" {
+		t.Errorf("AKS does not enforce the NetworkPolicies: networkProfile %v, want Azure CNI overlay with Cilium", np)
 	}
 
 	gpu := rec.one(t, tAgentPool, "cluster-gpu")

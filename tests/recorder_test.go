@@ -36,7 +36,8 @@ type registered struct {
 	Parent              string
 	Protect             bool
 	DeleteBeforeReplace bool
-	CreateTimeout       string // pulumi.Timeouts' create timeout, if any
+	CreateTimeout       string   // pulumi.Timeouts' create timeout, if any
+	DependsOn           []string // names of the resources named in pulumi.DependsOn
 	Inputs              resource.PropertyMap
 }
 
@@ -55,6 +56,9 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		}
 		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
 		rec.CreateTimeout = rpc.GetCustomTimeouts().GetCreate()
+		for _, urn := range rpc.GetDependencies() {
+			rec.DependsOn = append(rec.DependsOn, urn[strings.LastIndex(urn, "::")+2:])
+		}
 	}
 	r.mu.Lock()
 	r.all = append(r.all, rec)

@@ -28,6 +28,13 @@ const (
 	SpotTaint = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 	// osDiskGiB: OS disk per node (GiB); training images are 10-20 GB each.
 	osDiskGiB = 128
+	// The pod network: Azure CNI in overlay mode with the Cilium dataplane, which enforces
+	// NetworkPolicy (AKS's default, kubenet, enforces none). Pod addresses come from an overlay
+	// range, so the GPU pools' many pods do not use up the virtual network's addresses.
+	NetworkPlugin     = "azure"
+	NetworkPluginMode = "overlay"
+	NetworkDataplane  = "cilium"
+	NetworkPolicy     = "cilium"
 )
 
 // AgentPoolTimeouts: an agent pool of ND96asr_v4 VMs has taken over 30 minutes to provision when
@@ -150,6 +157,14 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 			Count:  pulumi.Int(a.SystemNodes),
 			Type:   pulumi.String("VirtualMachineScaleSets"),
 		}},
+		// Azure CNI (overlay) powered by Cilium: it enforces NetworkPolicy, which AKS's default
+		// kubenet network does not. Chosen when the cluster is created.
+		NetworkProfile: &containerservice.ContainerServiceNetworkProfileArgs{
+			NetworkPlugin:     pulumi.String(NetworkPlugin),
+			NetworkPluginMode: pulumi.String(NetworkPluginMode),
+			NetworkDataplane:  pulumi.String(NetworkDataplane),
+			NetworkPolicy:     pulumi.String(NetworkPolicy),
+		},
 		Tags: pulumi.ToStringMap(a.Tags),
 	}
 	if a.KubernetesVersion != "" {

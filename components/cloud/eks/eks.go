@@ -36,6 +36,12 @@ const (
 	nodeDiskGiB = 100
 	// PodIdentityAddon runs the agent that hands IAM roles to pods (the EFS CSI controller's).
 	PodIdentityAddon = "eks-pod-identity-agent"
+	// VPCCNIAddon is the pod network. Kolotoc installs it as a managed add-on, rather than
+	// leaving EKS's self-managed copy, to turn on its network policy agent: without it
+	// NetworkPolicy objects are not enforced on EKS.
+	VPCCNIAddon = "vpc-cni"
+	// VPCCNIConfiguration is the add-on's configuration: the network policy agent on.
+	VPCCNIConfiguration = `{"enableNetworkPolicy":"true"}`
 )
 
 // NodeGroupTimeouts: a node group of p4d/p5 instances has taken over 30 minutes to become
@@ -78,6 +84,9 @@ type Cluster struct {
 	NodeSecurityGroupID pulumi.StringOutput
 	NodeGroups          []*eks.NodeGroup
 	PodIdentity         *eks.Addon
+	// VPCCNI is the managed pod network with its network policy agent; the node groups wait for
+	// it, so that no pod runs before the policies are enforced.
+	VPCCNI *eks.Addon
 }
 
 // NewCluster registers the cluster.
@@ -110,9 +119,13 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	c.Cluster = cluster
+	if c.VPCCNI, err = eks.NewAddon(ctx, name+"-vpc-cni", RenderVPCCNI(cluster.Name), parent); err != nil {
+		return nil, err
+	}
+	nodeDeps := append(append([]pulumi.Resource{}, nodeAttached...), c.VPCCNI)
 	for _, p := range args.Pools {
 		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn), parent,
-			pulumi.DependsOn(nodeAttached),
+			pulumi.DependsOn(nodeDeps),
 			pulumi.Timeouts(NodeGroupTimeouts),
 			// An explicit node group name cannot exist twice: a replacement must delete first.
 			pulumi.DeleteBeforeReplace(true),
@@ -151,6 +164,18 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "nodeSecurityGroupId": c.NodeSecurityGroupID,
 	})
+}
+
+// RenderVPCCNI builds the managed VPC CNI add-on with its network policy agent on. It takes over
+// the copy EKS installs by itself (OVERWRITE: that copy has no settings worth keeping).
+func RenderVPCCNI(cluster pulumi.StringInput) *eks.AddonArgs {
+	return &eks.AddonArgs{
+		ClusterName:              cluster,
+		AddonName:                pulumi.String(VPCCNIAddon),
+		ConfigurationValues:      pulumi.String(VPCCNIConfiguration),
+		ResolveConflictsOnCreate: pulumi.String("OVERWRITE"),
+		ResolveConflictsOnUpdate: pulumi.String("OVERWRITE"),
+	}
 }
 
 // RenderCluster builds the cluster: API authentication (the identity that runs `pulumi up`

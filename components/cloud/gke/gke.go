@@ -24,6 +24,8 @@ const (
 	// cloudPlatformScope: with a dedicated service account, access is governed by its IAM roles;
 	// GKE recommends the broad scope together with a narrow account.
 	cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+	// Dataplane is GKE Dataplane V2 (eBPF), which enforces NetworkPolicy.
+	Dataplane = "ADVANCED_DATAPATH"
 	// AuthPlugin is the kubectl credential plugin GKE requires since 1.26.
 	AuthPlugin = "gke-gcloud-auth-plugin"
 )
@@ -150,16 +152,20 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	})
 }
 
-// RenderCluster builds the cluster: VPC-native, on a release channel, its default pool removed
-// as soon as it is created (so that every pool is one Kolotoc declared).
+// RenderCluster builds the cluster: VPC-native with Dataplane V2 (NetworkPolicy enforced), on a
+// release channel, its default pool removed as soon as it is created (so that every pool is one
+// Kolotoc declared).
 func RenderCluster(a *ClusterArgs, serviceAccount pulumi.StringInput) *container.ClusterArgs {
 	ca := &container.ClusterArgs{
-		Name:                  pulumi.String(a.Name),
-		Project:               optional(a.Project),
-		Location:              pulumi.String(a.Location()),
-		Network:               pulumi.String(a.Network),
-		NetworkingMode:        pulumi.String("VPC_NATIVE"),
-		IpAllocationPolicy:    &container.ClusterIpAllocationPolicyArgs{},
+		Name:               pulumi.String(a.Name),
+		Project:            optional(a.Project),
+		Location:           pulumi.String(a.Location()),
+		Network:            pulumi.String(a.Network),
+		NetworkingMode:     pulumi.String("VPC_NATIVE"),
+		IpAllocationPolicy: &container.ClusterIpAllocationPolicyArgs{},
+		// GKE Dataplane V2 enforces NetworkPolicy: without it Kolotoc's policies are objects
+		// that nothing applies. It is chosen when the cluster is created.
+		DatapathProvider:      pulumi.String(Dataplane),
 		RemoveDefaultNodePool: pulumi.Bool(true),
 		InitialNodeCount:      pulumi.Int(1),
 		// Pulumi's own protect option guards the cluster; GKE's flag would make every
