@@ -38,6 +38,17 @@ on_path() {
   log "$name $want found on PATH at $found"
 }
 
+# go_bin_name PKG: the file go build -o DIR/ writes for package PKG: its last path element, or the
+# one before it when that is a major-version suffix (go.etcd.io/etcd/server/v3 -> server).
+go_bin_name() {
+  local pkg=$1 base=${1##*/}
+  if [[ $base =~ ^v[0-9]+$ && $pkg == */*/* ]]; then
+    pkg=${pkg%/*}
+    base=${pkg##*/}
+  fi
+  printf '%s\n' "$base"
+}
+
 # build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
 # cache unless every binary is already there.
 build() {
@@ -56,8 +67,7 @@ build() {
     for pair in "${missing[@]}"; do pkgs+=("${pair%=*}"); done
     (cd "$root/hack/tools/$tool" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") \
       || { rm -rf "$tmp"; return 1; }
-    # go build names each binary after the last element of its package path.
-    for pair in "${missing[@]}"; do mv "$tmp/${pair%=*}" "$dest/${pair#*=}" 2>/dev/null || mv "$tmp/$(basename "${pair%=*}")" "$dest/${pair#*=}"; done
+    for pair in "${missing[@]}"; do mv "$tmp/$(go_bin_name "${pair%=*}")" "$dest/${pair#*=}"; done
     rm -rf "$tmp"
     log "built $tool $version in $((SECONDS - start)) s"
   fi
@@ -144,14 +154,24 @@ tool_nsbridge() {
   (cd "$root/hack/nsbridge" && go build -trimpath -o "$bin_dir/nsbridge" .)
 }
 
+# flowcheck, the e2e suite's NetworkPolicy judge (hack/flowcheck: cyclonus's matcher, in a module
+# of its own): built from this checkout every time, a no-op when unchanged.
+tool_flowcheck() {
+  (cd "$root/hack/flowcheck" && go build -trimpath -o "$bin_dir/flowcheck" .)
+}
+
 if [ "${1:-}" = "--path" ]; then
   echo "$bin_dir"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge actionlint standin
+if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
+  go_bin_name "$2"
+  exit 0
+fi
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge flowcheck actionlint standin
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|actionlint|standin) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge actionlint standin)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|flowcheck|actionlint|standin) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge flowcheck actionlint standin)"; exit 2 ;;
   esac
 done
