@@ -65,10 +65,14 @@ down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
 	hack/stack.sh down
 
+# Modules of their own under hack/ with tests (flowcheck keeps cyclonus's dependencies apart).
+HACK_MODULES = hack/flowcheck
+
 unit: workflows
 	@echo "==> unit: go vet and go test"
 	go vet ./...
 	go test ./...
+	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m test ./...; done
 
 # The GitHub Actions workflows users run (preview on pull requests, deploy on the default branch).
 workflows:
@@ -77,6 +81,7 @@ workflows:
 	"$$(hack/tools.sh --path)/actionlint" -no-color
 
 e2e: tools cluster
+	hack/tools.sh flowcheck
 	@echo "==> e2e: go test -tags e2e ./tests/... against $$(hack/cluster.sh kubeconfig)"
 	$(STACK_ENV); go test -tags e2e -count=1 -timeout 60m ./tests/...
 
@@ -84,7 +89,7 @@ e2e: tools cluster
 # ran before, stopped if it was stopped, deleted if there was none.
 test: unit
 	@echo "==> test: end-to-end suite (the cluster is restored afterwards)"
-	hack/tools.sh $(CLUSTER_TOOLS)
+	hack/tools.sh $(CLUSTER_TOOLS) flowcheck
 	hack/cluster.sh with $(MAKE) --no-print-directory e2e
 
 fmt:

@@ -39,6 +39,7 @@ func TestDevStackRunsForReal(t *testing.T) {
 	s := newStack(t, "e2e-dev", "dev", nil)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
+	flows := recordFlows(t, s)
 
 	start := time.Now()
 	summary := s.up()
@@ -240,6 +241,48 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			t.Logf("ran %s: %s", k, cmd)
 		}
 	})
+
+	// Last, once every workload above has done its job: the connections they made, judged.
+	t.Run("the NetworkPolicies admit the traffic the workloads made, and refuse what Kolotoc forbids", func(t *testing.T) {
+		s := s.sub(t)
+		tower, towerPorts := podEnd(t, s, ns, "tower-0")
+		carrier, _ := podEnd(t, s, ns, "carrier-0")
+		entry, entryPorts := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		launcher, _ := podEnd(t, s, ns, s.podName(t, ns, "launcher"))
+		ssh, scheduler, jupyter := towerPorts["ssh"], entryPorts["scheduler"], entryPorts["jupyter"]
+		if ssh == 0 || scheduler == 0 || jupyter == 0 {
+			t.Fatalf("named ports: tower %v, entrypoint %v; want ssh, scheduler and jupyter", towerPorts, entryPorts)
+		}
+		elsewhere := func(e flowEnd) flowEnd { // the same pod, in another namespace
+			e.Namespace, e.name = "default", e.name+" in default"
+			return e
+		}
+		outside := flowEnd{IP: "192.0.2.10", name: "an address outside the cluster"}
+		checkFlows(t, s, flows, []flow{
+			{From: carrier, To: tower, Port: ssh},                  // a Dask worker to a tower's sshd
+			{From: entry, To: tower, Port: ssh},                    // Jupyter to a tower's sshd
+			{From: carrier, To: launcher, Port: 40000},             // anything but a tower to mpirun's ports
+			{From: elsewhere(carrier), To: entry, Port: scheduler}, // another namespace to the Dask scheduler
+			{From: elsewhere(tower), To: entry, Port: jupyter},     // another namespace to Jupyter
+			{From: outside, To: tower, Port: ssh},                  // outside to a tower's sshd
+		})
+	})
+}
+
+// podName is the name of the one pod of the stack's component (the newest, if several).
+func (s *stack) podName(t *testing.T, ns, component string) string {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()+",app.kubernetes.io/component="+component))
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("no %s pod in %s: %v", component, ns, err)
+	}
+	newest := pods.Items[0]
+	for _, p := range pods.Items[1:] {
+		if p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	return newest.Name
 }
 
 // requireRealNode fails the test unless the local cluster has its real node Ready.

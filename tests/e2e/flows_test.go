@@ -1,0 +1,527 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The NetworkPolicies are checked against the traffic itself: while the workloads run on the real
+// node, a flowRecorder records every TCP connection opened in the node's network namespace, whose
+// bridge carries all pod traffic (br_netfilter makes bridged packets pass conntrack there; see
+// hack/node.sh). Each connection is resolved to the pods at its two ends and judged by flowcheck
+// (hack/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of Kolotoc) against
+// every NetworkPolicy in the cluster. Nothing enforces the policies on the local cluster: the
+// verdicts are what a conforming enforcer would do with the same traffic.
+
+// conn is one TCP connection as conntrack saw it at its first packet.
+type conn struct {
+	at       time.Time
+	src      string // the client's address
+	dialled  string // address:port the client dialled (a Service's, maybe)
+	dst      string // the address that answered, after any Service translation
+	port     int    // the port that answered
+	rawEvent string
+}
+
+// podAt is a pod that held an address from first to last (as far as polling saw).
+type podAt struct {
+	namespace, name string
+	labels          map[string]string
+	first, last     time.Time
+}
+
+type flowRecorder struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stderr bytes.Buffer
+
+	mu     sync.Mutex
+	conns  []conn
+	pods   map[string][]*podAt // pod IP → the pods that held it
+	errs   []string
+	podNet netip.Prefix // the pods' addresses; every other address in the namespace is the node's,
+	gw     netip.Addr   // and so is the first of the pods' subnet: the bridge, their gateway
+}
+
+// conntrackNew matches the original and reply tuples of a NEW event of `conntrack -E`:
+// "[NEW] tcp 6 120 SYN_SENT src=A dst=B sport=p dport=q [UNREPLIED] src=C dst=D sport=r dport=s".
+var conntrackNew = regexp.MustCompile(`\[NEW\] tcp .*?src=(\S+) dst=(\S+) sport=\d+ dport=(\d+) .*?src=(\S+) dst=\S+ sport=(\d+) dport=\d+`)
+
+// parseConntrack reads one event line; ok is false for lines that are not a new TCP connection.
+func parseConntrack(line string, at time.Time) (conn, bool) {
+	m := conntrackNew.FindStringSubmatch(line)
+	if m == nil {
+		return conn{}, false
+	}
+	port, _ := strconv.Atoi(m[5])
+	return conn{at: at, src: m[1], dialled: m[2] + ":" + m[3], dst: m[4], port: port, rawEvent: line}, true
+}
+
+// podSubnet reads POD_SUBNET from hack/local.env.
+func podSubnet(t *testing.T) netip.Prefix {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && !strings.HasPrefix(k, "#") {
+			vals[k] = v
+		}
+	}
+	prefix, err := netip.ParsePrefix(vals["POD_SUBNET"])
+	if err != nil {
+		t.Fatalf("hack/local.env: POD_SUBNET %q: %v", vals["POD_SUBNET"], err)
+	}
+	return prefix.Masked()
+}
+
+// recordFlows starts recording; stop it with (*flowRecorder).stop before reading.
+func recordFlows(t *testing.T, s *stack) *flowRecorder {
+	t.Helper()
+	cluster := os.Getenv("KOLOTOC_CLUSTER")
+	if cluster == "" {
+		cluster = "kolotoc"
+	}
+	netns := "/run/netns/kolotoc-" + cluster
+	if _, err := os.Stat(netns); err != nil {
+		t.Fatalf("the local cluster's network namespace: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &flowRecorder{t: t, cancel: cancel, pods: map[string][]*podAt{}}
+	r.podNet = podSubnet(t)
+	r.gw = r.podNet.Addr().Next()
+
+	// A big socket buffer: a burst of connections must not overflow the event queue.
+	cmd := exec.CommandContext(ctx, "nsenter", "--net="+netns, "--",
+		"conntrack", "--event", "--event-mask", "NEW", "--proto", "tcp", "--buffer-size", "16777216")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // lets it flush stdout
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stderr = &r.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("conntrack: %v", err)
+	}
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if c, ok := parseConntrack(sc.Text(), time.Now()); ok {
+				r.mu.Lock()
+				r.conns = append(r.conns, c)
+				r.mu.Unlock()
+			}
+		}
+		if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Sprintf("conntrack stopped early: %v: %s", err, r.stderr.String()))
+			r.mu.Unlock()
+		}
+	}()
+	// Which pod held which address when: the real node's pods, polled twice a second (a pod
+	// lives far longer than that before it connects anywhere).
+	go func() {
+		defer r.wg.Done()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pods, err := s.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + realNode})
+			now := time.Now()
+			if err == nil {
+				r.mu.Lock()
+				for i := range pods.Items {
+					r.saw(&pods.Items[i], now)
+				}
+				r.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *flowRecorder) saw(p *corev1.Pod, now time.Time) {
+	if p.Spec.HostNetwork || p.Status.PodIP == "" {
+		return
+	}
+	for _, seen := range r.pods[p.Status.PodIP] {
+		if seen.namespace == p.Namespace && seen.name == p.Name {
+			seen.last = now
+			return
+		}
+	}
+	r.pods[p.Status.PodIP] = append(r.pods[p.Status.PodIP], &podAt{
+		namespace: p.Namespace, name: p.Name, labels: p.Labels, first: now, last: now,
+	})
+}
+
+// stop ends the recording (idempotent) and waits for conntrack to exit.
+func (r *flowRecorder) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// podFor is the pod that held ip at time at, allowing for the polling interval.
+func (r *flowRecorder) podFor(ip string, at time.Time) *podAt {
+	const slack = 5 * time.Second
+	var best *podAt
+	for _, p := range r.pods[ip] {
+		if !at.Before(p.first.Add(-slack)) && !at.After(p.last.Add(slack)) && (best == nil || p.first.After(best.first)) {
+			best = p
+		}
+	}
+	return best
+}
+
+// flowEnd is one end of a judged flow, as flowcheck reads it.
+type flowEnd struct {
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	IP        string            `json:"ip,omitempty"`
+	name      string            // the pod's name, or what the address is
+}
+
+func (e flowEnd) component() string {
+	if e.Namespace == "" {
+		return e.name
+	}
+	if c := e.Labels["app.kubernetes.io/component"]; c != "" {
+		return e.Namespace + "/" + c
+	}
+	return e.Namespace + "/" + e.name
+}
+
+type flow struct {
+	From  flowEnd `json:"from"`
+	To    flowEnd `json:"to"`
+	Port  int     `json:"port"`
+	count int
+	via   string // the Service address dialled, when not the pod's own
+}
+
+type verdict struct {
+	Allowed    bool     `json:"allowed"`
+	AdmittedBy []string `json:"admittedBy"`
+	DeniedBy   []string `json:"deniedBy"`
+}
+
+// flows resolves the recorded connections: pod-to-pod (and pod-to-node) flows, one per distinct
+// (source pod, destination pod, port); the node's own connections to its pods (kubelet probes),
+// which NetworkPolicy always allows, counted apart; and the connections whose ends are unknown.
+func (r *flowRecorder) flows() (flows []flow, fromNode int, unknown []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	index := map[string]int{}
+	end := func(ip string, at time.Time) (flowEnd, bool) {
+		if p := r.podFor(ip, at); p != nil {
+			return flowEnd{Namespace: p.namespace, Labels: p.labels, IP: ip, name: p.name}, true
+		}
+		// The namespace holds the pods' subnet, the node's addresses (its loopback, the node
+		// address, the pods' gateway) and Services' addresses, which conntrack has translated.
+		if a, err := netip.ParseAddr(ip); err == nil && (a == r.gw || !r.podNet.Contains(a)) {
+			return flowEnd{IP: ip, name: "node " + ip}, true
+		}
+		return flowEnd{}, false
+	}
+	for _, c := range r.conns {
+		from, okFrom := end(c.src, c.at)
+		to, okTo := end(c.dst, c.at)
+		switch {
+		case !okFrom || !okTo:
+			unknown = append(unknown, c.rawEvent)
+			continue
+		case from.Namespace == "" && to.Namespace == "":
+			continue // the node talking to itself (kubelet, containerd, the control plane)
+		case from.Namespace == "":
+			fromNode++
+			continue
+		}
+		via := ""
+		if d := c.dst + ":" + strconv.Itoa(c.port); d != c.dialled {
+			via = c.dialled
+		}
+		key := fmt.Sprintf("%s/%s %s/%s %d", from.Namespace, from.name, to.Namespace, to.name, c.port)
+		if i, ok := index[key]; ok {
+			flows[i].count++
+			continue
+		}
+		index[key] = len(flows)
+		flows = append(flows, flow{From: from, To: to, Port: c.port, count: 1, via: via})
+	}
+	return flows, fromNode, unknown
+}
+
+// judge asks flowcheck about every flow, against policies and the namespaces' labels.
+func judge(t *testing.T, s *stack, policies []networkingv1.NetworkPolicy, flows []flow) []verdict {
+	t.Helper()
+	namespaces := map[string]map[string]string{}
+	for _, f := range flows {
+		for _, ns := range []string{f.From.Namespace, f.To.Namespace} {
+			if _, ok := namespaces[ns]; ok || ns == "" {
+				continue
+			}
+			if n, err := s.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); err == nil {
+				namespaces[ns] = n.Labels
+			} else {
+				// A namespace gone since (or never created: a made-up flow) has its name label only.
+				namespaces[ns] = map[string]string{"kubernetes.io/metadata.name": ns}
+			}
+		}
+	}
+	in, err := json.Marshal(map[string]any{"policies": policies, "namespaces": namespaces, "flows": flows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("flowcheck")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("flowcheck (hack/tools.sh flowcheck builds it): %v: %s", err, stderr.String())
+	}
+	var v []verdict
+	if err := json.Unmarshal(out, &v); err != nil || len(v) != len(flows) {
+		t.Fatalf("flowcheck answered %d verdicts for %d flows: %v", len(v), len(flows), err)
+	}
+	return v
+}
+
+// allPolicies are the NetworkPolicies of every namespace: what an enforcer would apply.
+func allPolicies(t *testing.T, s *stack) []networkingv1.NetworkPolicy {
+	t.Helper()
+	l, err := s.kube.NetworkingV1().NetworkPolicies("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		l.Items[i].ManagedFields = nil
+	}
+	return l.Items
+}
+
+func (f flow) String() string {
+	to := fmt.Sprintf("%s (%s):%d", f.To.name, f.To.component(), f.Port)
+	if f.via != "" {
+		to += " via " + f.via
+	}
+	return fmt.Sprintf("%s (%s) → %s", f.From.name, f.From.component(), to)
+}
+
+// flowTable is the report of the judged flows, one row per (source, destination, port) of
+// components, with the policies that admit each.
+func flowTable(flows []flow, verdicts []verdict) string {
+	type row struct {
+		from, to, ports, by string
+		allowed             bool
+		count               int
+		portList            []int
+	}
+	var rows []*row
+	index := map[string]*row{}
+	for i, f := range flows {
+		by := strings.Join(verdicts[i].AdmittedBy, ", ")
+		if verdicts[i].Allowed && by == "" {
+			by = "(no policy selects it)"
+		}
+		key := f.From.component() + "|" + f.To.component() + "|" + by + "|" + strconv.FormatBool(verdicts[i].Allowed)
+		r := index[key]
+		if r == nil {
+			r = &row{from: f.From.component(), to: f.To.component(), by: by, allowed: verdicts[i].Allowed}
+			index[key] = r
+			rows = append(rows, r)
+		}
+		r.count += f.count
+		if !slices.Contains(r.portList, f.Port) {
+			r.portList = append(r.portList, f.Port)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| from | to | port | connections | verdict | admitted by |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		slices.Sort(r.portList)
+		ports := fmt.Sprint(r.portList[0])
+		// Ports picked at run time (mpirun's orted and ranks) are many: print their range.
+		if n := len(r.portList); n > 3 {
+			ports = fmt.Sprintf("%d ports, %d–%d", n, r.portList[0], r.portList[n-1])
+		} else if n > 1 {
+			ports = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.portList)), ", "), "[]")
+		}
+		v := "allowed"
+		if !r.allowed {
+			v = "DENIED"
+		}
+		count := "—" // a made-up flow
+		if r.count > 0 {
+			count = fmt.Sprint(r.count)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.from, r.to, ports, count, v, r.by)
+	}
+	return b.String()
+}
+
+// checkFlows is the policy check of a stack whose workloads ran while r recorded: every flow
+// they made is admitted; the check would see a missing allow; the flows Kolotoc forbids are
+// refused by the same engine. The table lands in .kolotoc/reports/flows-<stack>.md.
+func checkFlows(t *testing.T, s *stack, r *flowRecorder, forbidden []flow) {
+	r.stop()
+	r.mu.Lock()
+	errs := slices.Clone(r.errs)
+	r.mu.Unlock()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	ns := "kolotoc-" + s.name
+	flows, fromNode, unknown := r.flows()
+	if len(unknown) > 0 {
+		t.Errorf("%d connections between addresses that are no pod or node the recorder knows:\n%s",
+			len(unknown), strings.Join(unknown[:min(len(unknown), 10)], "\n"))
+	}
+	var ours []flow // flows with an end in the stack's namespace
+	for _, f := range flows {
+		if f.From.Namespace == ns || f.To.Namespace == ns {
+			ours = append(ours, f)
+		}
+	}
+	if len(ours) == 0 {
+		t.Fatalf("no connection of %s recorded (%d in all): are conntrack events on in the node's namespace?", ns, len(r.conns))
+	}
+	policies := allPolicies(t, s)
+	verdicts := judge(t, s, policies, ours)
+	table := flowTable(ours, verdicts)
+
+	t.Run("every connection the workloads made is admitted", func(t *testing.T) {
+		for i, f := range ours {
+			if !verdicts[i].Allowed {
+				t.Errorf("%s was made by the workloads but the policies refuse it (selected by %s, admitted by none)",
+					f, strings.Join(verdicts[i].DeniedBy, ", "))
+			}
+		}
+	})
+
+	t.Run("the check sees a missing allow", func(t *testing.T) {
+		// Without the towers' allow, the launcher's connections to the towers must be refused.
+		var without []networkingv1.NetworkPolicy
+		for _, p := range policies {
+			if !(p.Namespace == ns && p.Name == "mpi-towers") {
+				without = append(without, p)
+			}
+		}
+		if len(without) == len(policies) {
+			t.Fatalf("no policy %s/mpi-towers among %d", ns, len(policies))
+		}
+		v := judge(t, s, without, ours)
+		launcher := 0
+		for i, f := range ours {
+			if v[i].Allowed {
+				continue
+			}
+			if !strings.HasSuffix(f.To.component(), "/tower") {
+				t.Errorf("without mpi-towers, %s is refused too", f)
+			}
+			if strings.HasSuffix(f.From.component(), "/launcher") {
+				launcher++
+			}
+		}
+		if launcher == 0 {
+			t.Errorf("without mpi-towers no launcher-to-tower connection is refused: none was recorded, or the check cannot fail")
+		}
+	})
+
+	t.Run("the flows Kolotoc forbids are refused", func(t *testing.T) {
+		v := judge(t, s, policies, forbidden)
+		for i, f := range forbidden {
+			if v[i].Allowed {
+				t.Errorf("%s is admitted by %s; Kolotoc means to forbid it", f, strings.Join(v[i].AdmittedBy, ", "))
+			}
+		}
+		table += "\nFlows Kolotoc forbids, as judged by the same engine:\n\n" + flowTable(forbidden, v)
+	})
+
+	report := fmt.Sprintf("# Connections of stack %s, judged against its NetworkPolicies\n\n"+
+		"Recorded by conntrack in the real node's network namespace; judged by hack/flowcheck "+
+		"(cyclonus's matcher). %d connections from the node itself (the kubelet's probes), which "+
+		"NetworkPolicy always allows, are not listed; `kubectl exec` and `port-forward` enter the pods "+
+		"through the kubelet and make no pod-network connection.\n\n%s", s.name, fromNode, table)
+	dir := filepath.Join(repoRoot, ".kolotoc", "reports")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		os.WriteFile(filepath.Join(dir, "flows-"+s.name+".md"), []byte(report), 0o644)
+	}
+	t.Logf("%s", report)
+}
+
+// podEnd is a pod of the stack as a flow end, by its labels as they are now, and its container
+// ports by name.
+func podEnd(t *testing.T, s *stack, ns, name string) (flowEnd, map[string]int) {
+	t.Helper()
+	p, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]int{}
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			ports[cp.Name] = int(cp.ContainerPort)
+		}
+	}
+	return flowEnd{Namespace: ns, Labels: p.Labels, IP: p.Status.PodIP, name: name}, ports
+}
+
+func TestParseConntrack(t *testing.T) {
+	at := time.Unix(1, 0)
+	for _, tc := range []struct {
+		line string
+		want conn
+		ok   bool
+	}{
+		{"    [NEW] tcp      6 120 SYN_SENT src=10.214.0.5 dst=10.96.12.3 sport=41234 dport=8786 [UNREPLIED] src=10.214.0.7 dst=10.214.0.5 sport=8786 dport=41234",
+			conn{src: "10.214.0.5", dialled: "10.96.12.3:8786", dst: "10.214.0.7", port: 8786}, true},
+		{"[1763900000.123456]\t    [NEW] tcp      6 120 SYN_SENT src=10.214.0.9 dst=10.214.0.8 sport=5000 dport=22 [UNREPLIED] src=10.214.0.8 dst=10.214.0.9 sport=22 dport=5000 zone=3",
+			conn{src: "10.214.0.9", dialled: "10.214.0.8:22", dst: "10.214.0.8", port: 22}, true},
+		{" [UPDATE] tcp      6 60 SYN_RECV src=10.214.0.5 dst=10.214.0.7 sport=1 dport=2 src=10.214.0.7 dst=10.214.0.5 sport=2 dport=1", conn{}, false},
+		{"conntrack v1.4.7 (conntrack-tools): 3 flow events have been shown.", conn{}, false},
+	} {
+		got, ok := parseConntrack(tc.line, at)
+		if ok != tc.ok {
+			t.Errorf("%q: ok %v, want %v", tc.line, ok, tc.ok)
+			continue
+		}
+		if ok {
+			tc.want.at, tc.want.rawEvent = at, tc.line
+			if got != tc.want {
+				t.Errorf("%q:\n got %+v\nwant %+v", tc.line, got, tc.want)
+			}
+		}
+	}
+}
