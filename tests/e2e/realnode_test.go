@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,9 +34,11 @@ const (
 // computation on carriers and sentinels, a Jupyter login through the printed port-forward, a file
 // shared between workloads, and every printed command working as printed.
 //
-// It is the one test on the real node (2 cores): the other stacks use simulated nodes only.
+// The real node has 2 cores: its tests take it in turns (lockRealNode); the other stacks use
+// simulated nodes only and run beside them.
 func TestDevStackRunsForReal(t *testing.T) {
 	t.Parallel() // with the simulated-only tests; see doc.go
+	lockRealNode(t)
 	s := newStack(t, "e2e-dev", "dev", nil)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
@@ -283,6 +286,64 @@ func (s *stack) podName(t *testing.T, ns, component string) string {
 		}
 	}
 	return newest.Name
+}
+
+// realNodeMu lets one test at a time deploy onto the real node: each dev-sized stack asks for
+// most of its 2 cores.
+var realNodeMu sync.Mutex
+
+// lockRealNode holds the real node until the test and its cleanup (the stack's destroy) are done.
+func lockRealNode(t *testing.T) {
+	realNodeMu.Lock()
+	t.Cleanup(realNodeMu.Unlock) // registered first, so it runs after every later cleanup
+}
+
+// TestHostNetworkTowersRunForReal runs a tower on the node's own network (towers.hostNetwork,
+// for clusters whose pod network is too slow for MPI): sshd and the rank live in the node's
+// network namespace, the launcher reaches it by its headless-Service name, and mpirun completes.
+// One tower only: two towers on one node would both need the sshd port of the same network.
+func TestHostNetworkTowersRunForReal(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
+	towers["count"], towers["hostNetwork"] = 1, true
+	s := newStack(t, "e2e-hostnet", "dev", map[string]any{
+		"towers":    towers,
+		"carriers":  map[string]any{"enabled": false},
+		"sentinels": map[string]any{"enabled": false},
+	})
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	s.up()
+
+	job := s.waitJob(t, ns, "launcher", 6*time.Minute)
+	tower, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "tower-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := s.kube.CoreV1().Nodes().Get(context.Background(), realNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	if !tower.Spec.HostNetwork || tower.Spec.NodeName != realNode || tower.Status.PodIP != nodeIP {
+		t.Errorf("tower-0: hostNetwork %v on %s at %s, want the node network of %s (%s)",
+			tower.Spec.HostNetwork, tower.Spec.NodeName, tower.Status.PodIP, realNode, nodeIP)
+	}
+	logs := s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded == 0 {
+		t.Fatalf("the launcher failed over a host-network tower: %+v\n%s", job.Status, tail(logs))
+	}
+	m := regexp.MustCompile(`allreduce: sum=(\d+) expected=(\d+) ranks=(\d+) hosts=(\S+)`).FindStringSubmatch(logs)
+	if m == nil || m[1] != m[2] || m[3] != "1" {
+		t.Fatalf("launcher log has no allreduce over the one tower:\n%s", tail(logs))
+	}
+	t.Logf("launcher over a host-network tower at %s: %s", nodeIP, m[0])
 }
 
 // requireRealNode fails the test unless the local cluster has its real node Ready.
