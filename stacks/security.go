@@ -199,7 +199,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 			From: []isolation.Peer{pod(tasks...)},
 			Why:  "The TensorFlow tasks of the cluster spec (chief, workers, parameter servers) reach each other's gRPC port.",
 		})
-		if !e.TensorBoard {
+		if c.tfOwnTensorBoard() {
 			add(isolation.Allow{
 				Name: "tf-tensorboard", Pods: []string{tfcluster.TensorBoardComponent},
 				Ports: []isolation.Port{{Port: tfcluster.TensorBoardPort}}, From: anyPodOr(nil),

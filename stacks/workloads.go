@@ -46,6 +46,7 @@ type TFCluster struct {
 	Workers          TFRole   `json:"workers"`          // workers; count default 2, at least 1, GPU pool
 	Chief            TFRole   `json:"chief"`            // the chief (coordinator); count 0 or 1, default 1, CPU pool
 	Evaluator        TFRole   `json:"evaluator"`        // the evaluator; count 0 or 1, default 1, CPU pool
+	TensorBoard      *bool    `json:"tensorboard"`      // run the cluster's own TensorBoard when the entrypoint runs none; default true
 	TensorBoardImage string   `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default DefaultTensorBoardImage
 }
 
@@ -220,6 +221,10 @@ func (c *Config) applyWorkloadDefaults() {
 	tf := &c.TFCluster
 	setStr(&tf.Image, DefaultTensorFlowImage)
 	setStr(&tf.TensorBoardImage, DefaultTensorBoardImage)
+	if tf.TensorBoard == nil {
+		on := true
+		tf.TensorBoard = &on
+	}
 	if tf.Port == 0 {
 		tf.Port = defaultTFPort
 	}
@@ -249,6 +254,12 @@ func (c *Config) applyWorkloadDefaults() {
 	setStr(&m.PrometheusImage, DefaultPrometheusImage)
 	setStr(&m.GrafanaImage, DefaultGrafanaImage)
 	setStr(&m.DCGMImage, DefaultDCGMExporterImage)
+}
+
+// tfOwnTensorBoard: the TensorFlow cluster runs its own TensorBoard, since the entrypoint runs
+// none and tfcluster.tensorboard is not off.
+func (c *Config) tfOwnTensorBoard() bool {
+	return !c.Entrypoint.TensorBoard && (c.TFCluster.TensorBoard == nil || *c.TFCluster.TensorBoard)
 }
 
 // tfRoles lists the TensorFlow task types with their config keys, object names and types.

@@ -122,7 +122,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 			CPULimit: gpuShareCPULimit(r.Role.CPU, c.Pool(r.Role.Pool), r.Role.GPUs),
 		})
 	}
-	if !c.Entrypoint.TensorBoard {
+	if c.tfOwnTensorBoard() {
 		a.TensorBoard = &tfcluster.TensorBoard{
 			Name: TFTensorBoard, Image: tf.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
 		}

@@ -120,7 +120,7 @@ func (c *Config) validateTFCluster(v *validator) {
 	}
 	v.args("tfcluster.command", tf.Command)
 	v.image("tfcluster.image", tf.Image)
-	if !c.Entrypoint.TensorBoard {
+	if c.tfOwnTensorBoard() {
 		v.image("tfcluster.tensorboardImage", tf.TensorBoardImage)
 	}
 	if tf.Port < 1 || tf.Port > 65535 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
@@ -327,6 +328,30 @@ func TestTFTensorBoard(t *testing.T) {
 		t.Errorf("own TensorBoard does not read %s", logDir)
 	}
 	byName(t, rec, tService, "tf-tensorboard")
+
+	// tfcluster.tensorboard: false runs none (the local real node has no TensorBoard image): no
+	// Deployment, Service, allow or output, and its image is not asked for.
+	raw := workloadsRaw(t, map[string]string{
+		"entrypoint": `{"tensorboard":false}`,
+		"tfcluster":  `{"enabled":true,"ps":{"count":2},"workers":{"count":2,"gpus":4},"tensorboard":false,"tensorboardImage":"unpinned"}`,
+	})
+	rec = deploy(t, raw)
+	for _, token := range []string{tDeployment, tService, tNetworkPolicy} {
+		for _, r := range rec.ofType(token) {
+			if get(inputs(r), "metadata", "name") == "tf-tensorboard" {
+				t.Errorf("tfcluster.tensorboard false still registers %s tf-tensorboard", token)
+			}
+		}
+	}
+	cfg, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg), pulumi.StringArray{})) {
+		if strings.HasPrefix(k, "tfTensorboard") {
+			t.Errorf("tfcluster.tensorboard false still outputs %s", k)
+		}
+	}
 }
 
 // byName returns the plain inputs of the one object of a type with that Kubernetes name.

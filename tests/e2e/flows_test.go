@@ -391,10 +391,14 @@ func flowTable(flows []flow, verdicts []verdict) string {
 	return b.String()
 }
 
+// missingAllow is the check's own check: without the stack's NetworkPolicy policy, the recorded
+// connections from component from to component to must be refused, and nothing else.
+type missingAllow struct{ policy, from, to string }
+
 // checkFlows is the policy check of a stack whose workloads ran while r recorded: every flow
 // they made is admitted; the check would see a missing allow; the flows Kolotoc forbids are
 // refused by the same engine. The table lands in .kolotoc/reports/flows-<stack>.md.
-func checkFlows(t *testing.T, s *stack, r *flowRecorder, forbidden []flow) {
+func checkFlows(t *testing.T, s *stack, r *flowRecorder, drop missingAllow, forbidden []flow) {
 	r.stop()
 	r.mu.Lock()
 	errs := slices.Clone(r.errs)
@@ -431,31 +435,30 @@ func checkFlows(t *testing.T, s *stack, r *flowRecorder, forbidden []flow) {
 	})
 
 	t.Run("the check sees a missing allow", func(t *testing.T) {
-		// Without the towers' allow, the launcher's connections to the towers must be refused.
 		var without []networkingv1.NetworkPolicy
 		for _, p := range policies {
-			if !(p.Namespace == ns && p.Name == "mpi-towers") {
+			if !(p.Namespace == ns && p.Name == drop.policy) {
 				without = append(without, p)
 			}
 		}
 		if len(without) == len(policies) {
-			t.Fatalf("no policy %s/mpi-towers among %d", ns, len(policies))
+			t.Fatalf("no policy %s/%s among %d", ns, drop.policy, len(policies))
 		}
 		v := judge(t, s, without, ours)
-		launcher := 0
+		refused := 0
 		for i, f := range ours {
 			if v[i].Allowed {
 				continue
 			}
-			if !strings.HasSuffix(f.To.component(), "/tower") {
-				t.Errorf("without mpi-towers, %s is refused too", f)
+			if !slices.Contains(verdicts[i].AdmittedBy, ns+"/"+drop.policy) {
+				t.Errorf("without %s, %s is refused, though %s never admitted it", drop.policy, f, drop.policy)
 			}
-			if strings.HasSuffix(f.From.component(), "/launcher") {
-				launcher++
+			if f.From.component() == ns+"/"+drop.from && f.To.component() == ns+"/"+drop.to {
+				refused++
 			}
 		}
-		if launcher == 0 {
-			t.Errorf("without mpi-towers no launcher-to-tower connection is refused: none was recorded, or the check cannot fail")
+		if refused == 0 {
+			t.Errorf("without %s no %s-to-%s connection is refused: none was recorded, or the check cannot fail", drop.policy, drop.from, drop.to)
 		}
 	})
 

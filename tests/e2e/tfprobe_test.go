@@ -1,0 +1,99 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestTFClusterProbeRunsForReal runs the TensorFlow cluster (kolotoc:tfcluster) on the real node.
+// Debian has no TensorFlow, so every task runs Kolotoc's TensorFlow probe (hack/images/tfprobe),
+// which reads TF_CONFIG as tf.distribute does, serves its own gRPC port and dials every other
+// task of the cluster spec, checking that the task answering is the one the spec names there.
+// It proves the cluster spec, the task types and indexes, the names, the ports and the
+// NetworkPolicies a real TensorFlow cluster relies on; not TensorFlow itself.
+func TestTFClusterProbeRunsForReal(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", "tfprobe").Output()
+	if err != nil {
+		t.Fatalf("hack/images.sh ref tfprobe: %v", err)
+	}
+	image := strings.TrimSpace(string(out))
+	task := func(count int) map[string]any {
+		return map[string]any{"count": count, "pool": "node", "gpus": 0, "cpu": "50m", "memory": "64Mi"}
+	}
+	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
+	entrypoint["jupyter"] = false // the Dask scheduler alone
+	s := newStack(t, "e2e-tf", "dev", map[string]any{
+		"towers":     map[string]any{"enabled": false},
+		"carriers":   map[string]any{"enabled": false},
+		"sentinels":  map[string]any{"enabled": false},
+		"entrypoint": entrypoint,
+		"tfcluster": map[string]any{
+			"enabled": true, "image": image, "tensorboard": false,
+			"command": []string{"python3", "/opt/kolotoc/tf_probe.py"},
+			"chief":   task(1), "workers": task(2), "ps": task(1), "evaluator": task(1),
+		},
+	})
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	flows := recordFlows(t, s)
+	s.up()
+
+	// Each task: its pod name's ordinal is its index; the cluster tasks reach the 3 others.
+	tasks := map[string]struct {
+		id    string
+		peers int
+	}{
+		"tf-chief-0": {"chief:0", 3}, "tf-worker-0": {"worker:0", 3}, "tf-worker-1": {"worker:1", 3},
+		"tf-ps-0": {"ps:0", 3}, "tf-evaluator-0": {"evaluator:0", 0},
+	}
+	done := regexp.MustCompile(`tf-probe: (\S+) done: (?:reached all )?(\d+) peers`)
+	for pod, want := range tasks {
+		var logs string
+		waitFor(t, pod+"'s probe to finish", 4*time.Minute, func() (bool, string) {
+			b, err := s.kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(context.Background()).Raw()
+			if err != nil {
+				return false, err.Error()
+			}
+			logs = string(b)
+			return done.MatchString(logs), tail(logs)
+		})
+		m := done.FindStringSubmatch(logs)
+		if m[1] != want.id || m[2] != fmt.Sprint(want.peers) {
+			t.Errorf("%s: the probe says it is %s and reached %s peers; want %s and %d:\n%s", pod, m[1], m[2], want.id, want.peers, tail(logs))
+		}
+		t.Logf("%s: %s", pod, m[0])
+	}
+
+	t.Run("the NetworkPolicies admit the tasks' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
+		s := s.sub(t)
+		chief, ports := podEnd(t, s, ns, "tf-chief-0")
+		worker, _ := podEnd(t, s, ns, "tf-worker-0")
+		ps, _ := podEnd(t, s, ns, "tf-ps-0")
+		evaluator, _ := podEnd(t, s, ns, "tf-evaluator-0")
+		entry, _ := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		grpc := ports["grpc"]
+		if grpc == 0 {
+			t.Fatalf("tf-chief-0 has no grpc port: %v", ports)
+		}
+		elsewhere := worker
+		elsewhere.Namespace, elsewhere.name = "default", "tf-worker-0 in default"
+		checkFlows(t, s, flows, missingAllow{"tf-tasks", "tf-chief", "tf-worker"}, []flow{
+			{From: evaluator, To: worker, Port: grpc}, // the evaluator is not in the cluster
+			{From: entry, To: ps, Port: grpc},         // nor is the entrypoint
+			{From: elsewhere, To: chief, Port: grpc},  // nor another namespace
+			{From: chief, To: worker, Port: grpc + 1}, // only the gRPC port
+		})
+	})
+}
