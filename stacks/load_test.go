@@ -186,6 +186,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "GPU pods of two workloads overflow the pool", set: map[string]string{"elastic": `{"enabled":true}`}, wantKey: "nodePools[0].maxNodes", wantMsg: "towers 2×8, elastic 1×8"},
 		{name: "even etcd member count", set: map[string]string{"etcd": `{"enabled":true,"members":2}`}, wantKey: "etcd.members", wantMsg: "even count"},
 		{name: "etcd without the v2 API", set: map[string]string{"etcd": `{"enabled":true,"image":"quay.io/coreos/etcd:v3.6.0"}`}, wantKey: "etcd.image", wantMsg: "must be etcd 3.5.x"},
+		{name: "etcd from another registry with a hash tag", set: map[string]string{"etcd": `{"enabled":true,"image":"example.com/kolotoc.local/etcd:98e957e15e76"}`}, wantKey: "etcd.image", wantMsg: "must be etcd 3.5.x"},
 		{name: "etcd on a GPU pool", set: map[string]string{"etcd": `{"enabled":true,"pool":"gpu"}`}, wantKey: "etcd.pool", wantMsg: "GPU pool"},
 		{name: "TF cluster without workers", set: map[string]string{"tfcluster": `{"enabled":true,"workers":{"count":0}}`}, wantKey: "tfcluster.workers.count", wantMsg: "needs at least one worker"},
 		{name: "two TF evaluators", set: map[string]string{"tfcluster": `{"enabled":true,"evaluator":{"count":2}}`}, wantKey: "tfcluster.evaluator.count", wantMsg: "allowed: 0, 1"},

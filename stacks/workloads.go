@@ -82,6 +82,9 @@ const (
 // Images of the workloads. Each is pinned by a tag that exists upstream (see the report of
 // issue 5 for where each was checked).
 const (
+	// LocalImageRegistry names the images the local test bed builds from Debian packages
+	// (hack/images.sh); they exist only in the real node's containerd.
+	LocalImageRegistry = "kolotoc.local"
 	// DefaultEtcdImage: etcd 3.5 (v3.5.17, 2024-11-12) is the last line with the v2 API.
 	DefaultEtcdImage = "quay.io/coreos/etcd:v3.5.17"
 	// DefaultPyTorchImage has torchrun; it lacks python-etcd, which the workers install at start

@@ -45,6 +45,13 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	if !reflect.DeepEqual(&again, c) {
 		t.Errorf("applyDefaults is not idempotent with the workloads:\n%+v\n%+v", again, *c)
 	}
+
+	// The local test bed's etcd image is tagged by content, not version: it is accepted.
+	raw := workloadsRaw(t)
+	raw.Values["kolotoc:etcd"] = `{"enabled":true,"members":3,"image":"kolotoc.local/etcd:98e957e15e76"}`
+	if _, err := Load(raw); err != nil {
+		t.Errorf("the local etcd image is refused: %v", err)
+	}
 }
 
 // TestWorkloadsOffByDefault: a stack that says nothing about them runs none of them and needs no

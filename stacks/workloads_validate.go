@@ -38,7 +38,7 @@ func (c *Config) validateEtcd(v *validator) {
 		}
 		v.add("etcd.members", strconv.Itoa(e.Members), msg)
 	}
-	if v.image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") {
+	if v.image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") && !isLocalImage(e.Image) {
 		if tag := imageTag(e.Image); tag != "" && tag != "latest" && !isEtcd35(tag) {
 			v.add("etcd.image", e.Image, "must be etcd 3.5.x (e.g. "+DefaultEtcdImage+"): etcd runs with --enable-v2=true, "+
 				"which torch's etcd rendezvous needs and etcd 3.6 removed")
@@ -297,6 +297,13 @@ func imageTag(ref string) string {
 	last := ref[strings.LastIndex(ref, "/")+1:]
 	_, tag, _ := strings.Cut(last, ":")
 	return tag
+}
+
+// isLocalImage: an image the local test bed builds (hack/images.sh), tagged by its recipe's
+// content rather than a version; the recipe says what it holds (its etcd is Debian's 3.4, which
+// serves the v2 API too).
+func isLocalImage(image string) bool {
+	return strings.HasPrefix(image, LocalImageRegistry+"/")
 }
 
 // isEtcd35 reports whether an etcd image tag is a 3.5 release: v3.5.17, 3.5.16-0 (registry.k8s.io).
