@@ -82,7 +82,9 @@ func (c *Config) validateElastic(v *validator) {
 	v.image("elastic.image", el.Image)
 	v.args("elastic.command", el.Command)
 	if pool := v.pool(c, "elastic.pool", el.Pool, true); pool != nil {
-		v.gpuPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
+		if pool.GPUsPerNode > 0 || el.GPUsPerNode != 0 {
+			v.gpuPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
+		} // else CPU workers: one gloo process per pod
 		v.fits("elastic", pool, el.CPU, el.Memory)
 	}
 	if n := max(el.Nodes, el.MaxNodes); n > 0 {

@@ -426,6 +426,7 @@ func TestElasticTorchrun(t *testing.T) {
 		name, elastic, etcd string
 		wantEndpoint        string
 		wantFlags           map[string]string
+		cpu                 bool // CPU workers: no GPU, one process each
 	}{
 		{name: "etcd-v2 (example)", wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
 			wantFlags: map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd-v2", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
@@ -436,6 +437,10 @@ func TestElasticTorchrun(t *testing.T) {
 		{name: "etcd, own script", elastic: `{"enabled":true,"maxNodes":2,"rdzvBackend":"etcd","command":["/shared/train.py","--epochs","3"]}`,
 			wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
 			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+		{name: "c10d on a CPU pool", etcd: `{"enabled":false}`, cpu: true,
+			elastic:      `{"enabled":true,"pool":"cpu","minNodes":1,"maxNodes":2,"cpu":"4","memory":"8Gi"}`,
+			wantEndpoint: "elastic-0.elastic.kolotoc-workloads.svc:29400",
+			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc-per-node": "1", "--rdzv-backend": "c10d", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ov := map[string]string{}
@@ -473,10 +478,16 @@ func TestElasticTorchrun(t *testing.T) {
 				t.Errorf("replicas %d, want elastic.nodes %d", got, cfg.Elastic.Nodes)
 			}
 			gpus := tc.wantFlags["--nproc-per-node"]
-			if get(c, "resources", "requests", "nvidia.com/gpu") != gpus || get(c, "resources", "limits", "nvidia.com/gpu") != gpus {
+			switch {
+			case tc.cpu:
+				if get(c, "resources", "requests", "nvidia.com/gpu") != nil || get(c, "resources", "limits", "nvidia.com/gpu") != nil ||
+					get(pod, "tolerations") != nil || get(pod, "nodeSelector", "kolotoc.dev/pool") != "cpu" {
+					t.Errorf("CPU workers: resources %v tolerations %v nodeSelector %v; want no GPU, no toleration, the cpu pool",
+						get(c, "resources"), get(pod, "tolerations"), get(pod, "nodeSelector"))
+				}
+			case get(c, "resources", "requests", "nvidia.com/gpu") != gpus || get(c, "resources", "limits", "nvidia.com/gpu") != gpus:
 				t.Errorf("GPU requests/limits %v, want %s", get(c, "resources"), gpus)
-			}
-			if get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" || get(pod, "nodeSelector", "kolotoc.dev/pool") != "gpu" {
+			case get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" || get(pod, "nodeSelector", "kolotoc.dev/pool") != "gpu":
 				t.Errorf("workers do not tolerate the GPU taint or select the gpu pool: %v %v", get(pod, "tolerations"), get(pod, "nodeSelector"))
 			}
 			if !mountsClaim(pod, c, "shared", "/shared") {

@@ -62,7 +62,7 @@ type Args struct {
 	Nodes         int                // worker pods running (StatefulSet replicas)
 	MinNodes      int                // torchrun --nnodes lower bound
 	MaxNodes      int                // torchrun --nnodes upper bound
-	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc-per-node
+	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc-per-node; 0: a CPU worker, one process (gloo)
 	CPU           string             // CPU request per worker (quantity)
 	CPULimit      string             // CPU limit per worker (quantity); default CPU
 	Memory        string             // memory request and limit per worker (quantity)
@@ -94,7 +94,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args == nil {
 		return nil, errors.New("elastic: args are required")
 	}
-	if args.MinNodes < 1 || args.MaxNodes < args.MinNodes || args.GPUsPerNode < 1 {
+	if args.MinNodes < 1 || args.MaxNodes < args.MinNodes || args.GPUsPerNode < 0 {
 		return nil, fmt.Errorf("elastic %q: need 1 <= minNodes <= maxNodes and gpusPerNode >= 1", name)
 	}
 	if args.Backend != BackendC10d && args.EtcdEndpoint == "" {
@@ -144,7 +144,7 @@ func NNodes(a *Args) string { return fmt.Sprintf("%d:%d", a.MinNodes, a.MaxNodes
 func TorchrunArgs(a *Args) []string {
 	args := []string{
 		"--nnodes=$(" + nnodesEnv + ")",
-		fmt.Sprintf("--nproc-per-node=%d", a.GPUsPerNode),
+		fmt.Sprintf("--nproc-per-node=%d", ProcsPerNode(a)),
 		"--rdzv-backend=" + a.Backend,
 		"--rdzv-endpoint=" + Endpoint(a),
 		"--rdzv-id=" + a.RdzvID,
@@ -155,6 +155,10 @@ func TorchrunArgs(a *Args) []string {
 	}
 	return append(args, a.Command...)
 }
+
+// ProcsPerNode is torchrun's --nproc-per-node: one process per GPU, or one for a CPU worker
+// (torchrun with 0 processes would start none).
+func ProcsPerNode(a *Args) int { return max(a.GPUsPerNode, 1) }
 
 // Command is the workers' entry: a wrapper that runs torchrun with TorchrunArgs.
 func Command() []string { return []string{"/bin/sh", scriptsDir + "/" + launchScriptKey} }
@@ -189,7 +193,14 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 // anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared
 // claim, scratch and a memory-backed /dev/shm.
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
-	gpus := pulumi.String(fmt.Sprint(a.GPUsPerNode))
+	requests := pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)}
+	limits := pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory)}
+	var tolerations corev1.TolerationArrayInput // none for a CPU worker
+	if a.GPUsPerNode > 0 {
+		gpus := pulumi.String(fmt.Sprint(a.GPUsPerNode))
+		requests[meta.GPUResource], limits[meta.GPUResource] = gpus, gpus
+		tolerations = corev1.TolerationArray{meta.GPUToleration()}
+	}
 	env := corev1.EnvVarArray{
 		corev1.EnvVarArgs{Name: pulumi.String(nnodesEnv), ValueFrom: &corev1.EnvVarSourceArgs{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelectorArgs{Name: pulumi.String(a.Name + "-scale"), Key: pulumi.String(NNodesKey)},
@@ -212,7 +223,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
 				Spec: &corev1.PodSpecArgs{
 					NodeSelector:                  a.Labels.PoolSelector(a.Pool),
-					Tolerations:                   corev1.TolerationArray{meta.GPUToleration()},
+					Tolerations:                   tolerations,
 					AutomountServiceAccountToken:  pulumi.Bool(false),
 					TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
 					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
@@ -234,8 +245,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 							Name: pulumi.String("rendezvous"), ContainerPort: pulumi.Int(a.RdzvPort),
 						}},
 						Resources: &corev1.ResourceRequirementsArgs{
-							Requests: pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
-							Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory), meta.GPUResource: gpus},
+							Requests: requests,
+							Limits:   limits,
 						},
 						// torchrun, NCCL and gloo need no capability, nor to gain one.
 						SecurityContext: &corev1.SecurityContextArgs{
