@@ -97,7 +97,8 @@ need_mmdebstrap() {
   command -v mmdebstrap >/dev/null && return
   [ "$(id -u)" = 0 ] || die "mmdebstrap is missing: apt-get install mmdebstrap (as root)"
   log "installing mmdebstrap with apt-get"
-  { apt-get install -y --no-install-recommends mmdebstrap || { apt-get update && apt-get install -y --no-install-recommends mmdebstrap; }; } \
+  { apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends mmdebstrap ||
+    { apt-get update -o DPkg::Lock::Timeout=600 && apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends mmdebstrap; }; } \
     >/dev/null 2>&1 || die "apt-get install mmdebstrap failed"
 }
 
@@ -185,6 +186,11 @@ cmd_build() {
   local name all
   if [ $# -eq 0 ]; then mapfile -t all < <(names); set -- "${all[@]}"; fi
   for name in "$@"; do check "$name"; done
+  # One build at a time per cache: `make test` starts one in the background while the Go code
+  # compiles, and hack/node.sh's own build then waits here and finds the images built.
+  mkdir -p "$cache"
+  exec 9>"$cache/.build.lock"
+  flock 9
   for name in "$@"; do build_one "$name"; done
 }
 

@@ -89,7 +89,8 @@ cmd_packages() {
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=true
   fi
   local rc=0
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+  { apt-get update -qq -o DPkg::Lock::Timeout=600 &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"; } \
     >"${TMPDIR:-/tmp}/kolotoc-apt.log" 2>&1 || rc=$?
   if $made_policy; then rm -f "$policy"; fi
   [ $rc = 0 ] || { tail -n 20 "${TMPDIR:-/tmp}/kolotoc-apt.log" >&2; die "apt-get install failed"; }

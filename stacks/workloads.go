@@ -24,14 +24,14 @@ type Elastic struct {
 	MinNodes    int      `json:"minNodes"`    // torchrun --nnodes lower bound (nodes = worker pods); default 1
 	MaxNodes    int      `json:"maxNodes"`    // torchrun --nnodes upper bound; default minNodes
 	Nodes       int      `json:"nodes"`       // worker pods to run now, minNodes..maxNodes; default maxNodes
-	GPUsPerNode int      `json:"gpusPerNode"` // GPUs per worker pod and --nproc-per-node; default the pool's gpusPerNode
+	GPUsPerNode int      `json:"gpusPerNode"` // GPUs per worker pod and --nproc_per_node; default the pool's gpusPerNode
 	Pool        string   `json:"pool"`        // node pool name; default the first GPU pool
 	Image       string   `json:"image"`       // PyTorch image with torchrun (etcd backends: python-etcd, else installed at start); default DefaultPyTorchImage
 	Command     []string `json:"command"`     // training script and arguments after torchrun's options; default the built-in all-reduce check
 	RdzvBackend string   `json:"rdzvBackend"` // c10d | etcd-v2 | etcd; default c10d (etcd backends need kolotoc:etcd.enabled)
-	RdzvID      string   `json:"rdzvId"`      // --rdzv-id, the job's identity in the rendezvous; default kolotoc-<stack>
+	RdzvID      string   `json:"rdzvId"`      // --rdzv_id, the job's identity in the rendezvous; default kolotoc-<stack>
 	RdzvPort    int      `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
-	MaxRestarts int      `json:"maxRestarts"` // --max-restarts of the worker group; default 3
+	MaxRestarts int      `json:"maxRestarts"` // --max_restarts of the worker group; default 3
 	CPU         string   `json:"cpu"`         // CPU request per worker as a quantity; default 8
 	Memory      string   `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
 }

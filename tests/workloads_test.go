@@ -429,18 +429,18 @@ func TestElasticTorchrun(t *testing.T) {
 		cpu                 bool // CPU workers: no GPU, one process each
 	}{
 		{name: "etcd-v2 (example)", wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
-			wantFlags: map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd-v2", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+			wantFlags: map[string]string{"--nnodes": "1:2", "--nproc_per_node": "8", "--rdzv_backend": "etcd-v2", "--rdzv_id": "kolotoc-workloads", "--max_restarts": "3"}},
 		{name: "c10d", etcd: `{"enabled":false}`,
 			elastic:      `{"enabled":true,"minNodes":2,"maxNodes":3,"nodes":2,"gpusPerNode":4,"rdzvId":"bert-large","maxRestarts":0}`,
 			wantEndpoint: "elastic-0.elastic.kolotoc-workloads.svc:29400",
-			wantFlags:    map[string]string{"--nnodes": "2:3", "--nproc-per-node": "4", "--rdzv-backend": "c10d", "--rdzv-id": "bert-large", "--max-restarts": "0"}},
+			wantFlags:    map[string]string{"--nnodes": "2:3", "--nproc_per_node": "4", "--rdzv_backend": "c10d", "--rdzv_id": "bert-large", "--max_restarts": "0"}},
 		{name: "etcd, own script", elastic: `{"enabled":true,"maxNodes":2,"rdzvBackend":"etcd","command":["/shared/train.py","--epochs","3"]}`,
 			wantEndpoint: "etcd.kolotoc-workloads.svc:2379",
-			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc-per-node": "8", "--rdzv-backend": "etcd", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc_per_node": "8", "--rdzv_backend": "etcd", "--rdzv_id": "kolotoc-workloads", "--max_restarts": "3"}},
 		{name: "c10d on a CPU pool", etcd: `{"enabled":false}`, cpu: true,
 			elastic:      `{"enabled":true,"pool":"cpu","minNodes":1,"maxNodes":2,"cpu":"4","memory":"8Gi"}`,
 			wantEndpoint: "elastic-0.elastic.kolotoc-workloads.svc:29400",
-			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc-per-node": "1", "--rdzv-backend": "c10d", "--rdzv-id": "kolotoc-workloads", "--max-restarts": "3"}},
+			wantFlags:    map[string]string{"--nnodes": "1:2", "--nproc_per_node": "1", "--rdzv_backend": "c10d", "--rdzv_id": "kolotoc-workloads", "--max_restarts": "3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ov := map[string]string{}
@@ -460,7 +460,7 @@ func TestElasticTorchrun(t *testing.T) {
 			pod := get(sts, "spec", "template", "spec")
 			c := get(pod, "containers", "[0]")
 			flags, rest := torchrunFlags(t, rec, c)
-			want := map[string]string{"--rdzv-endpoint": tc.wantEndpoint}
+			want := map[string]string{"--rdzv_endpoint": tc.wantEndpoint}
 			for k, v := range tc.wantFlags {
 				want[k] = v
 			}
@@ -477,7 +477,7 @@ func TestElasticTorchrun(t *testing.T) {
 			if got := int(get(sts, "spec", "replicas").(float64)); got != cfg.Elastic.Nodes {
 				t.Errorf("replicas %d, want elastic.nodes %d", got, cfg.Elastic.Nodes)
 			}
-			gpus := tc.wantFlags["--nproc-per-node"]
+			gpus := tc.wantFlags["--nproc_per_node"]
 			switch {
 			case tc.cpu:
 				if get(c, "resources", "requests", "nvidia.com/gpu") != nil || get(c, "resources", "limits", "nvidia.com/gpu") != nil ||
@@ -514,7 +514,7 @@ func TestElasticTorchrun(t *testing.T) {
 					etcds++
 				}
 			}
-			if backend := tc.wantFlags["--rdzv-backend"]; backend != "c10d" {
+			if backend := tc.wantFlags["--rdzv_backend"]; backend != "c10d" {
 				if etcds != 1 {
 					t.Fatalf("backend %s without an etcd StatefulSet", backend)
 				}
@@ -999,5 +999,44 @@ func TestWorkloadResourceCount(t *testing.T) {
 	}
 	if d := cmp.Diff(count(2, 1), count(200, 40)); d != "" {
 		t.Errorf("resources by type differ between small and large (-small +large):\n%s", d)
+	}
+}
+
+// TestElasticLaunchScript runs the workers' torchrun wrapper as each worker would, with a
+// torchrun that prints its arguments. With c10d, worker 0 alone hosts the rendezvous store:
+// torchrun's own guess compares the endpoint (elastic-0.elastic.<ns>.svc) with the pod's names,
+// which never match, and left every worker waiting for a store no one served.
+func TestElasticLaunchScript(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, map[string]string{"etcd": `{"enabled":false}`,
+		"elastic": `{"enabled":true,"pool":"cpu","minNodes":1,"maxNodes":2,"cpu":"4","memory":"8Gi"}`}))
+	script, _ := get(inputs(rec.one(t, tConfigMap, "elastic-scripts")), "data", "torchrun.sh").(string)
+	bin := t.TempDir()
+	for name, body := range map[string]string{
+		"torchrun": "#!/bin/sh\necho \"$@\"\n",
+		"python3":  "#!/bin/sh\nexit 0\n", // python-etcd is there
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "torchrun.sh")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ pod, backend, want string }{
+		{"elastic-0", "c10d", "--rdzv_conf=is_host=true --nnodes=1:2 train.py"},
+		{"elastic-1", "c10d", "--rdzv_conf=is_host=false --nnodes=1:2 train.py"},
+		{"elastic-10", "c10d", "--rdzv_conf=is_host=false --nnodes=1:2 train.py"},
+		{"elastic-0", "etcd-v2", "--nnodes=1:2 train.py"},
+	} {
+		cmd := exec.Command("sh", path, "--nnodes=1:2", "train.py")
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "POD_NAME=" + tc.pod, "KOLOTOC_RDZV_BACKEND=" + tc.backend}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.pod, tc.backend, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("%s with %s runs torchrun %q, want %q", tc.pod, tc.backend, got, tc.want)
+		}
 	}
 }

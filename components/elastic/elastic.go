@@ -62,7 +62,7 @@ type Args struct {
 	Nodes         int                // worker pods running (StatefulSet replicas)
 	MinNodes      int                // torchrun --nnodes lower bound
 	MaxNodes      int                // torchrun --nnodes upper bound
-	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc-per-node; 0: a CPU worker, one process (gloo)
+	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc_per_node; 0: a CPU worker, one process (gloo)
 	CPU           string             // CPU request per worker (quantity)
 	CPULimit      string             // CPU limit per worker (quantity); default CPU
 	Memory        string             // memory request and limit per worker (quantity)
@@ -70,9 +70,9 @@ type Args struct {
 	Command       []string           // training script and its arguments, after torchrun's options
 	Backend       string             // c10d | etcd-v2 | etcd
 	EtcdEndpoint  string             // host:port of the etcd client Service (etcd backends)
-	RdzvID        string             // --rdzv-id: the job's identity in the rendezvous
+	RdzvID        string             // --rdzv_id: the job's identity in the rendezvous
 	RdzvPort      int                // port of worker 0's c10d store
-	MaxRestarts   int                // --max-restarts: worker-group restarts before torchrun gives up
+	MaxRestarts   int                // --max_restarts: worker-group restarts before torchrun gives up
 	Pool          string             // GPU pool
 	Claim         string             // shared claim
 	MountPath     string             // where the claim is mounted
@@ -127,7 +127,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})
 }
 
-// Endpoint is torchrun's --rdzv-endpoint: worker 0's store for c10d, else the etcd Service.
+// Endpoint is torchrun's --rdzv_endpoint: worker 0's store for c10d, else the etcd Service.
 func Endpoint(a *Args) string {
 	if a.Backend == BackendC10d {
 		return fmt.Sprintf("%s-0.%s.%s.svc:%d", a.Name, a.Name, a.NamespaceDNS, a.RdzvPort)
@@ -139,16 +139,17 @@ func Endpoint(a *Args) string {
 func NNodes(a *Args) string { return fmt.Sprintf("%d:%d", a.MinNodes, a.MaxNodes) }
 
 // TorchrunArgs are torchrun's arguments: its options, then the training script and its
-// arguments. --nnodes comes from the scale ConfigMap through $(KOLOTOC_NNODES), which the kubelet
+// arguments. The options are spelled with underscores, which every torchrun accepts; the
+// dashed spellings exist only since PyTorch 2 (1.13's torchrun refuses them). --nnodes comes from the scale ConfigMap through $(KOLOTOC_NNODES), which the kubelet
 // expands when the container starts.
 func TorchrunArgs(a *Args) []string {
 	args := []string{
 		"--nnodes=$(" + nnodesEnv + ")",
-		fmt.Sprintf("--nproc-per-node=%d", ProcsPerNode(a)),
-		"--rdzv-backend=" + a.Backend,
-		"--rdzv-endpoint=" + Endpoint(a),
-		"--rdzv-id=" + a.RdzvID,
-		fmt.Sprintf("--max-restarts=%d", a.MaxRestarts),
+		fmt.Sprintf("--nproc_per_node=%d", ProcsPerNode(a)),
+		"--rdzv_backend=" + a.Backend,
+		"--rdzv_endpoint=" + Endpoint(a),
+		"--rdzv_id=" + a.RdzvID,
+		fmt.Sprintf("--max_restarts=%d", a.MaxRestarts),
 	}
 	if len(a.Command) == 0 {
 		return append(args, CheckScript)
@@ -156,7 +157,7 @@ func TorchrunArgs(a *Args) []string {
 	return append(args, a.Command...)
 }
 
-// ProcsPerNode is torchrun's --nproc-per-node: one process per GPU, or one for a CPU worker
+// ProcsPerNode is torchrun's --nproc_per_node: one process per GPU, or one for a CPU worker
 // (torchrun with 0 processes would start none).
 func ProcsPerNode(a *Args) int { return max(a.GPUsPerNode, 1) }
 
@@ -283,16 +284,29 @@ func cpuLimit(a *Args) string {
 	return a.CPU
 }
 
-// launchScript runs torchrun. torch's etcd rendezvous backends import python-etcd, which the
-// stock PyTorch images lack: with an etcd backend the wrapper installs it from PyPI when it is
-// missing (bake it into your image for clusters without a way out).
+// launchScript runs torchrun.
+//
+// c10d: torchrun decides whether it hosts the rendezvous store by comparing --rdzv_endpoint's
+// host with its own hostname and canonical name. The endpoint is worker 0's Service name
+// (elastic-0.elastic.<ns>.svc), which equals neither (elastic-0, elastic-0.elastic.<ns>.svc.
+// cluster.local): no worker would host the store and every one would wait for it. So the wrapper
+// says it: is_host=true on worker 0 (POD_NAME ends in -0), false elsewhere.
+//
+// etcd: torch's etcd rendezvous backends import python-etcd, which the stock PyTorch images
+// lack: the wrapper installs it from PyPI when it is missing (bake it into your image for
+// clusters without a way out). python3, not python: images without the alias exist (Debian's).
 const launchScript = `#!/bin/sh
 set -eu
 case "$KOLOTOC_RDZV_BACKEND" in
+  c10d)
+    case "$POD_NAME" in
+      *-0) set -- --rdzv_conf=is_host=true "$@" ;;
+      *) set -- --rdzv_conf=is_host=false "$@" ;;
+    esac ;;
   etcd|etcd-v2)
-    if ! python -c 'import etcd' 2>/dev/null; then
+    if ! python3 -c 'import etcd' 2>/dev/null; then
       echo "elastic: the image has no python-etcd, which the $KOLOTOC_RDZV_BACKEND rendezvous needs; installing ` + pythonEtcd + `" >&2
-      pip install --no-cache-dir --quiet '` + pythonEtcd + `'
+      python3 -m pip install --no-cache-dir --quiet '` + pythonEtcd + `'
     fi ;;
 esac
 echo "elastic: $(hostname): torchrun $*" >&2

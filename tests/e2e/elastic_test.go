@@ -1,0 +1,116 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestElasticTorchrunForReal runs elastic PyTorch (kolotoc:elastic) on the real node: CPU
+// workers from the local image (Debian's PyTorch 1.13, gloo), torchrun with the c10d rendezvous
+// hosted by worker 0, and Kolotoc's built-in check (an all-reduce over every rank). Then the
+// drills: a worker's pod is deleted mid-run and the group re-forms with it; the job is scaled
+// up with `pulumi up` and the new worker joins without the running ones being recreated.
+func TestElasticTorchrunForReal(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", "torch").Output()
+	if err != nil {
+		t.Fatalf("hack/images.sh ref torch: %v", err)
+	}
+	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
+	entrypoint["jupyter"] = false // the Dask scheduler alone
+	elastic := map[string]any{
+		"enabled": true, "image": strings.TrimSpace(string(out)), "pool": "node",
+		"minNodes": 1, "maxNodes": 3, "nodes": 2, "rdzvBackend": "c10d",
+		"cpu": "200m", "memory": "1536Mi",
+	}
+	overrides := map[string]any{
+		"towers":     map[string]any{"enabled": false},
+		"carriers":   map[string]any{"enabled": false},
+		"sentinels":  map[string]any{"enabled": false},
+		"entrypoint": entrypoint,
+		"elastic":    elastic,
+	}
+	s := newStack(t, "e2e-elastic", "dev", overrides)
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	s.up()
+
+	logs := func(pod string) string {
+		b, err := s.kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(context.Background()).Raw()
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	// ok counts a worker's completed all-reduces over a world of n ranks.
+	ok := func(pod string, n int) int { return strings.Count(logs(pod), fmt.Sprintf("all-reduce ok (%d)", n)) }
+	waitOK := func(what string, timeout time.Duration, n int, after map[string]int) {
+		t.Helper()
+		waitFor(t, what, timeout, func() (bool, string) {
+			var missing []string
+			for pod, before := range after {
+				if ok(pod, n) <= before {
+					missing = append(missing, pod)
+				}
+			}
+			if len(missing) == 0 {
+				return true, ""
+			}
+			return false, "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ") + "\n" + tail(logs(missing[0]))
+		})
+	}
+	uid := func(pod string) types.UID {
+		p, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return p.UID
+	}
+
+	start := time.Now()
+	waitOK("both workers' all-reduce over 2 ranks", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-1": 0})
+	t.Logf("2 CPU workers: all-reduce over 2 ranks done %s after the update", time.Since(start).Round(time.Second))
+
+	t.Run("a worker lost mid-run: the group re-forms and runs again", func(t *testing.T) {
+		before := map[string]int{"elastic-0": ok("elastic-0", 2), "elastic-1": 0}
+		old := uid("elastic-1")
+		lost := time.Now()
+		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "elastic-1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "elastic-1 recreated", 2*time.Minute, func() (bool, string) {
+			u := uid("elastic-1")
+			return u != "" && u != old, "old pod still there"
+		})
+		waitOK("the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
+		t.Logf("drill: elastic-1 deleted; the group re-formed and all-reduced over 2 ranks again after %s", time.Since(lost).Round(time.Second))
+	})
+
+	t.Run("scaled up with pulumi up: the new worker joins, the running ones stay", func(t *testing.T) {
+		s := s.sub(t)
+		uids := map[string]types.UID{"elastic-0": uid("elastic-0"), "elastic-1": uid("elastic-1")}
+		elastic["nodes"] = 3
+		s.reconfigure("dev", overrides)
+		grown := time.Now()
+		s.up()
+		waitOK("an all-reduce over 3 ranks on every worker", 6*time.Minute, 3, map[string]int{"elastic-0": 0, "elastic-1": 0, "elastic-2": 0})
+		for pod, u := range uids {
+			if got := uid(pod); got != u {
+				t.Errorf("%s was recreated by the scale-up (uid %s, was %s)", pod, got, u)
+			}
+		}
+		t.Logf("drill: nodes 2 → 3; elastic-2 joined and 3 ranks all-reduced %s after the update began; elastic-0 and -1 kept", time.Since(grown).Round(time.Second))
+	})
+}
