@@ -45,6 +45,7 @@ func TestElasticTorchrunForReal(t *testing.T) {
 	s := newStack(t, "e2e-elastic", "dev", overrides)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
+	flows := recordFlows(t, s)
 	s.up()
 
 	logs := func(pod string) string {
@@ -112,5 +113,21 @@ func TestElasticTorchrunForReal(t *testing.T) {
 			}
 		}
 		t.Logf("drill: nodes 2 → 3; elastic-2 joined and 3 ranks all-reduced %s after the update began; elastic-0 and -1 kept", time.Since(grown).Round(time.Second))
+	})
+
+	t.Run("the NetworkPolicies admit the workers' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
+		s := s.sub(t)
+		worker, ports := podEnd(t, s, ns, "elastic-0")
+		entry, _ := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		store := ports["rendezvous"]
+		if store == 0 {
+			t.Fatalf("elastic-0's ports %v: want rendezvous", ports)
+		}
+		elsewhere := worker
+		elsewhere.Namespace, elsewhere.name = "default", "elastic-1 in default"
+		checkFlows(t, s, flows, missingAllow{"elastic-peers", "elastic", "elastic"}, []flow{
+			{From: entry, To: worker, Port: store},     // only the workers reach the c10d store
+			{From: elsewhere, To: worker, Port: store}, // nor another namespace
+		})
 	})
 }
