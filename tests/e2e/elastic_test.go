@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,24 +22,12 @@ import (
 func TestElasticTorchrunForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", "torch").Output()
-	if err != nil {
-		t.Fatalf("hack/images.sh ref torch: %v", err)
-	}
-	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
-	entrypoint["jupyter"] = false // the Dask scheduler alone
 	elastic := map[string]any{
-		"enabled": true, "image": strings.TrimSpace(string(out)), "pool": "node",
+		"enabled": true, "image": localImage(t, "torch"), "pool": "node",
 		"minNodes": 1, "maxNodes": 3, "nodes": 2, "rdzvBackend": "c10d",
 		"cpu": "200m", "memory": "1536Mi",
 	}
-	overrides := map[string]any{
-		"towers":     map[string]any{"enabled": false},
-		"carriers":   map[string]any{"enabled": false},
-		"sentinels":  map[string]any{"enabled": false},
-		"entrypoint": entrypoint,
-		"elastic":    elastic,
-	}
+	overrides := workloadOnly(t, "elastic", elastic)
 	s := newStack(t, "e2e-elastic", "dev", overrides)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +21,10 @@ import (
 func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", "etcd").Output()
-	if err != nil {
-		t.Fatalf("hack/images.sh ref etcd: %v", err)
-	}
-	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
-	entrypoint["jupyter"] = false // the Dask scheduler alone
-	s := newStack(t, "e2e-etcd", "dev", map[string]any{
-		"towers":     map[string]any{"enabled": false},
-		"carriers":   map[string]any{"enabled": false},
-		"sentinels":  map[string]any{"enabled": false},
-		"entrypoint": entrypoint,
-		"etcd": map[string]any{
-			"enabled": true, "members": 3, "image": strings.TrimSpace(string(out)),
-			"pool": "node", "cpu": "100m", "memory": "128Mi", "storageSize": "1Gi",
-		},
-	})
+	s := newStack(t, "e2e-etcd", "dev", workloadOnly(t, "etcd", map[string]any{
+		"enabled": true, "members": 3, "image": localImage(t, "etcd"),
+		"pool": "node", "cpu": "100m", "memory": "128Mi", "storageSize": "1Gi",
+	}))
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	flows := recordFlows(t, s)

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -344,6 +345,32 @@ func TestHostNetworkTowersRunForReal(t *testing.T) {
 		t.Fatalf("launcher log has no allreduce over the one tower:\n%s", tail(logs))
 	}
 	t.Logf("launcher over a host-network tower at %s: %s", nodeIP, m[0])
+}
+
+// localImage is the reference of a local image (hack/images.sh), as the real node has it.
+func localImage(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", name).Output()
+	if err != nil {
+		t.Fatalf("hack/images.sh ref %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// workloadOnly are overrides of the dev stack that leave one workload (key: its config) beside
+// the entrypoint's Dask scheduler: no towers, carriers, sentinels or Jupyter, so that it has the
+// real node's cores to itself.
+func workloadOnly(t *testing.T, key string, config map[string]any) map[string]any {
+	t.Helper()
+	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
+	entrypoint["jupyter"] = false
+	return map[string]any{
+		"towers":     map[string]any{"enabled": false},
+		"carriers":   map[string]any{"enabled": false},
+		"sentinels":  map[string]any{"enabled": false},
+		"entrypoint": entrypoint,
+		key:          config,
+	}
 }
 
 // requireRealNode fails the test unless the local cluster has its real node Ready.

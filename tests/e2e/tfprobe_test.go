@@ -5,10 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,27 +21,14 @@ import (
 func TestTFClusterProbeRunsForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", "tfprobe").Output()
-	if err != nil {
-		t.Fatalf("hack/images.sh ref tfprobe: %v", err)
-	}
-	image := strings.TrimSpace(string(out))
 	task := func(count int) map[string]any {
 		return map[string]any{"count": count, "pool": "node", "gpus": 0, "cpu": "50m", "memory": "64Mi"}
 	}
-	entrypoint, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
-	entrypoint["jupyter"] = false // the Dask scheduler alone
-	s := newStack(t, "e2e-tf", "dev", map[string]any{
-		"towers":     map[string]any{"enabled": false},
-		"carriers":   map[string]any{"enabled": false},
-		"sentinels":  map[string]any{"enabled": false},
-		"entrypoint": entrypoint,
-		"tfcluster": map[string]any{
-			"enabled": true, "image": image, "tensorboard": false,
-			"command": []string{"python3", "/opt/kolotoc/tf_probe.py"},
-			"chief":   task(1), "workers": task(2), "ps": task(1), "evaluator": task(1),
-		},
-	})
+	s := newStack(t, "e2e-tf", "dev", workloadOnly(t, "tfcluster", map[string]any{
+		"enabled": true, "image": localImage(t, "tfprobe"), "tensorboard": false,
+		"command": []string{"python3", "/opt/kolotoc/tf_probe.py"},
+		"chief":   task(1), "workers": task(2), "ps": task(1), "evaluator": task(1),
+	}))
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	flows := recordFlows(t, s)
