@@ -49,8 +49,10 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	// The local test bed's etcd image is tagged by content, not version: it is accepted.
 	raw := workloadsRaw(t)
 	raw.Values["kolotoc:etcd"] = `{"enabled":true,"members":3,"image":"kolotoc.local/etcd:98e957e15e76"}`
-	if _, err := Load(raw); err != nil {
+	if local, err := Load(raw); err != nil {
 		t.Errorf("the local etcd image is refused: %v", err)
+	} else if local.Etcd.Image != "kolotoc.local/etcd:98e957e15e76" || local.Etcd.Members != 3 {
+		t.Errorf("etcd with the local image: %+v", local.Etcd)
 	}
 }
 

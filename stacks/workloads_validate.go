@@ -82,9 +82,11 @@ func (c *Config) validateElastic(v *validator) {
 	v.image("elastic.image", el.Image)
 	v.args("elastic.command", el.Command)
 	if pool := v.pool(c, "elastic.pool", el.Pool, true); pool != nil {
+		// On a CPU pool with gpusPerNode 0 the workers are CPU workers (one gloo process each):
+		// there is no GPU to check.
 		if pool.GPUsPerNode > 0 || el.GPUsPerNode != 0 {
 			v.gpuPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
-		} // else CPU workers: one gloo process per pod
+		}
 		v.fits("elastic", pool, el.CPU, el.Memory)
 	}
 	if n := max(el.Nodes, el.MaxNodes); n > 0 {

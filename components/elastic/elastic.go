@@ -140,12 +140,13 @@ func NNodes(a *Args) string { return fmt.Sprintf("%d:%d", a.MinNodes, a.MaxNodes
 
 // TorchrunArgs are torchrun's arguments: its options, then the training script and its
 // arguments. The options are spelled with underscores, which every torchrun accepts; the
-// dashed spellings exist only since PyTorch 2 (1.13's torchrun refuses them). --nnodes comes from the scale ConfigMap through $(KOLOTOC_NNODES), which the kubelet
-// expands when the container starts.
+// dashed spellings exist only since PyTorch 2 (1.13's torchrun refuses them). --nnodes comes
+// from the scale ConfigMap through $(KOLOTOC_NNODES), which the kubelet expands when the
+// container starts.
 func TorchrunArgs(a *Args) []string {
 	args := []string{
 		"--nnodes=$(" + nnodesEnv + ")",
-		fmt.Sprintf("--nproc_per_node=%d", ProcsPerNode(a)),
+		fmt.Sprintf("--nproc_per_node=%d", procsPerNode(a)),
 		"--rdzv_backend=" + a.Backend,
 		"--rdzv_endpoint=" + Endpoint(a),
 		"--rdzv_id=" + a.RdzvID,
@@ -157,9 +158,9 @@ func TorchrunArgs(a *Args) []string {
 	return append(args, a.Command...)
 }
 
-// ProcsPerNode is torchrun's --nproc_per_node: one process per GPU, or one for a CPU worker
+// procsPerNode is torchrun's --nproc_per_node: one process per GPU, or one for a CPU worker
 // (torchrun with 0 processes would start none).
-func ProcsPerNode(a *Args) int { return max(a.GPUsPerNode, 1) }
+func procsPerNode(a *Args) int { return max(a.GPUsPerNode, 1) }
 
 // Command is the workers' entry: a wrapper that runs torchrun with TorchrunArgs.
 func Command() []string { return []string{"/bin/sh", scriptsDir + "/" + launchScriptKey} }

@@ -103,17 +103,11 @@ func TestElasticTorchrunForReal(t *testing.T) {
 
 	t.Run("the NetworkPolicies admit the workers' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
-		worker, ports := podEnd(t, s, ns, "elastic-0")
-		entry, _ := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
-		store := ports["rendezvous"]
-		if store == 0 {
-			t.Fatalf("elastic-0's ports %v: want rendezvous", ports)
-		}
-		elsewhere := worker
-		elsewhere.Namespace, elsewhere.name = "default", "elastic-1 in default"
+		worker, entry := podEnd(t, s, ns, "elastic-0"), podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		store := worker.port(t, "rendezvous")
 		checkFlows(t, s, flows, missingAllow{"elastic-peers", "elastic", "elastic"}, []flow{
-			{From: entry, To: worker, Port: store},     // only the workers reach the c10d store
-			{From: elsewhere, To: worker, Port: store}, // nor another namespace
+			{From: entry, To: worker, Port: store},             // only the workers reach the c10d store
+			{From: elsewhere(worker), To: worker, Port: store}, // nor another namespace
 		})
 	})
 }

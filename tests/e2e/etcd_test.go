@@ -94,18 +94,12 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 
 	t.Run("the NetworkPolicies admit etcd's traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
-		member, ports := podEnd(t, s, ns, "etcd-0")
-		entry, _ := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
-		client, peer := ports["client"], ports["peer"]
-		if client == 0 || peer == 0 {
-			t.Fatalf("etcd-0's ports %v: want client and peer", ports)
-		}
-		elsewhere := member
-		elsewhere.Namespace, elsewhere.name = "default", "etcd-0 in default"
+		member, entry := podEnd(t, s, ns, "etcd-0"), podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		client, peer := member.port(t, "client"), member.port(t, "peer")
 		checkFlows(t, s, flows, missingAllow{"etcd-peers", "etcd", "etcd"}, []flow{
-			{From: entry, To: member, Port: client},     // no rendezvous client in this stack
-			{From: entry, To: member, Port: peer},       // nor a member
-			{From: elsewhere, To: member, Port: client}, // another namespace
+			{From: entry, To: member, Port: client},             // no rendezvous client in this stack
+			{From: entry, To: member, Port: peer},               // nor a member
+			{From: elsewhere(member), To: member, Port: client}, // another namespace
 		})
 	})
 }

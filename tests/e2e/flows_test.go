@@ -51,7 +51,6 @@ type podAt struct {
 }
 
 type flowRecorder struct {
-	t      *testing.T
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	stderr bytes.Buffer
@@ -110,7 +109,7 @@ func recordFlows(t *testing.T, s *stack) *flowRecorder {
 		t.Fatalf("the local cluster's network namespace: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &flowRecorder{t: t, cancel: cancel, pods: map[string][]*podAt{}}
+	r := &flowRecorder{cancel: cancel, pods: map[string][]*podAt{}}
 	r.podNet = podSubnet(t)
 	r.gw = r.podNet.Addr().Next()
 
@@ -210,6 +209,23 @@ type flowEnd struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	IP        string            `json:"ip,omitempty"`
 	name      string            // the pod's name, or what the address is
+	ports     map[string]int    // a pod's container ports by name (podEnd)
+}
+
+// port is the pod's container port called name; the test fails if it has none.
+func (e flowEnd) port(t *testing.T, name string) int {
+	t.Helper()
+	p, ok := e.ports[name]
+	if !ok {
+		t.Fatalf("%s has no port %q: %v", e.name, name, e.ports)
+	}
+	return p
+}
+
+// elsewhere is the same pod in another namespace: what namespace-scoped selectors must refuse.
+func elsewhere(e flowEnd) flowEnd {
+	e.Namespace, e.name = "default", e.name+" in default"
+	return e
 }
 
 func (e flowEnd) component() string {
@@ -343,10 +359,10 @@ func (f flow) String() string {
 // components, with the policies that admit each.
 func flowTable(flows []flow, verdicts []verdict) string {
 	type row struct {
-		from, to, ports, by string
-		allowed             bool
-		count               int
-		portList            []int
+		from, to, by string
+		allowed      bool
+		count        int
+		portList     []int
 	}
 	var rows []*row
 	index := map[string]*row{}
@@ -371,12 +387,14 @@ func flowTable(flows []flow, verdicts []verdict) string {
 	b.WriteString("| from | to | port | connections | verdict | admitted by |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		slices.Sort(r.portList)
-		ports := fmt.Sprint(r.portList[0])
-		// Ports picked at run time (mpirun's orted and ranks) are many: print their range.
+		// Ports picked at run time (mpirun's orted and ranks, gloo) are many: print their range.
+		var each []string
+		for _, p := range r.portList {
+			each = append(each, strconv.Itoa(p))
+		}
+		ports := strings.Join(each, ", ")
 		if n := len(r.portList); n > 3 {
 			ports = fmt.Sprintf("%d ports, %d–%d", n, r.portList[0], r.portList[n-1])
-		} else if n > 1 {
-			ports = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.portList)), ", "), "[]")
 		}
 		v := "allowed"
 		if !r.allowed {
@@ -484,9 +502,8 @@ func checkFlows(t *testing.T, s *stack, r *flowRecorder, drop missingAllow, forb
 	t.Logf("%s", report)
 }
 
-// podEnd is a pod of the stack as a flow end, by its labels as they are now, and its container
-// ports by name.
-func podEnd(t *testing.T, s *stack, ns, name string) (flowEnd, map[string]int) {
+// podEnd is a pod of the stack as a flow end, by its labels and container ports as they are now.
+func podEnd(t *testing.T, s *stack, ns, name string) flowEnd {
 	t.Helper()
 	p, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -498,7 +515,7 @@ func podEnd(t *testing.T, s *stack, ns, name string) (flowEnd, map[string]int) {
 			ports[cp.Name] = int(cp.ContainerPort)
 		}
 	}
-	return flowEnd{Namespace: ns, Labels: p.Labels, IP: p.Status.PodIP, name: name}, ports
+	return flowEnd{Namespace: ns, Labels: p.Labels, IP: p.Status.PodIP, name: name, ports: ports}
 }
 
 func TestParseConntrack(t *testing.T) {

@@ -249,18 +249,11 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 	// Last, once every workload above has done its job: the connections they made, judged.
 	t.Run("the NetworkPolicies admit the traffic the workloads made, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
-		tower, towerPorts := podEnd(t, s, ns, "tower-0")
-		carrier, _ := podEnd(t, s, ns, "carrier-0")
-		entry, entryPorts := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
-		launcher, _ := podEnd(t, s, ns, s.podName(t, ns, "launcher"))
-		ssh, scheduler, jupyter := towerPorts["ssh"], entryPorts["scheduler"], entryPorts["jupyter"]
-		if ssh == 0 || scheduler == 0 || jupyter == 0 {
-			t.Fatalf("named ports: tower %v, entrypoint %v; want ssh, scheduler and jupyter", towerPorts, entryPorts)
-		}
-		elsewhere := func(e flowEnd) flowEnd { // the same pod, in another namespace
-			e.Namespace, e.name = "default", e.name+" in default"
-			return e
-		}
+		tower := podEnd(t, s, ns, "tower-0")
+		carrier := podEnd(t, s, ns, "carrier-0")
+		entry := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		launcher := podEnd(t, s, ns, s.podName(t, ns, "launcher"))
+		ssh, scheduler, jupyter := tower.port(t, "ssh"), entry.port(t, "scheduler"), entry.port(t, "jupyter")
 		outside := flowEnd{IP: "192.0.2.10", name: "an address outside the cluster"}
 		checkFlows(t, s, flows, missingAllow{"mpi-towers", "launcher", "tower"}, []flow{
 			{From: carrier, To: tower, Port: ssh},                  // a Dask worker to a tower's sshd

@@ -62,22 +62,14 @@ func TestTFClusterProbeRunsForReal(t *testing.T) {
 
 	t.Run("the NetworkPolicies admit the tasks' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
-		chief, ports := podEnd(t, s, ns, "tf-chief-0")
-		worker, _ := podEnd(t, s, ns, "tf-worker-0")
-		ps, _ := podEnd(t, s, ns, "tf-ps-0")
-		evaluator, _ := podEnd(t, s, ns, "tf-evaluator-0")
-		entry, _ := podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
-		grpc := ports["grpc"]
-		if grpc == 0 {
-			t.Fatalf("tf-chief-0 has no grpc port: %v", ports)
-		}
-		elsewhere := worker
-		elsewhere.Namespace, elsewhere.name = "default", "tf-worker-0 in default"
+		chief, worker, ps := podEnd(t, s, ns, "tf-chief-0"), podEnd(t, s, ns, "tf-worker-0"), podEnd(t, s, ns, "tf-ps-0")
+		evaluator, entry := podEnd(t, s, ns, "tf-evaluator-0"), podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
+		grpc := chief.port(t, "grpc")
 		checkFlows(t, s, flows, missingAllow{"tf-tasks", "tf-chief", "tf-worker"}, []flow{
-			{From: evaluator, To: worker, Port: grpc}, // the evaluator is not in the cluster
-			{From: entry, To: ps, Port: grpc},         // nor is the entrypoint
-			{From: elsewhere, To: chief, Port: grpc},  // nor another namespace
-			{From: chief, To: worker, Port: grpc + 1}, // only the gRPC port
+			{From: evaluator, To: worker, Port: grpc},        // the evaluator is not in the cluster
+			{From: entry, To: ps, Port: grpc},                // nor is the entrypoint
+			{From: elsewhere(worker), To: chief, Port: grpc}, // nor another namespace
+			{From: chief, To: worker, Port: grpc + 1},        // only the gRPC port
 		})
 	})
 }
