@@ -208,17 +208,25 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		}
 	}
 	if c.Monitoring.Enabled {
-		add(isolation.Allow{
-			Name: "monitoring-ui", Pods: []string{monitoring.PrometheusName, monitoring.GrafanaName},
-			Ports: []isolation.Port{{Port: monitoring.PrometheusPort}, {Port: monitoring.GrafanaPort}}, From: anyPodOr(nil),
-			Why: "Prometheus and Grafana, from the namespace's pods (Grafana queries Prometheus) and `kubectl port-forward`.",
-		})
+		ui := isolation.Allow{
+			Name: "monitoring-ui", Pods: []string{monitoring.PrometheusName}, Ports: []isolation.Port{{Port: monitoring.PrometheusPort}},
+			From: anyPodOr(nil), Why: "Prometheus, from the namespace's pods and `kubectl port-forward`.",
+		}
+		if *c.Monitoring.Grafana {
+			ui.Pods = append(ui.Pods, monitoring.GrafanaName)
+			ui.Ports = append(ui.Ports, isolation.Port{Port: monitoring.GrafanaPort})
+			ui.Why = "Prometheus and Grafana, from the namespace's pods (Grafana queries Prometheus) and `kubectl port-forward`."
+		}
+		add(ui)
 		scraped := append([]string{entrypoint.Component}, daskWorkers...)
 		add(isolation.Allow{
 			Name: "prometheus-scrape", Pods: scraped,
-			Ports: []isolation.Port{{Port: entrypoint.DashboardPort}, {Port: dask.WorkerDashboardPort}},
-			From:  []isolation.Peer{pod(monitoring.PrometheusName)},
-			Why:   "Prometheus scrapes the Dask scheduler's and workers' metrics.",
+			Ports: []isolation.Port{
+				{Port: entrypoint.DashboardPort},
+				{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
+			},
+			From: []isolation.Peer{pod(monitoring.PrometheusName)},
+			Why:  "Prometheus scrapes the Dask scheduler's and every worker process's metrics.",
 		})
 	}
 	return out

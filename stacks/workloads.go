@@ -61,9 +61,10 @@ type TFRole struct {
 
 // Monitoring is Prometheus, Grafana and the DCGM exporter (kolotoc:monitoring).
 type Monitoring struct {
-	Enabled         bool   `json:"enabled"`         // deploy monitoring; default false (needs kolotoc:grafanaPassword)
+	Enabled         bool   `json:"enabled"`         // deploy monitoring; default false
 	Pool            string `json:"pool"`            // node pool of Prometheus and Grafana (a CPU pool); default entrypoint.pool
 	DCGMExporter    *bool  `json:"dcgmExporter"`    // run the DCGM exporter on GPU nodes; default true when any pool has GPUs
+	Grafana         *bool  `json:"grafana"`         // deploy Grafana (needs kolotoc:grafanaPassword); default true
 	ScrapeInterval  string `json:"scrapeInterval"`  // Prometheus scrape interval as a duration; default 30s
 	Retention       string `json:"retention"`       // Prometheus retention time as a duration; default 15d
 	StorageSize     string `json:"storageSize"`     // Prometheus data (emptyDir) size limit as a quantity; default 20Gi
@@ -250,6 +251,10 @@ func (c *Config) applyWorkloadDefaults() {
 	if m.DCGMExporter == nil {
 		on := c.firstPool(true) != nil
 		m.DCGMExporter = &on
+	}
+	if m.Grafana == nil {
+		on := true
+		m.Grafana = &on
 	}
 	setStr(&m.ScrapeInterval, defaultScrapeInterval)
 	setStr(&m.Retention, defaultRetention)

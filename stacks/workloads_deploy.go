@@ -49,7 +49,9 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 	if c.Monitoring.Enabled {
 		a := MonitoringArgs(c)
 		a.Namespace = namespace
-		a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
+		if a.Grafana {
+			a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
+		}
 		a.AgentsNamespace = agents
 		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
 			return err
@@ -136,7 +138,7 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 	return &monitoring.Args{
 		NamespaceDNS: c.Namespace, Pool: m.Pool,
 		PrometheusImage: m.PrometheusImage, GrafanaImage: m.GrafanaImage, DCGMImage: m.DCGMImage,
-		DCGMExporter: *m.DCGMExporter, ScrapeInterval: m.ScrapeInterval, Retention: m.Retention,
+		DCGMExporter: *m.DCGMExporter, Grafana: *m.Grafana, ScrapeInterval: m.ScrapeInterval, Retention: m.Retention,
 		StorageSize: m.StorageSize, Labels: workloadLabels(c),
 		AgentsNamespaceDNS: c.GPUAgentsNamespace(),
 	}
@@ -173,11 +175,13 @@ func WorkloadOutputs(c *Config) pulumi.Map {
 		}
 	}
 	if c.Monitoring.Enabled {
-		for name, ep := range monitoring.Endpoints(ns) {
+		for name, ep := range monitoring.Endpoints(ns, *c.Monitoring.Grafana) {
 			out[name+"Url"] = pulumi.String(ep.URL)
 			out[name+"PortForward"] = pulumi.String(ep.PortForward)
 			out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 		}
+	}
+	if c.Monitoring.Enabled && *c.Monitoring.Grafana {
 		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
 		out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
 		out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))

@@ -160,7 +160,6 @@ func (c *Config) validateMonitoring(v *validator) {
 		v.add("monitoring.pool", m.Pool, fmt.Sprintf("is a GPU pool (tainted %s); Prometheus and Grafana need a CPU pool", gpuTaint))
 	}
 	v.image("monitoring.prometheusImage", m.PrometheusImage)
-	v.image("monitoring.grafanaImage", m.GrafanaImage)
 	if *m.DCGMExporter {
 		v.image("monitoring.dcgmImage", m.DCGMImage)
 	}
@@ -170,9 +169,13 @@ func (c *Config) validateMonitoring(v *validator) {
 		}
 	}
 	v.quantity("monitoring.storageSize", m.StorageSize)
+	if !*m.Grafana {
+		return // nor an image, nor a password
+	}
+	v.image("monitoring.grafanaImage", m.GrafanaImage)
 	switch {
 	case !c.GrafanaPassword.IsSet():
-		v.add("grafanaPassword", "(unset)", "required when monitoring is enabled (Grafana's admin password; there is no default); "+
+		v.add("grafanaPassword", "(unset)", "required when monitoring is enabled with Grafana (its admin password; there is no default); "+
 			"run `pulumi config set --secret kolotoc:grafanaPassword <password>`")
 	case len(c.GrafanaPassword.Reveal()) < minPasswordLength:
 		v.add("grafanaPassword", "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))

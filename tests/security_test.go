@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -354,6 +355,7 @@ func TestNetworkPolicies(t *testing.T) {
 			// What each pod is, read from its containers.
 			is := map[string]podSet{}
 			portsOf := map[string]map[string][]int{} // pod key → port name → ports
+			processDash := map[string][]int{}        // pod key → every worker process's metrics port
 			mark := func(what string, p podTemplate) {
 				if is[what] == nil {
 					is[what] = podSet{}
@@ -388,6 +390,10 @@ func TestNetworkPolicies(t *testing.T) {
 						portsOf[key(p)][pn] = append(portsOf[key(p)][pn], int(num))
 						if pn == "dashboard" || pn == "dask-dash" {
 							mark("scraped", p) // what Prometheus's dask job keeps
+						}
+						if strings.HasPrefix(pn, "dask-dash") {
+							// Every worker process's metrics port (dask-dash, dask-dash-1, …).
+							processDash[key(p)] = append(processDash[key(p)], int(num))
 						}
 					}
 				}
@@ -525,10 +531,13 @@ func TestNetworkPolicies(t *testing.T) {
 					t.Errorf("%s admits addresses %v, want %v", id, cidrs, wantCIDRs)
 				}
 				var ports []int
+				var ranges [][2]int
 				list, _ := get(rules[0], "ports").([]any)
 				for _, p := range list {
 					if n, ok := get(p, "port").(float64); ok {
 						ports = append(ports, int(n))
+						end, _ := get(p, "endPort").(float64)
+						ranges = append(ranges, [2]int{int(n), max(int(n), int(end))})
 					}
 					if get(p, "protocol") != "TCP" {
 						t.Errorf("%s: port %v is not TCP", id, p)
@@ -538,6 +547,16 @@ func TestNetworkPolicies(t *testing.T) {
 				wantPorts := dedupe(want.ports)
 				if fmt.Sprint(ports) != fmt.Sprint(wantPorts) {
 					t.Errorf("%s opens ports %v, want %v", id, ports, wantPorts)
+				}
+				if pname == "prometheus-scrape" {
+					// Prometheus reaches every worker process's metrics port, not the first alone.
+					for k := range selected {
+						for _, port := range processDash[k] {
+							if !slices.ContainsFunc(ranges, func(r [2]int) bool { return r[0] <= port && port <= r[1] }) {
+								t.Errorf("%s does not open %s's metrics port %d (ranges %v)", id, k, port, ranges)
+							}
+						}
+					}
 				}
 			}
 			// Every intent whose pods run has its policy, and every namespace with pods its

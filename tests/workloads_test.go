@@ -710,12 +710,62 @@ func TestMonitoringConfig(t *testing.T) {
 		}
 	}
 
+	// Grafana's provisioning files, decoded strictly against its documented v1 schema (Grafana
+	// is not packaged by Debian, so no Grafana reads them in the local test bed): a misspelt or
+	// misplaced key fails here rather than being ignored by Grafana at start.
 	prov := inputs(rec.one(t, tConfigMap, "monitoring-grafana-provisioning"))
-	var ds struct {
-		Datasources []struct{ UID, Type, URL string } `yaml:"datasources"`
+	strict := func(key string, v any) {
+		t.Helper()
+		dec := yaml.NewDecoder(strings.NewReader(get(prov, "data", key).(string)))
+		dec.KnownFields(true)
+		if err := dec.Decode(v); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
 	}
-	if err := yaml.Unmarshal([]byte(get(prov, "data", "datasources.yaml").(string)), &ds); err != nil {
-		t.Fatal(err)
+	var ds struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			Name, Type, Access, UID, URL, User, Database, BasicAuthUser string
+			OrgID                                                       int `yaml:"orgId"`
+			Version                                                     int
+			BasicAuth                                                   bool `yaml:"basicAuth"`
+			WithCredentials                                             bool `yaml:"withCredentials"`
+			IsDefault                                                   bool `yaml:"isDefault"`
+			Editable                                                    bool
+			JSONData                                                    map[string]any `yaml:"jsonData"`
+			SecureJSONData                                              map[string]any `yaml:"secureJsonData"`
+		} `yaml:"datasources"`
+	}
+	strict("datasources.yaml", &ds)
+	var providers struct {
+		APIVersion int `yaml:"apiVersion"`
+		Providers  []struct {
+			Name, Folder, Type    string
+			OrgID                 int    `yaml:"orgId"`
+			FolderUID             string `yaml:"folderUid"`
+			DisableDeletion       bool   `yaml:"disableDeletion"`
+			UpdateIntervalSeconds int    `yaml:"updateIntervalSeconds"`
+			AllowUIUpdates        bool   `yaml:"allowUiUpdates"`
+			Options               struct {
+				Path                      string
+				FoldersFromFilesStructure bool `yaml:"foldersFromFilesStructure"`
+			}
+		} `yaml:"providers"`
+	}
+	strict("dashboards.yaml", &providers)
+	if ds.APIVersion != 1 || providers.APIVersion != 1 {
+		t.Errorf("provisioning apiVersion %d and %d, want 1", ds.APIVersion, providers.APIVersion)
+	}
+	for _, d := range ds.Datasources {
+		if d.Name == "" || d.Access != "proxy" {
+			t.Errorf("data source %+v: want a name and access proxy (Grafana's server queries Prometheus)", d)
+		}
+	}
+	grafana := fmt.Sprint(inputs(rec.one(t, tDeployment, "monitoring-grafana")))
+	for _, p := range providers.Providers {
+		if p.Name == "" || p.Type != "file" || p.Options.Path == "" || !strings.Contains(grafana, "mountPath:"+p.Options.Path) {
+			t.Errorf("dashboard provider %+v: want a file provider reading a path the Grafana pod mounts", p)
+		}
 	}
 	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus.kolotoc-workloads.svc:9090" {
 		t.Fatalf("data sources %+v", ds.Datasources)
@@ -800,6 +850,47 @@ func TestGrafanaPasswordIsSecret(t *testing.T) {
 		if _, ok := outs[k]; !ok {
 			t.Errorf("output %s missing", k)
 		}
+	}
+}
+
+// TestMonitoringWithoutGrafana: monitoring.grafana false (the local test bed: Debian has no
+// Grafana) keeps Prometheus, its discovery and its scrape allow, registers nothing of Grafana,
+// needs no password, admits no one to Grafana's port and prints no Grafana output.
+func TestMonitoringWithoutGrafana(t *testing.T) {
+	raw := workloadsRaw(t, map[string]string{"monitoring": `{"enabled":true,"grafana":false}`})
+	delete(raw.Values, "kolotoc:grafanaPassword")
+	delete(raw.Secrets, "kolotoc:grafanaPassword")
+	rec := deploy(t, raw)
+	for _, r := range rec.sorted() {
+		if strings.Contains(r.Name, "grafana") {
+			t.Errorf("%s %s registered with monitoring.grafana false", r.Type, r.Name)
+		}
+	}
+	rec.one(t, tDeployment, "monitoring-prometheus")
+	rec.one(t, tConfigMap, "monitoring-prometheus")
+	ui := inputs(rec.one(t, tNetworkPolicy, "network-policies-monitoring-ui"))
+	if got := fmt.Sprint(get(ui, "spec", "ingress")); strings.Contains(got, "3000") || !strings.Contains(got, "9090") {
+		t.Errorf("monitoring-ui admits %s; want Prometheus's port 9090 alone", got)
+	}
+	cfg, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := resolveOutputs(t, raw, stacks.WorkloadOutputs(cfg))
+	for k := range outs {
+		if strings.HasPrefix(k, "grafana") {
+			t.Errorf("output %s with monitoring.grafana false", k)
+		}
+	}
+	if _, ok := outs["prometheusPortForward"]; !ok {
+		t.Error("no prometheusPortForward output")
+	}
+
+	// With Grafana on (the default), its password stays required.
+	raw = workloadsRaw(t, map[string]string{"monitoring": `{"enabled":true}`})
+	delete(raw.Values, "kolotoc:grafanaPassword")
+	if _, err := stacks.Load(raw); err == nil || !strings.Contains(err.Error(), "grafanaPassword") {
+		t.Errorf("monitoring with Grafana and no password: %v, want an error naming kolotoc:grafanaPassword", err)
 	}
 }
 

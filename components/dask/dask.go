@@ -16,24 +16,39 @@ import (
 	"kolotoc/components/storage"
 )
 
-const (
-	carrierComponent = "carrier"
-	// dashboardPort is every dask-worker's own dashboard/metrics port.
-	dashboardPort = 8790
-)
+const carrierComponent = "carrier"
 
 // CarrierComponent is the carriers' component label, for the NetworkPolicies that select them.
 const CarrierComponent = carrierComponent
 
-// WorkerDashboardPort is every dask-worker's dashboard and metrics port.
-const WorkerDashboardPort = dashboardPort
+// DashboardPortName names process i's dashboard port: dask-dash, then dask-dash-1, dask-dash-2, …
+// (what Prometheus's dask job keeps).
+func DashboardPortName(i int) string {
+	if i == 0 {
+		return "dask-dash"
+	}
+	return fmt.Sprintf("dask-dash-%d", i)
+}
 
-// Ports of a pod's worker processes and their nannies. Dask picks random ones by default; fixed
-// ranges let a NetworkPolicy admit the scheduler and the other workers on them and nothing else
-// (process i of a pod listens on WorkerPortFirst+i, its nanny on NannyPortFirst+i).
+// dashboardPreload is a nanny preload that gives process i its own dashboard port. dask-worker
+// passes one --dashboard-address to every process of --nworkers; all but the first find the port
+// taken and serve their dashboard and metrics on a random port instead, which nothing declares
+// and nothing scrapes. Each nanny listens on NannyPortFirst+i and starts its worker after the
+// preload, with the worker arguments it holds: the preload sets the address there.
+var dashboardPreload = fmt.Sprintf(`def dask_setup(nanny):
+    # Kolotoc: worker process i (nanny port %d+i) serves its dashboard and metrics on %d+i.
+    nanny.worker_kwargs["dashboard_address"] = ":%%d" %% (%d + nanny.port - %d)
+`, NannyPortFirst, DashboardPortFirst, DashboardPortFirst, NannyPortFirst)
+
+// Ports of a pod's worker processes, their nannies and their dashboards. Dask picks random ones
+// by default; fixed ranges let a NetworkPolicy admit the scheduler and the other workers (or
+// Prometheus) on them and nothing else: process i of a pod listens on WorkerPortFirst+i, its
+// nanny on NannyPortFirst+i, its dashboard and metrics on DashboardPortFirst+i (the container
+// port named DashboardPortName(i)).
 const (
-	WorkerPortFirst = 40000
-	NannyPortFirst  = 41000
+	WorkerPortFirst    = 40000
+	NannyPortFirst     = 41000
+	DashboardPortFirst = 42000
 	// MaxProcesses is the most worker processes one pod may run: the size of each range.
 	MaxProcesses = 1000
 )
@@ -93,7 +108,7 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 
 // RenderCarrierService is the carriers' headless Service (stable pod names for `kubectl exec`).
 func RenderCarrierService(a *CarrierArgs) *corev1.ServiceArgs {
-	return a.Labels.HeadlessService(a.Name, a.Namespace, carrierComponent, false, meta.Port{Name: "dashboard", Port: dashboardPort})
+	return a.Labels.HeadlessService(a.Name, a.Namespace, carrierComponent, false, meta.Port{Name: "dashboard", Port: DashboardPortFirst})
 }
 
 // RenderCarriers builds the carrier StatefulSet: `Workers` single-threaded worker processes per pod.
@@ -139,25 +154,33 @@ type WorkerArgs struct {
 // Worker renders a dask-worker container. The worker name is the pod name, so the dashboard shows
 // which carrier or tower a worker runs on.
 func Worker(w WorkerArgs) corev1.ContainerArgs {
+	args := pulumi.StringArray{
+		pulumi.String("dask"), pulumi.String("worker"), pulumi.String(w.Scheduler),
+		pulumi.String("--name"), pulumi.String("$(POD_NAME)"),
+		pulumi.String("--nworkers"), pulumi.String(fmt.Sprint(w.Processes)),
+		pulumi.String("--nthreads"), pulumi.String(fmt.Sprint(w.Threads)),
+		pulumi.String("--memory-limit"), pulumi.String("auto"),
+		pulumi.String("--dashboard-address"), pulumi.String(fmt.Sprintf(":%d", DashboardPortFirst)),
+		pulumi.String("--worker-port"), pulumi.String(portRange(WorkerPortFirst, w.Processes)),
+		pulumi.String("--nanny-port"), pulumi.String(portRange(NannyPortFirst, w.Processes)),
+		pulumi.String("--local-directory"), pulumi.String(w.LocalDir),
+	}
+	ports := corev1.ContainerPortArray{}
+	for i := range max(w.Processes, 1) {
+		ports = append(ports, corev1.ContainerPortArgs{Name: pulumi.String(DashboardPortName(i)), ContainerPort: pulumi.Int(DashboardPortFirst + i)})
+	}
+	if w.Processes > 1 {
+		args = append(args, pulumi.String("--preload-nanny"), pulumi.String(dashboardPreload))
+	}
 	return corev1.ContainerArgs{
 		Name:  pulumi.String(w.Name),
 		Image: pulumi.String(w.Image),
-		Args: pulumi.StringArray{
-			pulumi.String("dask"), pulumi.String("worker"), pulumi.String(w.Scheduler),
-			pulumi.String("--name"), pulumi.String("$(POD_NAME)"),
-			pulumi.String("--nworkers"), pulumi.String(fmt.Sprint(w.Processes)),
-			pulumi.String("--nthreads"), pulumi.String(fmt.Sprint(w.Threads)),
-			pulumi.String("--memory-limit"), pulumi.String("auto"),
-			pulumi.String("--dashboard-address"), pulumi.String(fmt.Sprintf(":%d", dashboardPort)),
-			pulumi.String("--worker-port"), pulumi.String(portRange(WorkerPortFirst, w.Processes)),
-			pulumi.String("--nanny-port"), pulumi.String(portRange(NannyPortFirst, w.Processes)),
-			pulumi.String("--local-directory"), pulumi.String(w.LocalDir),
-		},
+		Args:  args,
 		Env: corev1.EnvVarArray{corev1.EnvVarArgs{
 			Name:      pulumi.String("POD_NAME"),
 			ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")}},
 		}},
-		Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("dask-dash"), ContainerPort: pulumi.Int(dashboardPort)}},
+		Ports: ports,
 		Resources: &corev1.ResourceRequirementsArgs{
 			Requests: pulumi.StringMap{"cpu": pulumi.String(w.CPU), "memory": pulumi.String(w.Memory)},
 			// Each process runs Threads threads: together they use at most Processes × Threads cores.

@@ -45,6 +45,7 @@ type Args struct {
 	GrafanaImage    string
 	DCGMImage       string
 	DCGMExporter    bool               // run the DCGM exporter on GPU nodes
+	Grafana         bool               // run Grafana (GrafanaImage, GrafanaPassword)
 	ScrapeInterval  string             // Prometheus scrape interval (duration, e.g. 30s)
 	Retention       string             // Prometheus retention time (duration, e.g. 15d)
 	StorageSize     string             // Prometheus data volume size limit (quantity)
@@ -76,7 +77,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args == nil {
 		return nil, errors.New("monitoring: args are required")
 	}
-	if args.GrafanaPassword == nil {
+	if args.Grafana && args.GrafanaPassword == nil {
 		return nil, fmt.Errorf("monitoring %q: Grafana needs an admin password; there is no default", name)
 	}
 	m := &Monitoring{}
@@ -112,43 +113,52 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 	}
 
-	// Grafana: the password, the provisioned data source and dashboard, the server.
+	eps := Endpoints(args.NamespaceDNS, args.Grafana)
+	m.PrometheusURL = pulumi.String(eps["prometheus"].URL).ToStringOutput()
+	outputs := pulumi.Map{"prometheusUrl": m.PrometheusURL}
+	if args.Grafana {
+		if err := newGrafana(ctx, name, args, parent); err != nil {
+			return nil, err
+		}
+		m.GrafanaURL = pulumi.String(eps["grafana"].URL).ToStringOutput()
+		outputs["grafanaUrl"] = m.GrafanaURL
+	}
+	return m, ctx.RegisterResourceOutputs(m, outputs)
+}
+
+// newGrafana registers Grafana: the password, the provisioned data source and dashboard, the
+// server.
+func newGrafana(ctx *pulumi.Context, name string, args *Args, parent pulumi.ResourceOption) error {
 	secret, err := corev1.NewSecret(ctx, name+"-grafana", RenderGrafanaSecret(args), parent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	provisioning, err := corev1.NewConfigMap(ctx, name+"-grafana-provisioning", RenderGrafanaProvisioning(args), parent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dashArgs, err := RenderGrafanaDashboards(args)
 	if err != nil {
-		return nil, fmt.Errorf("monitoring %q: %w", name, err)
+		return fmt.Errorf("monitoring %q: %w", name, err)
 	}
 	dashboards, err := corev1.NewConfigMap(ctx, name+"-grafana-dashboards", dashArgs, parent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	grafana, err := RenderGrafana(args)
 	if err != nil {
-		return nil, fmt.Errorf("monitoring %q: %w", name, err)
+		return fmt.Errorf("monitoring %q: %w", name, err)
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-grafana", grafana, parent,
 		pulumi.DependsOn([]pulumi.Resource{secret, provisioning, dashboards})); err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent); err != nil {
-		return nil, err
-	}
-
-	eps := Endpoints(args.NamespaceDNS)
-	m.PrometheusURL = pulumi.String(eps["prometheus"].URL).ToStringOutput()
-	m.GrafanaURL = pulumi.String(eps["grafana"].URL).ToStringOutput()
-	return m, ctx.RegisterResourceOutputs(m, pulumi.Map{"prometheusUrl": m.PrometheusURL, "grafanaUrl": m.GrafanaURL})
+	_, err = corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent)
+	return err
 }
 
-// Endpoints are Prometheus's and Grafana's URLs and the port-forwards that reach them.
-func Endpoints(namespace string) map[string]Endpoint {
+// Endpoints are Prometheus's and (with grafana) Grafana's URLs and the port-forwards that reach them.
+func Endpoints(namespace string, grafana bool) map[string]Endpoint {
 	ep := func(svc string, port int, path string) Endpoint {
 		return Endpoint{
 			URL:         fmt.Sprintf("http://%s.%s.svc:%d%s", svc, namespace, port, path),
@@ -156,10 +166,11 @@ func Endpoints(namespace string) map[string]Endpoint {
 			LocalURL:    fmt.Sprintf("http://localhost:%d%s", port, path),
 		}
 	}
-	return map[string]Endpoint{
-		"prometheus": ep(PrometheusName, PrometheusPort, "/"),
-		"grafana":    ep(GrafanaName, GrafanaPort, "/"),
+	eps := map[string]Endpoint{"prometheus": ep(PrometheusName, PrometheusPort, "/")}
+	if grafana {
+		eps["grafana"] = ep(GrafanaName, GrafanaPort, "/")
 	}
+	return eps
 }
 
 // RenderPrometheusConfig holds prometheus.yml.

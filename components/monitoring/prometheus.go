@@ -43,8 +43,9 @@ scrape_configs:
         target_label: pod
 `, JobDCGM, agentsNamespaceDNS(a), DCGMName)
 	}
-	// The scheduler's dashboard port ("dashboard") and every worker's ("dask-dash") serve
-	// Prometheus metrics at /metrics; the port names are the dask components' own.
+	// The scheduler's dashboard port ("dashboard") and every worker process's ("dask-dash",
+	// "dask-dash-1", …) serve Prometheus metrics at /metrics; the port names are the dask
+	// components' own.
 	fmt.Fprintf(&b, `  - job_name: %s
     kubernetes_sd_configs:
       - role: pod
@@ -52,7 +53,7 @@ scrape_configs:
           names: [%s]
     relabel_configs:
       - source_labels: [__meta_kubernetes_pod_container_port_name]
-        regex: dashboard|dask-dash
+        regex: dashboard|dask-dash(-[0-9]+)?
         action: keep
       - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component]
         target_label: component
