@@ -118,15 +118,17 @@ wait_for() {
 default_sa() { kubectl -n default get serviceaccount default --request-timeout=2s >/dev/null 2>&1; }
 
 # check_loopback: fails when a process of the control plane listens anywhere but 127.0.0.1 of the
-# namespace (what hack/kwokctl.yaml's bindAddress promises), or nsbridge anywhere but the host's
-# 127.0.0.1. Skipped where ss(8) is not installed.
+# namespace (what hack/kwokctl.yaml's bindAddress promises; the API server's own port excepted,
+# which pods reach inside the namespace), or nsbridge anywhere but the host's 127.0.0.1. Skipped
+# where ss(8) is not installed.
 check_loopback() {
   command -v ss >/dev/null || return 0
   local pids bad
   # awk, not cat: kwokctl writes its pid files without a trailing newline.
   pids=$(awk 1 "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
   if [ -n "$pids" ]; then
-    bad=$(nsenter --net="$netns_path" -- ss -Hltunp | grep -E "pid=($pids)," | awk '$5 !~ /^127\.0\.0\.1:/' || true)
+    bad=$(nsenter --net="$netns_path" -- ss -Hltunp | grep -E "pid=($pids)," \
+      | awk -v api=":$(api_port)" '$5 !~ /^127\.0\.0\.1:/ && !(/"kube-apiserver"/ && substr($5, length($5) - length(api) + 1) == api)' || true)
     [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
   fi
   bad=$(ss -Hltnp | grep -F "pid=$(cat "$bridge_pid" 2>/dev/null || echo none)," | awk '$4 !~ /^127\.0\.0\.1:/' || true)
@@ -171,6 +173,7 @@ stop_bridge() {
 render_config() {
   mkdir -p "$KWOK_WORKDIR"
   sed -e "s#@CLUSTER_DIR@#$cluster_dir#g" -e "s#@NODE_IP@#$NODE_IP#g" -e "s#@SERVICE_CIDR@#$SERVICE_CIDR#g" \
+    -e "s#@API_SERVICE_IP@#$API_SERVICE_IP#g" \
     "$template" >"$config.tmp" && mv "$config.tmp" "$config"
 }
 
@@ -198,7 +201,7 @@ cmd_up() {
     if exists; then
       log "cluster $name exists but is not serving: starting its components again"
     else
-      log "creating cluster $name (binary runtime, 127.0.0.1 only) in $cluster_dir"
+      log "creating cluster $name (binary runtime, in netns $netns) in $cluster_dir"
       created=true
     fi
     # --kubeconfig= keeps kwokctl from adding a context to ~/.kube/config; ours is written below.

@@ -18,7 +18,9 @@
 #     (/etc/apt/sources.list and sources.list.d/*.list|*.sources, or the files named in
 #     $KOLOTOC_APT_SOURCES), which must serve that suite. Optional: files/, a tree copied to / (owned
 #     by root), then setup.sh, run by /bin/sh chrooted in the rootfs;
-#   - or go.mod: a Go main package, built static (CGO_ENABLED=0) as /NAME, the image's only file.
+#   - or go.mod: a Go main package, built static (CGO_ENABLED=0) as /NAME, the image's only file;
+#     with a file go-build holding "PACKAGE PATH", the main package PACKAGE (of a module the
+#     recipe's go.mod requires, pinned by its go.sum) is built as PATH instead.
 #
 # Tag = the first 12 hex digits of the SHA-256 of the recipe directory: for each regular file under
 # hack/images/NAME/, in byte-wise sorted order of its path relative to that directory (slash
@@ -138,12 +140,17 @@ rootfs_debian() {
   }
 }
 
-# rootfs_go NAME TMP: a rootfs holding only the recipe's static binary as /NAME.
+# rootfs_go NAME TMP: a rootfs holding only the recipe's static binary: /NAME, or what go-build says.
 rootfs_go() {
-  local name=$1 tmp=$2 out
+  local name=$1 tmp=$2 out pkg=. bin=/$name
+  if [ -f "$recipes/$name/go-build" ]; then
+    read -r pkg bin <"$recipes/$name/go-build"
+    [[ -n $pkg && $bin == /* ]] || die "$name: go-build must hold \"PACKAGE /PATH\""
+  fi
   mkdir -m 755 "$tmp/rootfs"
+  mkdir -p "$tmp/rootfs$(dirname "$bin")"
   out=$(cd "$recipes/$name" && CGO_ENABLED=0 GOOS=linux GOWORK=off \
-    go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$tmp/rootfs/$name" . 2>&1) || {
+    go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$tmp/rootfs$bin" "$pkg" 2>&1) || {
     log "$name: go build failed:"; printf '%s\n' "$out" | indent; return 1
   }
   tar -C "$tmp/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$tmp/rootfs.tar" .

@@ -3,12 +3,16 @@
 package images
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -120,6 +124,85 @@ func TestImageTagOrder(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != want {
 		t.Errorf("images.sh ref tricky = %q, want %q", got, want)
 	}
+}
+
+// TestGoRecipeBuildsNamedPackage: a Go recipe with go-build builds the package it names (here a
+// main package below the recipe's module, as the prometheus recipe names one of a required
+// module) to the path it names, the image's only file besides its directories.
+func TestGoRecipeBuildsNamedPackage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for rel, content := range map[string]string{
+		"gob/go.mod":            "module kolotoc.test/gob\n\ngo 1.22\n",
+		"gob/cmd/hello/main.go": "package main\n\nfunc main() {}\n",
+		"gob/go-build":          "kolotoc.test/gob/cmd/hello /usr/local/bin/hello\n",
+		"gob/config.json":       `{"Entrypoint": ["/usr/local/bin/hello"]}`,
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "KOLOTOC_IMAGES_DIR="+dir, "KOLOTOC_CACHE_DIR="+t.TempDir())
+	build := exec.Command("bash", "../images.sh", "build", "gob")
+	build.Env = env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("images.sh build gob: %v\n%s", err, out)
+	}
+	path := exec.Command("bash", "../images.sh", "path", "gob")
+	path.Env = env
+	out, err := path.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := layerFiles(t, strings.TrimSpace(string(out)))
+	if mode, ok := files["usr/local/bin/hello"]; !ok || mode&0o111 == 0 {
+		t.Errorf("the image's layer holds %v; want usr/local/bin/hello, executable", files)
+	}
+	for name, mode := range files {
+		if name != "usr/local/bin/hello" && !mode.IsDir() {
+			t.Errorf("the image holds %s besides the binary", name)
+		}
+	}
+}
+
+// layerFiles lists the files of an OCI image tarball's layers (gzip tars), with their modes.
+func layerFiles(t *testing.T, image string) map[string]fs.FileMode {
+	t.Helper()
+	f, err := os.Open(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files := map[string]fs.FileMode{}
+	outer := tar.NewReader(f)
+	for {
+		h, err := outer.Next()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(h.Name, "blobs/") || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		zr, err := gzip.NewReader(outer)
+		if err != nil {
+			continue // the config and manifests: JSON
+		}
+		inner := tar.NewReader(zr)
+		for {
+			ih, err := inner.Next()
+			if err != nil {
+				break
+			}
+			files[strings.TrimPrefix(path.Clean(ih.Name), "./")] = ih.FileInfo().Mode()
+		}
+	}
+	return files
 }
 
 // The stacks that run on the real node name the local images by their current content tag: a

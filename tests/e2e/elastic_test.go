@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,14 @@ import (
 // TestElasticTorchrunForReal runs elastic PyTorch (kolotoc:elastic) on the real node: CPU
 // workers from the local image (Debian's PyTorch 1.13, gloo), torchrun with the c10d rendezvous
 // hosted by worker 0, and Kolotoc's built-in check (an all-reduce over every rank). Then the
-// drills: a worker's pod is deleted mid-run and the group re-forms with it; the job is scaled
-// up with `pulumi up` and the new worker joins without the running ones being recreated.
+// drills: a worker's pod is deleted mid-run and the group re-forms with it; elastic.maxNodes is
+// raised with `pulumi up` and the new worker joins without the running ones being recreated.
 func TestElasticTorchrunForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
 	elastic := map[string]any{
 		"enabled": true, "image": localImage(t, "torch"), "pool": "node",
-		"minNodes": 1, "maxNodes": 3, "nodes": 2, "rdzvBackend": "c10d",
+		"minNodes": 1, "maxNodes": 2, "rdzvBackend": "c10d", // nodes: maxNodes
 		"cpu": "200m", "memory": "1536Mi",
 	}
 	overrides := workloadOnly(t, "elastic", elastic)
@@ -34,71 +35,41 @@ func TestElasticTorchrunForReal(t *testing.T) {
 	flows := recordFlows(t, s)
 	s.up()
 
-	logs := func(pod string) string {
-		b, err := s.kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(context.Background()).Raw()
-		if err != nil {
-			return ""
-		}
-		return string(b)
-	}
-	// ok counts a worker's completed all-reduces over a world of n ranks.
-	ok := func(pod string, n int) int { return strings.Count(logs(pod), fmt.Sprintf("all-reduce ok (%d)", n)) }
-	waitOK := func(what string, timeout time.Duration, n int, after map[string]int) {
-		t.Helper()
-		waitFor(t, what, timeout, func() (bool, string) {
-			var missing []string
-			for pod, before := range after {
-				if ok(pod, n) <= before {
-					missing = append(missing, pod)
-				}
-			}
-			if len(missing) == 0 {
-				return true, ""
-			}
-			return false, "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ") + "\n" + tail(logs(missing[0]))
-		})
-	}
-	uid := func(pod string) types.UID {
-		p, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
-		if err != nil {
-			return ""
-		}
-		return p.UID
-	}
+	w := elasticWorkers{s: s, ns: ns}
 
 	start := time.Now()
-	waitOK("both workers' all-reduce over 2 ranks", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-1": 0})
+	w.waitOK(t, "both workers' all-reduce over 2 ranks", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-1": 0})
 	t.Logf("2 CPU workers: all-reduce over 2 ranks done %s after the update", time.Since(start).Round(time.Second))
 
 	t.Run("a worker lost mid-run: the group re-forms and runs again", func(t *testing.T) {
-		before := map[string]int{"elastic-0": ok("elastic-0", 2), "elastic-1": 0}
-		old := uid("elastic-1")
+		before := map[string]int{"elastic-0": w.ok("elastic-0", 2), "elastic-1": 0}
+		old := w.uid("elastic-1")
 		lost := time.Now()
 		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "elastic-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "elastic-1 recreated", 2*time.Minute, func() (bool, string) {
-			u := uid("elastic-1")
+			u := w.uid("elastic-1")
 			return u != "" && u != old, "old pod still there"
 		})
-		waitOK("the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
+		w.waitOK(t, "the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
 		t.Logf("drill: elastic-1 deleted; the group re-formed and all-reduced over 2 ranks again after %s", time.Since(lost).Round(time.Second))
 	})
 
-	t.Run("scaled up with pulumi up: the new worker joins, the running ones stay", func(t *testing.T) {
+	t.Run("maxNodes raised with pulumi up: the new worker joins, the running ones stay", func(t *testing.T) {
 		s := s.sub(t)
-		uids := map[string]types.UID{"elastic-0": uid("elastic-0"), "elastic-1": uid("elastic-1")}
-		elastic["nodes"] = 3
+		uids := map[string]types.UID{"elastic-0": w.uid("elastic-0"), "elastic-1": w.uid("elastic-1")}
+		elastic["maxNodes"] = 3 // and so nodes
 		s.reconfigure("dev", overrides)
 		grown := time.Now()
 		s.up()
-		waitOK("an all-reduce over 3 ranks on every worker", 6*time.Minute, 3, map[string]int{"elastic-0": 0, "elastic-1": 0, "elastic-2": 0})
+		w.waitOK(t, "an all-reduce over 3 ranks on every worker", 6*time.Minute, 3, map[string]int{"elastic-0": 0, "elastic-1": 0, "elastic-2": 0})
 		for pod, u := range uids {
-			if got := uid(pod); got != u {
+			if got := w.uid(pod); got != u {
 				t.Errorf("%s was recreated by the scale-up (uid %s, was %s)", pod, got, u)
 			}
 		}
-		t.Logf("drill: nodes 2 → 3; elastic-2 joined and 3 ranks all-reduced %s after the update began; elastic-0 and -1 kept", time.Since(grown).Round(time.Second))
+		t.Logf("drill: maxNodes 2 → 3; elastic-2 joined and 3 ranks all-reduced %s after the update began; elastic-0 and -1 kept", time.Since(grown).Round(time.Second))
 	})
 
 	t.Run("the NetworkPolicies admit the workers' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
@@ -110,4 +81,51 @@ func TestElasticTorchrunForReal(t *testing.T) {
 			{From: elsewhere(worker), To: worker, Port: store}, // nor another namespace
 		})
 	})
+}
+
+// elasticWorkers reads what the elastic workers of a stack's namespace report: Kolotoc's check
+// logs "all-reduce ok (N)" after each all-reduce over a world of N ranks.
+type elasticWorkers struct {
+	s  *stack
+	ns string
+}
+
+func (w elasticWorkers) logs(pod string) string {
+	b, err := w.s.kube.CoreV1().Pods(w.ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(context.Background()).Raw()
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// ok counts a worker's completed all-reduces over a world of n ranks.
+func (w elasticWorkers) ok(pod string, n int) int {
+	return strings.Count(w.logs(pod), fmt.Sprintf("all-reduce ok (%d)", n))
+}
+
+// waitOK waits until every pod of after has more all-reduces over n ranks than after says.
+func (w elasticWorkers) waitOK(t *testing.T, what string, timeout time.Duration, n int, after map[string]int) {
+	t.Helper()
+	waitFor(t, what, timeout, func() (bool, string) {
+		var missing []string
+		for pod, before := range after {
+			if w.ok(pod, n) <= before {
+				missing = append(missing, pod)
+			}
+		}
+		if len(missing) == 0 {
+			return true, ""
+		}
+		slices.Sort(missing)
+		return false, "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ") + "\n" + tail(w.logs(missing[0]))
+	})
+}
+
+// uid is the pod's UID, empty while it does not exist.
+func (w elasticWorkers) uid(pod string) types.UID {
+	p, err := w.s.kube.CoreV1().Pods(w.ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return p.UID
 }

@@ -13,18 +13,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestEtcdKeepsQuorumForReal runs Kolotoc's etcd (the rendezvous store of elastic PyTorch with an
-// etcd backend) with 3 members on the real node, from the local image (Debian's etcd 3.4, v2 API
-// on), and drills the loss of a member: with one member's pod deleted, the other two keep the
-// quorum and serve reads and writes on the v2 API torch's rendezvous uses; the lost member comes
-// back with its data and catches up.
+// TestEtcdKeepsQuorumForReal runs Kolotoc's etcd with 3 members on the real node, from the local
+// image (Debian's etcd 3.4, v2 API on), as the rendezvous of elastic PyTorch: two CPU workers
+// with torchrun's etcd-v2 backend (python-etcd) form their group through it and all-reduce. Then
+// the drill: with one member's pod deleted, the other two keep the quorum, serve reads and writes
+// on the v2 API, and serve the rendezvous (a worker lost meanwhile re-joins, and the group
+// all-reduces again); the lost member comes back with its data and catches up.
 func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
-	s := newStack(t, "e2e-etcd", "dev", workloadOnly(t, "etcd", map[string]any{
+	overrides := workloadOnly(t, "etcd", map[string]any{
 		"enabled": true, "members": 3, "image": localImage(t, "etcd"),
 		"pool": "node", "cpu": "100m", "memory": "128Mi", "storageSize": "1Gi",
-	}))
+	})
+	overrides["elastic"] = map[string]any{
+		"enabled": true, "image": localImage(t, "torch"), "pool": "node",
+		"minNodes": 1, "maxNodes": 2, "nodes": 2, "rdzvBackend": "etcd-v2",
+		"cpu": "200m", "memory": "1536Mi",
+	}
+	s := newStack(t, "e2e-etcd", "dev", overrides)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	flows := recordFlows(t, s)
@@ -56,6 +63,10 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	if out, err := v2(t, 0, "set", "/kolotoc/drill/before", "1"); err != nil {
 		t.Fatalf("v2 set on a healthy cluster: %v: %s", err, out)
 	}
+	w := elasticWorkers{s: s, ns: ns}
+	formed := time.Now()
+	w.waitOK(t, "both elastic workers' all-reduce over 2 ranks, rendezvous in etcd", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-1": 0})
+	t.Logf("elastic over the etcd-v2 rendezvous: all-reduce over 2 ranks %s after etcd was healthy", time.Since(formed).Round(time.Second))
 
 	// The drill: member 1 is lost.
 	old, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "etcd-1", metav1.GetOptions{})
@@ -92,14 +103,56 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	}
 	t.Logf("etcd drill: member etcd-1 deleted; quorum kept (writes and reads on the v2 API); 3 healthy members again after %s", recovered)
 
+	t.Run("with a member held down, the other two serve the rendezvous", func(t *testing.T) {
+		// The StatefulSet brings a deleted member back within seconds; to be sure that two
+		// members alone serve a re-forming group, hold etcd-2 down (scale to 2) meanwhile.
+		scale := func(n int32) {
+			t.Helper()
+			sc, err := s.kube.AppsV1().StatefulSets(ns).GetScale(context.Background(), "etcd", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Spec.Replicas = n
+			if _, err := s.kube.AppsV1().StatefulSets(ns).UpdateScale(context.Background(), "etcd", sc, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		scale(2)
+		defer scale(3) // what the stack says: no drift is left behind
+		waitFor(t, "etcd-2 down", 2*time.Minute, func() (bool, string) {
+			_, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "etcd-2", metav1.GetOptions{})
+			return err != nil, "etcd-2 still there"
+		})
+		before := map[string]int{"elastic-0": w.ok("elastic-0", 2), "elastic-1": 0}
+		oldWorker := w.uid("elastic-1")
+		down := time.Now()
+		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "elastic-1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "elastic-1 recreated", 2*time.Minute, func() (bool, string) {
+			u := w.uid("elastic-1")
+			return u != "" && u != oldWorker, "old pod still there"
+		})
+		w.waitOK(t, "the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
+		if _, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "etcd-2", metav1.GetOptions{}); err == nil {
+			t.Fatal("etcd-2 came back during the drill: the rendezvous was not served by two members alone")
+		}
+		t.Logf("drill: etcd-2 held down, elastic-1 deleted; the group re-formed through two etcd members and all-reduced after %s", time.Since(down).Round(time.Second))
+		scale(3)
+		waitFor(t, "etcd-2 back and 3 healthy members", 3*time.Minute, func() (bool, string) {
+			out, err := health(0)
+			return err == nil && strings.Count(out, "is healthy") == 3, out
+		})
+	})
+
 	t.Run("the NetworkPolicies admit etcd's traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
 		member, entry := podEnd(t, s, ns, "etcd-0"), podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))
 		client, peer := member.port(t, "client"), member.port(t, "peer")
 		checkFlows(t, s, flows, missingAllow{"etcd-peers", "etcd", "etcd"}, []flow{
-			{From: entry, To: member, Port: client},             // no rendezvous client in this stack
-			{From: entry, To: member, Port: peer},               // nor a member
-			{From: elsewhere(member), To: member, Port: client}, // another namespace
+			{From: entry, To: member, Port: client},                       // the entrypoint is no rendezvous client
+			{From: podEnd(t, s, ns, "elastic-0"), To: member, Port: peer}, // a client is no member
+			{From: elsewhere(member), To: member, Port: client},           // another namespace
 		})
 	})
 }
