@@ -42,17 +42,8 @@ func TestElasticTorchrunForReal(t *testing.T) {
 	t.Logf("2 CPU workers: all-reduce over 2 ranks done %s after the update", time.Since(start).Round(time.Second))
 
 	t.Run("a worker lost mid-run: the group re-forms and runs again", func(t *testing.T) {
-		before := map[string]int{"elastic-0": w.ok("elastic-0", 2), "elastic-1": 0}
-		old := w.uid("elastic-1")
 		lost := time.Now()
-		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "elastic-1", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "elastic-1 recreated", 2*time.Minute, func() (bool, string) {
-			u := w.uid("elastic-1")
-			return u != "" && u != old, "old pod still there"
-		})
-		w.waitOK(t, "the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
+		w.loseAndReform(t, "elastic-1", "elastic-0")
 		t.Logf("drill: elastic-1 deleted; the group re-formed and all-reduced over 2 ranks again after %s", time.Since(lost).Round(time.Second))
 	})
 
@@ -119,6 +110,22 @@ func (w elasticWorkers) waitOK(t *testing.T, what string, timeout time.Duration,
 		slices.Sort(missing)
 		return false, "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ") + "\n" + tail(w.logs(missing[0]))
 	})
+}
+
+// loseAndReform deletes worker lost of a 2-worker group, waits until its StatefulSet has
+// recreated it, and until both it and kept have all-reduced over 2 ranks again.
+func (w elasticWorkers) loseAndReform(t *testing.T, lost, kept string) {
+	t.Helper()
+	before := map[string]int{kept: w.ok(kept, 2), lost: 0}
+	old := w.uid(lost)
+	if err := w.s.kube.CoreV1().Pods(w.ns).Delete(context.Background(), lost, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, lost+" recreated", 2*time.Minute, func() (bool, string) {
+		u := w.uid(lost)
+		return u != "" && u != old, "old pod still there"
+	})
+	w.waitOK(t, "the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
 }
 
 // uid is the pod's UID, empty while it does not exist.

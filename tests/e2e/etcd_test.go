@@ -123,17 +123,8 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 			_, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "etcd-2", metav1.GetOptions{})
 			return err != nil, "etcd-2 still there"
 		})
-		before := map[string]int{"elastic-0": w.ok("elastic-0", 2), "elastic-1": 0}
-		oldWorker := w.uid("elastic-1")
 		down := time.Now()
-		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "elastic-1", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "elastic-1 recreated", 2*time.Minute, func() (bool, string) {
-			u := w.uid("elastic-1")
-			return u != "" && u != oldWorker, "old pod still there"
-		})
-		w.waitOK(t, "the re-formed group's all-reduce over 2 ranks", 6*time.Minute, 2, before)
+		w.loseAndReform(t, "elastic-1", "elastic-0")
 		if _, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), "etcd-2", metav1.GetOptions{}); err == nil {
 			t.Fatal("etcd-2 came back during the drill: the rendezvous was not served by two members alone")
 		}
