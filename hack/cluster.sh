@@ -128,7 +128,7 @@ check_loopback() {
   pids=$(awk 1 "$cluster_dir"/pids/*.pid 2>/dev/null | paste -sd'|' -)
   if [ -n "$pids" ]; then
     bad=$(nsenter --net="$netns_path" -- ss -Hltunp | grep -E "pid=($pids)," \
-      | awk -v api=":$(api_port)" '$5 !~ /^127\.0\.0\.1:/ && !(/"kube-apiserver"/ && substr($5, length($5) - length(api) + 1) == api)' || true)
+      | awk -v api=":$(api_port)$" '$5 !~ /^127\.0\.0\.1:/ && !(/"kube-apiserver"/ && $5 ~ api)' || true)
     [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
   fi
   bad=$(ss -Hltnp | grep -F "pid=$(cat "$bridge_pid" 2>/dev/null || echo none)," | awk '$4 !~ /^127\.0\.0\.1:/' || true)
@@ -171,9 +171,12 @@ stop_bridge() {
 }
 
 render_config() {
+  # The `kubernetes` Service's ClusterIP is the first address of SERVICE_CIDR.
+  local net=${SERVICE_CIDR%/*}
+  local api_service_ip=${net%.*}.$((${net##*.} + 1))
   mkdir -p "$KWOK_WORKDIR"
   sed -e "s#@CLUSTER_DIR@#$cluster_dir#g" -e "s#@NODE_IP@#$NODE_IP#g" -e "s#@SERVICE_CIDR@#$SERVICE_CIDR#g" \
-    -e "s#@API_SERVICE_IP@#$API_SERVICE_IP#g" \
+    -e "s#@API_SERVICE_IP@#$api_service_ip#g" \
     "$template" >"$config.tmp" && mv "$config.tmp" "$config"
 }
 

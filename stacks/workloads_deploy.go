@@ -180,12 +180,12 @@ func WorkloadOutputs(c *Config) pulumi.Map {
 			out[name+"PortForward"] = pulumi.String(ep.PortForward)
 			out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 		}
-	}
-	if c.Monitoring.Enabled && *c.Monitoring.Grafana {
-		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
-		out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
-		out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
-		out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
+		if *c.Monitoring.Grafana {
+			out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
+			out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
+			out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
+			out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
+		}
 	}
 	return out
 }

@@ -21,9 +21,9 @@ const carrierComponent = "carrier"
 // CarrierComponent is the carriers' component label, for the NetworkPolicies that select them.
 const CarrierComponent = carrierComponent
 
-// DashboardPortName names process i's dashboard port: dask-dash, then dask-dash-1, dask-dash-2, …
+// dashboardPortName names process i's dashboard port: dask-dash, then dask-dash-1, dask-dash-2, …
 // (what Prometheus's dask job keeps).
-func DashboardPortName(i int) string {
+func dashboardPortName(i int) string {
 	if i == 0 {
 		return "dask-dash"
 	}
@@ -44,7 +44,7 @@ var dashboardPreload = fmt.Sprintf(`def dask_setup(nanny):
 // by default; fixed ranges let a NetworkPolicy admit the scheduler and the other workers (or
 // Prometheus) on them and nothing else: process i of a pod listens on WorkerPortFirst+i, its
 // nanny on NannyPortFirst+i, its dashboard and metrics on DashboardPortFirst+i (the container
-// port named DashboardPortName(i)).
+// port named dashboardPortName(i)).
 const (
 	WorkerPortFirst    = 40000
 	NannyPortFirst     = 41000
@@ -167,7 +167,7 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 	}
 	ports := corev1.ContainerPortArray{}
 	for i := range max(w.Processes, 1) {
-		ports = append(ports, corev1.ContainerPortArgs{Name: pulumi.String(DashboardPortName(i)), ContainerPort: pulumi.Int(DashboardPortFirst + i)})
+		ports = append(ports, corev1.ContainerPortArgs{Name: pulumi.String(dashboardPortName(i)), ContainerPort: pulumi.Int(DashboardPortFirst + i)})
 	}
 	if w.Processes > 1 {
 		args = append(args, pulumi.String("--preload-nanny"), pulumi.String(dashboardPreload))
