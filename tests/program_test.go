@@ -195,10 +195,11 @@ func TestDevicePluginOnlyOnGPUNodes(t *testing.T) {
 	}
 }
 
-// TestLabels: every Kubernetes object and pod template carries the app.kubernetes.io labels.
+// TestLabels: every Kubernetes object and pod template carries the app.kubernetes.io labels; the
+// version is on objects only, never on a pod template.
 func TestLabels(t *testing.T) {
 	want := []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
-		"app.kubernetes.io/part-of", "app.kubernetes.io/version"}
+		"app.kubernetes.io/part-of"}
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			rec := deploy(t, layoutRaw(t, i))
@@ -212,15 +213,18 @@ func TestLabels(t *testing.T) {
 				if get(in, "spec", "template", "metadata") != nil {
 					paths = append(paths, []string{"spec", "template", "metadata", "labels"})
 				}
-				for _, p := range paths {
+				for i, p := range paths {
 					labels, _ := get(in, p...).(map[string]any)
 					for _, k := range want {
 						if labels[k] == nil || labels[k] == "" {
 							t.Errorf("%s %s: %s lacks label %s", r.Type, r.Name, strings.Join(p, "."), k)
 						}
 					}
-					if labels["app.kubernetes.io/version"] != stacks.Version {
-						t.Errorf("%s %s: version label %v, want %s", r.Type, r.Name, labels["app.kubernetes.io/version"], stacks.Version)
+					if version, template := labels["app.kubernetes.io/version"], i > 0; !template && version != stacks.Version {
+						t.Errorf("%s %s: version label %v, want %s", r.Type, r.Name, version, stacks.Version)
+					} else if template && version != nil {
+						// A label of the template is part of it: an upgrade would restart the pods.
+						t.Errorf("%s %s: pod template labelled version %v: an upgrade of Kolotoc would restart its pods", r.Type, r.Name, version)
 					}
 					checked++
 				}

@@ -171,7 +171,8 @@ func allowed(c *stacks.Config, component, container, what string) bool {
 
 // TestLeastPrivilege lists every container each layout registers and fails on any without CPU
 // and memory requests and limits, with privilege escalation allowed, with capabilities not
-// dropped, or with a host path, host namespace, privilege or token the config did not ask for.
+// dropped, or with a host path, host namespace, privilege or token the config did not ask for; and
+// on any pod without the runtime's default seccomp profile or with a version label on its template.
 func TestLeastPrivilege(t *testing.T) {
 	for name, raw := range securityLayouts(t) {
 		t.Run(name, func(t *testing.T) {
@@ -191,6 +192,15 @@ func TestLeastPrivilege(t *testing.T) {
 					check("", k, p.spec[k] == true)
 				}
 				check("", "service account token", p.spec["automountServiceAccountToken"] != false)
+				// The runtime's default seccomp profile on every pod: unconfined is the kubelet's
+				// default, and Pod Security restricted asks for a profile.
+				if get(p.spec, "securityContext", "seccompProfile", "type") != "RuntimeDefault" {
+					t.Errorf("%s: no seccompProfile RuntimeDefault on the pod (securityContext %v)", p.owner, p.spec["securityContext"])
+				}
+				// A version label on a pod template would restart every pod at each upgrade.
+				if v, ok := p.labels["app.kubernetes.io/version"]; ok {
+					t.Errorf("%s: pod template labelled app.kubernetes.io/version=%v: an upgrade of Kolotoc would restart it", p.owner, v)
+				}
 				vols, _ := p.spec["volumes"].([]any)
 				for _, v := range vols {
 					if hp, _ := get(v, "hostPath", "path").(string); hp != "" && !scratchHostPath(cfg, hp) {

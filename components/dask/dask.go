@@ -121,8 +121,9 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(carrierComponent))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(carrierComponent))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(carrierComponent))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{

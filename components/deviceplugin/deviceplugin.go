@@ -57,8 +57,9 @@ func RenderDaemonSet(a *Args) *appsv1.DaemonSetArgs {
 				Type: pulumi.String("RollingUpdate"),
 			},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Name))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(Name))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.GPUNodeSelector(),
 					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken: pulumi.Bool(false),

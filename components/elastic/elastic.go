@@ -222,8 +222,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(Component))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:               meta.PodSecurity(0),
 					NodeSelector:                  a.Labels.PoolSelector(a.Pool),
 					Tolerations:                   tolerations,
 					AutomountServiceAccountToken:  pulumi.Bool(false),

@@ -289,8 +289,9 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			Strategy: &appsv1.DeploymentStrategyArgs{Type: pulumi.String("Recreate")},
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(component))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(component))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(component))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers:                   containers,

@@ -243,8 +243,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 				WhenScaled:  pulumi.String("Retain"),
 			},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(Component))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(Component))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{

@@ -56,6 +56,16 @@ func (l Labels) For(component string) map[string]string {
 	return m
 }
 
+// PodLabels returns the labels of a component's pod template: every label of For but the version.
+// A label on a pod template is part of the template, so a version label there would restart every
+// tower, worker and file server at each Kolotoc upgrade, killing the training runs and erasing
+// the in-cluster NFS server's data; the version stays on the controllers themselves.
+func (l Labels) PodLabels(component string) map[string]string {
+	m := l.For(component)
+	delete(m, "app.kubernetes.io/version")
+	return m
+}
+
 // Selector returns the labels that select a component's pods. The version is left out: selectors
 // are immutable, and an upgrade must roll pods, not replace their controllers.
 func (l Labels) Selector(component string) map[string]string {
@@ -115,6 +125,23 @@ func (l Labels) HeadlessService(name string, namespace pulumi.StringInput, compo
 	}
 	spec.Ports = sp
 	return &corev1.ServiceArgs{Metadata: l.ObjectMeta(name, namespace, component), Spec: spec}
+}
+
+// PodSecurity is the security context of every Kolotoc pod: the container runtime's default
+// seccomp profile, which blocks the system calls containers have no use for (Pod Security
+// "restricted" asks for it; without it a pod runs unconfined). runAsUser, when not 0, runs every
+// container of the pod as that user, not root (runAsNonRoot: the kubelet refuses to
+// start a container that would run as root anyway), and makes the pod's volumes writable by it.
+func PodSecurity(runAsUser int) *corev1.PodSecurityContextArgs {
+	sc := &corev1.PodSecurityContextArgs{
+		SeccompProfile: &corev1.SeccompProfileArgs{Type: pulumi.String("RuntimeDefault")},
+	}
+	if runAsUser != 0 {
+		sc.RunAsNonRoot = pulumi.Bool(true)
+		sc.RunAsUser = pulumi.Int(runAsUser)
+		sc.FsGroup = pulumi.Int(runAsUser)
+	}
+	return sc
 }
 
 // GPUToleration tolerates the GPU taint.

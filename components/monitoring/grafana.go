@@ -8,6 +8,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 const (
@@ -113,7 +115,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(GrafanaName))},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{
-					Labels: pulumi.ToStringMap(a.Labels.For(GrafanaName)),
+					Labels: pulumi.ToStringMap(a.Labels.PodLabels(GrafanaName)),
 					Annotations: pulumi.StringMap{
 						configHashAnnotation: pulumi.String(hash(DataSources(a), DashboardProviders(), dash)),
 					},
@@ -121,9 +123,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 				Spec: &corev1.PodSpecArgs{
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
-					SecurityContext: &corev1.PodSecurityContextArgs{
-						RunAsNonRoot: pulumi.Bool(true), RunAsUser: pulumi.Int(472), FsGroup: pulumi.Int(472),
-					},
+					SecurityContext:              meta.PodSecurity(472),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String(GrafanaName),
 						Image: pulumi.String(a.GrafanaImage),

@@ -193,7 +193,7 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(PrometheusName))},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{
-					Labels:      pulumi.ToStringMap(a.Labels.For(PrometheusName)),
+					Labels:      pulumi.ToStringMap(a.Labels.PodLabels(PrometheusName)),
 					Annotations: pulumi.StringMap{configHashAnnotation: pulumi.String(hash(PrometheusConfig(a)))},
 				},
 				Spec: &corev1.PodSpecArgs{
@@ -201,9 +201,7 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 					ServiceAccountName: pulumi.String(PrometheusName),
 					// Service discovery talks to the API server with the account's token.
 					AutomountServiceAccountToken: pulumi.Bool(true),
-					SecurityContext: &corev1.PodSecurityContextArgs{
-						RunAsNonRoot: pulumi.Bool(true), RunAsUser: pulumi.Int(65534), FsGroup: pulumi.Int(65534),
-					},
+					SecurityContext:              meta.PodSecurity(65534),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String(PrometheusName),
 						Image: pulumi.String(a.PrometheusImage),
@@ -254,8 +252,9 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 			Selector:       &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(DCGMName))},
 			UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(DCGMName))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(DCGMName))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.GPUNodeSelector(),
 					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken: pulumi.Bool(false),

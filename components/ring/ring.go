@@ -215,6 +215,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		tolerations = corev1.TolerationArray{meta.GPUToleration()}
 	}
 	spec := &corev1.PodSpecArgs{
+		SecurityContext:              meta.PodSecurity(0),
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
@@ -242,7 +243,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(towerComponent))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(towerComponent))},
 				Spec:     spec,
 			},
 		},
@@ -273,10 +274,11 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 			BackoffLimit: pulumi.Int(launcherBackoffLimit),
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{
-					Labels:      pulumi.ToStringMap(a.Labels.For(launcherComponent)),
+					Labels:      pulumi.ToStringMap(a.Labels.PodLabels(launcherComponent)),
 					Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
 				},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					RestartPolicy:                pulumi.String("Never"),
 					NodeSelector:                 a.Labels.PoolSelector(a.LauncherPool),
 					AutomountServiceAccountToken: pulumi.Bool(false),

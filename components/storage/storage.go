@@ -207,8 +207,9 @@ func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
 			Strategy: &appsv1.DeploymentStrategyArgs{Type: pulumi.String("Recreate")},
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(ServerName))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(ServerName))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(ServerName))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.ServerPool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{

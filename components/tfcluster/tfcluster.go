@@ -236,8 +236,9 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(t.Name))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(t.Name))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(t.Name))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(t.Pool),
 					Tolerations:                  tolerations,
 					AutomountServiceAccountToken: pulumi.Bool(false),
@@ -284,8 +285,9 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 			Replicas: pulumi.Int(1),
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(tensorBoardComponent))},
 			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.For(tensorBoardComponent))},
+				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(tensorBoardComponent))},
 				Spec: &corev1.PodSpecArgs{
+					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(tb.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
