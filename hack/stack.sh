@@ -92,22 +92,30 @@ ensure_stack() {
 # missing. The value goes through a pipe, never argv or the terminal. A stack created elsewhere
 # (no secrets file yet) gets one, with the salt taken from the stack's state (fallback below).
 ensure_secrets() {
-  local key err
+  local key err value
   if [ ! -f "$secrets_file" ]; then
     mkdir -p "$shadow"
     : >"$secrets_file"
   fi
   for key in "${SECRET_KEYS[@]}"; do
-    if err=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
-      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>&1 >/dev/null); then
-      continue
+    if value=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>/dev/null); then
+      # Seeds generated before the program asked for 256 bits were 192: replace them (the
+      # towers' ssh key changes with it, nothing else does).
+      if [ "$key" != kolotoc:sshKeySeed ] || [ "${#value}" -ge 64 ]; then
+        continue
+      fi
+      log "replacing the generated $key of stack $stack: under 256 bits"
+    else
+      err=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+        pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>&1 >/dev/null) || true
+      case $err in
+        *"not found"*) ;;
+        *) die "pulumi config get $key failed: $err" ;;
+      esac
+      log "setting a generated secret $key for stack $stack"
     fi
-    case $err in
-      *"not found"*) ;;
-      *) die "pulumi config get $key failed: $err" ;;
-    esac
-    log "setting a generated secret $key for stack $stack"
-    random_hex 24 | PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+    random_hex 32 | PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
       pulumi config set --secret "$key" --stack "$stack" --config-file "$secrets_file"
   done
 }

@@ -119,6 +119,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
 			Pool: t.Pool, LauncherPool: e.Pool, LauncherCPU: t.LauncherCPU, LauncherMemory: t.LauncherMemory,
 			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
+			KeyBinding: ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace},
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 		}, k8s, withStorage)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 
 const (
 	testPassword = "correct-horse-battery-staple"
-	testSeed     = "0123456789abcdef0123456789abcdef"
+	testSeed     = "4cb085380e5f9d8f58cea32480fb882e55eaab5516bd7148cd01c02c3597e20e" // 256 bits (sha256 of "kolotoc test seed")
 )
 
 // devRaw is the committed dev stack with its secrets set, as `make up` sets them.
@@ -136,6 +136,9 @@ func TestBadConfigs(t *testing.T) {
 		{name: "plaintext jupyter password", plain: []string{"jupyterPassword"}, wantKey: "jupyterPassword", wantMsg: "must be a secret"},
 		{name: "short jupyter password", set: map[string]string{"jupyterPassword": "hunter2"}, wantKey: "jupyterPassword", wantMsg: "at least 12"},
 		{name: "missing ssh key seed", unset: []string{"sshKeySeed"}, wantKey: "sshKeySeed", wantMsg: "pulumi config set --secret kolotoc:sshKeySeed"},
+		{name: "short ssh key seed", set: map[string]string{"sshKeySeed": "0123456789abcdef0123456789abcdef"}, wantKey: "sshKeySeed", wantMsg: "128 bits, fewer than 256"},
+		{name: "made-up ssh key seed", set: map[string]string{"sshKeySeed": strings.Repeat("ab", 32)}, wantKey: "sshKeySeed", wantMsg: "only 1 distinct values: not random"},
+		{name: "ssh key seed a passphrase", set: map[string]string{"sshKeySeed": "correct horse battery staple, twice over"}, wantKey: "sshKeySeed", wantMsg: "neither hex nor base64"},
 		{name: "latest image", set: map[string]string{"towers": `{"image":"horovod/horovod:latest"}`}, wantKey: "towers.image", wantMsg: "not pinned"},
 		{name: "tagless image", set: map[string]string{"carriers": `{"image":"ghcr.io/dask/dask"}`}, wantKey: "carriers.image", wantMsg: "not pinned"},
 		{name: "tagless image with registry port", set: map[string]string{"entrypoint": `{"jupyterImage":"registry:5000/jupyter"}`}, wantKey: "entrypoint.jupyterImage", wantMsg: "not pinned"},
@@ -242,7 +245,11 @@ func TestBadConfigs(t *testing.T) {
 					if !strings.Contains(err.Error(), "kolotoc:"+tc.wantKey) {
 						t.Errorf("message does not name kolotoc:%s: %v", tc.wantKey, err)
 					}
-					for _, secret := range []string{testPassword, testSeed, "hunter2"} {
+					secrets := []string{testPassword, testSeed, "hunter2"}
+					if v, ok := tc.set["sshKeySeed"]; ok {
+						secrets = append(secrets, v)
+					}
+					for _, secret := range secrets {
 						if strings.Contains(err.Error(), secret) {
 							t.Errorf("error message leaks a secret: %v", err)
 						}

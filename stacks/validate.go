@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"kolotoc/components/meta"
+	"kolotoc/components/ring"
 )
 
 // Object names that the components give their pods and Services. Validation uses them to check
@@ -79,6 +80,9 @@ func (c *Config) Validate() []FieldError {
 	if c.Towers.Enabled && !c.SSHKeySeed.IsSet() {
 		v.add("sshKeySeed", "(unset)", "required when towers are enabled (the towers' ssh keys derive from it); "+
 			"run `pulumi config set --secret kolotoc:sshKeySeed \"$(openssl rand -hex 32)\"`")
+	} else if _, err := ring.SeedBytes(c.SSHKeySeed.Reveal()); c.Towers.Enabled && err != nil {
+		v.add("sshKeySeed", "[secret]", fmt.Sprintf("too weak: %v; allowed: %d random bytes or more, hex or base64; "+
+			"run `pulumi config set --secret kolotoc:sshKeySeed \"$(openssl rand -hex 32)\"`", err, ring.MinSeedBytes))
 	}
 	return v.errs
 }

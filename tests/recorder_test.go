@@ -23,7 +23,7 @@ import (
 
 const (
 	testPassword = "correct-horse-battery-staple"
-	testSeed     = "0123456789abcdef0123456789abcdef"
+	testSeed     = "4cb085380e5f9d8f58cea32480fb882e55eaab5516bd7148cd01c02c3597e20e" // 256 bits (sha256 of "kolotoc test seed")
 	// fakeClusterIP is what the mock API server assigns to every ClusterIP Service.
 	fakeClusterIP = "10.96.0.42"
 	secretMarker  = "[secret]"

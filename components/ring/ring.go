@@ -81,6 +81,7 @@ type Args struct {
 	LauncherCPU    string             // CPU request of the launcher (quantity)
 	LauncherMemory string             // memory request of the launcher (quantity)
 	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
+	KeyBinding     Binding            // what the keys are bound to (project, stack, namespace)
 	Claim          string             // shared claim name
 	MountPath      string             // where the claim is mounted
 	Scratch        storage.ScratchArgs
@@ -146,7 +147,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 // RenderSSHSecret derives the key pair from the seed. The result is a secret because the seed is.
 func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 	keys := a.SSHKeySeed.ToStringOutput().ApplyT(func(seed string) (map[string]string, error) {
-		priv, pub, err := DeriveSSHKey(seed)
+		priv, pub, err := DeriveSSHKey(seed, a.KeyBinding)
 		if err != nil {
 			return nil, err
 		}

@@ -2,33 +2,94 @@ package ring
 
 import (
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 )
 
-// sshKeyDomain separates this derivation from any other use of the same seed.
-const sshKeyDomain = "kolotoc/ring/ssh-ed25519/v1\x00"
+// sshKeyInfo is HKDF's info for the towers' key: it separates this derivation from any other use
+// of the seed; the key's binding (project, stack, namespace) follows it.
+const sshKeyInfo = "kolotoc/ring/ssh-ed25519/v2"
 
-// DeriveSSHKey derives the towers' ed25519 key pair from the secret seed. The same seed always
-// gives the same bytes (no randomness anywhere, unlike ssh.MarshalPrivateKey, whose check word is
-// random), so a second `pulumi up` sees the same Secret and changes nothing. Rotating the seed
-// rotates the key.
-func DeriveSSHKey(seed string) (privatePEM, authorizedKey string, err error) {
+// MinSeedBytes is the least a seed must decode to: 256 bits.
+const MinSeedBytes = 32
+
+// minSeedDistinct is the least number of distinct byte values among a seed's bytes. 32 random
+// bytes have about 30; fewer than 16 has a chance below 2^-40 and marks a made-up seed
+// ("0000…", "abab…") whose length says nothing of its strength.
+const minSeedDistinct = 16
+
+// Binding is what a key is bound to: the same seed gives unrelated keys in another project,
+// stack or namespace, so a seed copied from dev to prod does not hand prod's towers dev's key.
+type Binding struct {
+	Project, Stack, Namespace string
+}
+
+// SeedBytes decodes a seed: hex (as `openssl rand -hex 32` prints) or base64 (`openssl rand
+// -base64 32`), at least MinSeedBytes bytes that do not repeat a few values. The error never
+// contains the seed.
+func SeedBytes(seed string) ([]byte, error) {
+	seed = strings.TrimSpace(seed)
 	if seed == "" {
-		return "", "", errors.New("ssh key seed is empty")
+		return nil, errors.New("empty")
 	}
-	h := sha256.Sum256([]byte(sshKeyDomain + seed))
-	priv := ed25519.NewKeyFromSeed(h[:])
+	b, err := hex.DecodeString(seed)
+	if err != nil {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err = enc.DecodeString(seed); err == nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("neither hex nor base64 (%d characters)", len(seed))
+	}
+	if len(b) < MinSeedBytes {
+		return nil, fmt.Errorf("%d bits, fewer than %d", 8*len(b), 8*MinSeedBytes)
+	}
+	distinct := map[byte]bool{}
+	for _, c := range b {
+		distinct[c] = true
+	}
+	if len(distinct) < minSeedDistinct {
+		return nil, fmt.Errorf("%d bytes but only %d distinct values: not random", len(b), len(distinct))
+	}
+	return b, nil
+}
+
+// DeriveSSHKey derives the towers' ed25519 key pair from the secret seed with HKDF-SHA256 (RFC
+// 5869), bound to the project, stack and namespace. The same inputs always give the same bytes
+// (no randomness anywhere, unlike ssh.MarshalPrivateKey, whose check word is random), so a second
+// `pulumi up` sees the same Secret and changes nothing. Rotating the seed rotates the key.
+func DeriveSSHKey(seed string, bind Binding) (privatePEM, authorizedKey string, err error) {
+	secret, err := SeedBytes(seed)
+	if err != nil {
+		return "", "", fmt.Errorf("ssh key seed: %w", err)
+	}
+	if bind.Project == "" || bind.Stack == "" || bind.Namespace == "" {
+		return "", "", fmt.Errorf("ssh key binding %+v: project, stack and namespace are required", bind)
+	}
+	info := strings.Join([]string{sshKeyInfo, bind.Project, bind.Stack, bind.Namespace}, "\x00")
+	okm, err := hkdf.Key(sha256.New, secret, nil, info, ed25519.SeedSize+4)
+	if err != nil {
+		return "", "", err
+	}
+	priv := ed25519.NewKeyFromSeed(okm[:ed25519.SeedSize])
 	pub := priv.Public().(ed25519.PublicKey)
 	sshPub, err := ssh.NewPublicKey(pub)
 	if err != nil {
 		return "", "", err
 	}
-	block := &pem.Block{Type: "OPENSSH PRIVATE KEY", Bytes: marshalOpenSSHEd25519(priv, pub, binary.BigEndian.Uint32(h[:4]))}
+	check := binary.BigEndian.Uint32(okm[ed25519.SeedSize:])
+	block := &pem.Block{Type: "OPENSSH PRIVATE KEY", Bytes: marshalOpenSSHEd25519(priv, pub, check)}
 	return string(pem.EncodeToMemory(block)), string(ssh.MarshalAuthorizedKey(sshPub)), nil
 }
 
