@@ -160,13 +160,15 @@ func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 	}
 }
 
-// RenderScripts holds the hostfile, the sshd and launcher scripts and the ssh client config.
+// RenderScripts holds the hostfile, the sshd and launcher scripts, sshd's configuration and the ssh
+// client config.
 func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	return &corev1.ConfigMapArgs{
 		Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, towerComponent),
 		Data: pulumi.StringMap{
 			"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
 			"sshd.sh":     pulumi.String(sshdScript),
+			"sshd_config": pulumi.String(sshdConfig),
 			"launcher.sh": pulumi.String(launcherScript),
 			"ssh_config":  pulumi.String(sshConfig(a.SSHPort)),
 		},

@@ -18,7 +18,8 @@ func Hostfile(towers, slots int, service, namespace string) string {
 	return b.String()
 }
 
-// sshdScript starts sshd on a tower with the derived key as the only authorized key.
+// sshdScript starts sshd on a tower with Kolotoc's configuration and the derived key as the only
+// authorized key.
 const sshdScript = `#!/bin/bash
 # Tower entrypoint: accept the launcher's ssh key, then run sshd in the foreground.
 set -euo pipefail
@@ -29,8 +30,40 @@ chmod 600 /root/.ssh/authorized_keys
 cp /etc/kolotoc/ssh/id_ed25519 /root/.ssh/id_ed25519
 chmod 600 /root/.ssh/id_ed25519
 cp /etc/kolotoc/scripts/ssh_config /root/.ssh/config
-ssh-keygen -A >/dev/null
-exec /usr/sbin/sshd -D -e -p "${KOLOTOC_SSH_PORT}"
+[ -f /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+exec /usr/sbin/sshd -D -e -f /etc/kolotoc/scripts/sshd_config -p "${KOLOTOC_SSH_PORT}"
+`
+
+// sshdConfig is the towers' whole sshd configuration: the image's /etc/ssh/sshd_config is not
+// read, so what a tower accepts does not depend on the image. Root logs in by the derived key
+// only (no password, no keyboard-interactive, no host-based login, no empty passwords), and
+// nothing but commands: no forwarding of agents, ports, X11 or tunnels. mpirun and horovodrun
+// need no more than a command per connection. ChallengeResponseAuthentication is the name both
+// old (the horovod image's OpenSSH 8.2) and new OpenSSH read. PAM stays on for the session, as
+// in the images' own configuration, with passwords off it authenticates nothing. MaxStartups lets
+// a launcher (and Open MPI's tree spawn) open many connections at once.
+const sshdConfig = `# Written by Kolotoc (components/ring); the port comes from -p.
+HostKey /etc/ssh/ssh_host_ed25519_key
+AuthorizedKeysFile /root/.ssh/authorized_keys
+AllowUsers root
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+ChallengeResponseAuthentication no
+HostbasedAuthentication no
+PermitEmptyPasswords no
+UsePAM yes
+StrictModes yes
+AllowAgentForwarding no
+AllowTcpForwarding no
+AllowStreamLocalForwarding no
+GatewayPorts no
+X11Forwarding no
+PermitTunnel no
+PermitUserEnvironment no
+PrintMotd no
+MaxStartups 200:30:1000
+LogLevel INFO
 `
 
 // launcherScript waits until every host of the hostfile resolves and accepts the ssh key (the most

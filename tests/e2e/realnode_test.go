@@ -101,6 +101,29 @@ func TestDevStackRunsForReal(t *testing.T) {
 		t.Logf("launcher: %s", m[0])
 	})
 
+	t.Run("towers: Kolotoc's sshd takes the key only, under seccomp", func(t *testing.T) {
+		s := s.sub(t)
+		script := fmt.Sprintf(`
+sshd -T -f /etc/kolotoc/scripts/sshd_config -p "$KOLOTOC_SSH_PORT" | grep -E '^(passwordauthentication|permitrootlogin|allowtcpforwarding|x11forwarding|permittunnel) '
+echo "seccomp $(awk '/^Seccomp:/ {print $2}' /proc/self/status)"
+ssh -n -o BatchMode=yes -o PubkeyAuthentication=no -o ConnectTimeout=10 tower-1.towers.%s.svc true 2>&1 || true
+ssh -n -o BatchMode=yes -o ConnectTimeout=10 tower-1.towers.%s.svc echo key-login-ok 2>&1
+`, ns, ns)
+		out := s.kubectl(t, script, "-n", ns, "exec", "-i", "tower-0", "-c", "tower", "--", "bash", "-s")
+		for _, want := range []string{
+			"passwordauthentication no", "permitrootlogin without-password", "allowtcpforwarding no", "x11forwarding no",
+			"permittunnel no",
+			"seccomp 2", // filter mode: the runtime's default profile, not unconfined (0)
+			// Without a key, the server offers nothing else: no password, no keyboard-interactive.
+			"Permission denied (publickey)",
+			"key-login-ok",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("tower-0 lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("Dask computes on carriers and sentinels", func(t *testing.T) {
 		s := s.sub(t)
 		addr := str("daskSchedulerAddress")
