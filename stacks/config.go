@@ -70,9 +70,10 @@ type Config struct {
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 
-	JupyterPassword Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
-	SSHKeySeed      Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
-	GrafanaPassword Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
+	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
+	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
+	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
+	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
@@ -197,6 +198,7 @@ type Entrypoint struct {
 	DaskDashboard    bool     `json:"daskDashboard"`    // expose the Dask dashboard; default true
 	ServiceType      string   `json:"serviceType"`      // ClusterIP | LoadBalancer; default ClusterIP
 	SourceRanges     []string `json:"sourceRanges"`     // CIDRs allowed to reach a LoadBalancer; required with LoadBalancer
+	TLSCertificate   string   `json:"tlsCertificate"`   // PEM certificate (chain) Jupyter serves HTTPS with; key in kolotoc:entrypointTLSKey; required with LoadBalancer
 	DaskImage        string   `json:"daskImage"`        // default DefaultDaskImage
 	JupyterImage     string   `json:"jupyterImage"`     // default DefaultJupyterImage
 	TensorBoardImage string   `json:"tensorboardImage"` // default DefaultTensorBoardImage

@@ -101,6 +101,9 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	if e.Jupyter {
 		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 	}
+	if c.EntrypointTLSKey.IsSet() {
+		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
+	}
 	if _, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withStorage); err != nil {
 		return err
 	}
@@ -176,7 +179,7 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 	return &entrypoint.Args{
 		NamespaceDNS: c.Namespace, Name: EntryName,
 		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
-		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges,
+		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges, TLSCertificate: e.TLSCertificate,
 		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
 		JupyterUI:            e.JupyterUI,
 		Scheduler:            entrypoint.Resources{CPU: e.SchedulerCPU, Memory: e.SchedulerMemory},
@@ -292,6 +295,13 @@ func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayIn
 	if c.Entrypoint.Jupyter {
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))
 		out["jupyterPasswordCommand"] = pulumi.String(ShowSecretCommand(c, JupyterPasswordOutput))
+	}
+	if c.Entrypoint.ServiceType == ServiceLoadBalancer {
+		// The LoadBalancer's address is the cloud's to assign once the Service exists; the
+		// command prints Jupyter's public URL from it.
+		out["jupyterPublicUrlCommand"] = pulumi.String(fmt.Sprintf(
+			`echo "https://$(kubectl -n %s get svc %s -o jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}')%s"`,
+			c.Namespace, entrypoint.PublicName(EntryName), entrypoint.JupyterPath(e)))
 	}
 	pools := make([]string, 0, len(c.NodePools))
 	for _, p := range c.NodePools {

@@ -22,28 +22,29 @@ type Raw struct {
 // topLevel lists every key the program reads, each with its decoder. A key outside this list is
 // refused, so that a typo (`kolotoc:tower`) is an error rather than a silently ignored setting.
 var topLevel = map[string]func(c *Config, key, v string) []FieldError{
-	"cloud":           decodeString(func(c *Config) *string { return &c.Cloud }),
-	"namespace":       decodeString(func(c *Config) *string { return &c.Namespace }),
-	"cluster":         decodeObject(func(c *Config) any { return &c.Cluster }),
-	"nodePools":       decodeObject(func(c *Config) any { return &c.NodePools }),
-	"storage":         decodeObject(func(c *Config) any { return &c.Storage }),
-	"towers":          decodeObject(func(c *Config) any { return &c.Towers }),
-	"carriers":        decodeObject(func(c *Config) any { return &c.Carriers }),
-	"sentinels":       decodeObject(func(c *Config) any { return &c.Sentinels }),
-	"entrypoint":      decodeObject(func(c *Config) any { return &c.Entrypoint }),
-	"devicePlugin":    decodeObject(func(c *Config) any { return &c.DevicePlugin }),
-	"etcd":            decodeObject(func(c *Config) any { return &c.Etcd }),
-	"elastic":         decodeObject(func(c *Config) any { return &c.Elastic }),
-	"tfcluster":       decodeObject(func(c *Config) any { return &c.TFCluster }),
-	"monitoring":      decodeObject(func(c *Config) any { return &c.Monitoring }),
-	"grafanaPassword": decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
-	"jupyterPassword": decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
-	"sshKeySeed":      decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
+	"cloud":            decodeString(func(c *Config) *string { return &c.Cloud }),
+	"namespace":        decodeString(func(c *Config) *string { return &c.Namespace }),
+	"cluster":          decodeObject(func(c *Config) any { return &c.Cluster }),
+	"nodePools":        decodeObject(func(c *Config) any { return &c.NodePools }),
+	"storage":          decodeObject(func(c *Config) any { return &c.Storage }),
+	"towers":           decodeObject(func(c *Config) any { return &c.Towers }),
+	"carriers":         decodeObject(func(c *Config) any { return &c.Carriers }),
+	"sentinels":        decodeObject(func(c *Config) any { return &c.Sentinels }),
+	"entrypoint":       decodeObject(func(c *Config) any { return &c.Entrypoint }),
+	"devicePlugin":     decodeObject(func(c *Config) any { return &c.DevicePlugin }),
+	"etcd":             decodeObject(func(c *Config) any { return &c.Etcd }),
+	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
+	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
+	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
+	"grafanaPassword":  decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
+	"entrypointTLSKey": decodeSecret(func(c *Config) *Secret { return &c.EntrypointTLSKey }),
+	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
+	"sshKeySeed":       decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
 }
 
 // secretKeys must be set with --secret: a plaintext value would sit unencrypted in
 // Pulumi.<stack>.yaml and in the state file.
-var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword"}
+var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword", "entrypointTLSKey"}
 
 // Load decodes, defaults and validates a stack's configuration. The error lists every problem at
 // once, each naming its key; nothing is registered before Load has returned without error.

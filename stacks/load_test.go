@@ -107,6 +107,7 @@ func TestBadConfigs(t *testing.T) {
 		set     map[string]string // values replaced (kolotoc: prefix added)
 		unset   []string
 		plain   []string // keys set without --secret
+		secret  []string // keys of set given with --secret
 		wantKey string
 		wantMsg string
 	}{
@@ -144,6 +145,13 @@ func TestBadConfigs(t *testing.T) {
 		{name: "tagless image with registry port", set: map[string]string{"entrypoint": `{"jupyterImage":"registry:5000/jupyter"}`}, wantKey: "entrypoint.jupyterImage", wantMsg: "not pinned"},
 		{name: "LoadBalancer without source ranges", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer"}`}, wantKey: "entrypoint.sourceRanges", wantMsg: "required with a LoadBalancer"},
 		{name: "bad source range", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["office"]}`}, wantKey: "entrypoint.sourceRanges[0]", wantMsg: "CIDR"},
+		{name: "LoadBalancer open to the internet", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["0.0.0.0/0"]}`}, wantKey: "entrypoint.sourceRanges[0]", wantMsg: "too broad: allowed: /8 or narrower for IPv4"},
+		{name: "LoadBalancer open to half the internet", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24","128.0.0.0/1"]}`}, wantKey: "entrypoint.sourceRanges[1]", wantMsg: "too broad"},
+		{name: "LoadBalancer open to IPv6", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["::/0"]}`}, wantKey: "entrypoint.sourceRanges[0]", wantMsg: "/16 or narrower for IPv6"},
+		{name: "LoadBalancer without TLS", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"]}`}, wantKey: "entrypoint.tlsCertificate", wantMsg: "required with a LoadBalancer"},
+		{name: "LoadBalancer without Jupyter", set: map[string]string{"entrypoint": `{"serviceType":"LoadBalancer","jupyter":false,"sourceRanges":["203.0.113.0/24"]}`}, wantKey: "entrypoint.serviceType", wantMsg: "publishes Jupyter alone"},
+		{name: "TLS certificate without its key", set: map[string]string{"entrypoint": `{"tlsCertificate":"-----BEGIN CERTIFICATE-----"}`}, wantKey: "entrypointTLSKey", wantMsg: "required with entrypoint.tlsCertificate"},
+		{name: "TLS certificate not PEM", set: map[string]string{"entrypoint": `{"tlsCertificate":"my cert"}`, "entrypointTLSKey": "not a key"}, secret: []string{"entrypointTLSKey"}, wantKey: "entrypoint.tlsCertificate", wantMsg: "failed to find any PEM data in certificate input"},
 		{name: "unknown service type", set: map[string]string{"entrypoint": `{"serviceType":"NodePort"}`}, wantKey: "entrypoint.serviceType", wantMsg: "allowed: ClusterIP, LoadBalancer"},
 		{name: "ssh port out of range", set: map[string]string{"towers": `{"sshPort":70000}`}, wantKey: "towers.sshPort", wantMsg: "1..65535"},
 		{name: "external nfs without server", set: map[string]string{"storage": `{"type":"nfs"}`}, wantKey: "storage.server", wantMsg: "required"},
@@ -230,6 +238,9 @@ func TestBadConfigs(t *testing.T) {
 			}
 			for _, k := range tc.plain {
 				raw.Secrets["kolotoc:"+k] = false
+			}
+			for _, k := range tc.secret {
+				raw.Secrets["kolotoc:"+k] = true
 			}
 			writeFuzzSeed(t, "bad-"+tc.name, raw) // FuzzLoad's corpus follows this table (fuzz_test.go)
 			c, err := Load(raw)

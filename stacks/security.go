@@ -85,17 +85,11 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		loadBalancer = e.SourceRanges
 	}
 	pod := func(components ...string) isolation.Peer { return isolation.Peer{Components: components} }
-	anyPodOr := func(cidrs []string) []isolation.Peer {
-		peers := []isolation.Peer{{AllPods: true}}
-		if len(cidrs) > 0 {
-			peers = append(peers, isolation.Peer{CIDRs: cidrs})
-		}
-		return peers
-	}
+	anyPod := []isolation.Peer{{AllPods: true}}
 
 	// Dask: the workers and Jupyter (in the entrypoint pod) reach the scheduler; the scheduler and
-	// the workers reach each worker process and its nanny. The LoadBalancer's ranges reach what
-	// its Service exposes.
+	// the workers reach each worker process and its nanny. Nothing outside the cluster reaches
+	// the scheduler: whoever does runs code on every worker.
 	daskWorkers := []string{}
 	if c.Carriers.Enabled {
 		daskWorkers = append(daskWorkers, dask.CarrierComponent)
@@ -106,8 +100,8 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	add(isolation.Allow{
 		Name: "dask-scheduler", Pods: []string{entrypoint.Component},
 		Ports: []isolation.Port{{Port: entrypoint.SchedulerPort}},
-		From:  append([]isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)}, cidrPeers(loadBalancer)...),
-		Why:   "Dask workers and Jupyter reach the scheduler (8786); with a LoadBalancer, its source ranges too.",
+		From:  []isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)},
+		Why:   "Dask workers and Jupyter reach the scheduler (8786), and nothing else: it has no authentication.",
 	})
 	if len(daskWorkers) > 0 {
 		add(isolation.Allow{
@@ -132,9 +126,16 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	}
 	if len(ui) > 0 {
 		add(isolation.Allow{
-			Name: "entrypoint-ui", Pods: []string{entrypoint.Component}, Ports: ui, From: anyPodOr(loadBalancer),
-			Why: "JupyterLab, TensorBoard and the Dask dashboard: from the namespace's pods, and from the LoadBalancer's source ranges when there is one. " +
+			Name: "entrypoint-ui", Pods: []string{entrypoint.Component}, Ports: ui, From: anyPod,
+			Why: "JupyterLab, TensorBoard and the Dask dashboard: from the namespace's pods. " +
 				"`kubectl port-forward` enters through the kubelet and needs no allow.",
+		})
+	}
+	if len(loadBalancer) > 0 {
+		add(isolation.Allow{
+			Name: "jupyter-public", Pods: []string{entrypoint.Component}, Ports: []isolation.Port{{Port: entrypoint.JupyterPort}},
+			From: cidrPeers(loadBalancer),
+			Why:  "The LoadBalancer's source ranges reach Jupyter (HTTPS, password), the one published service.",
 		})
 	}
 
@@ -202,7 +203,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		if c.tfOwnTensorBoard() {
 			add(isolation.Allow{
 				Name: "tf-tensorboard", Pods: []string{tfcluster.TensorBoardComponent},
-				Ports: []isolation.Port{{Port: tfcluster.TensorBoardPort}}, From: anyPodOr(nil),
+				Ports: []isolation.Port{{Port: tfcluster.TensorBoardPort}}, From: anyPod,
 				Why: "The cluster's own TensorBoard, from the namespace's pods (and `kubectl port-forward`).",
 			})
 		}
@@ -210,7 +211,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	if c.Monitoring.Enabled {
 		ui := isolation.Allow{
 			Name: "monitoring-ui", Pods: []string{monitoring.PrometheusName}, Ports: []isolation.Port{{Port: monitoring.PrometheusPort}},
-			From: anyPodOr(nil), Why: "Prometheus, from the namespace's pods and `kubectl port-forward`.",
+			From: anyPod, Why: "Prometheus, from the namespace's pods and `kubectl port-forward`.",
 		}
 		if *c.Monitoring.Grafana {
 			ui.Pods = append(ui.Pods, monitoring.GrafanaName)

@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path"
@@ -292,15 +293,33 @@ func (c *Config) validateCarriers(v *validator) {
 func (c *Config) validateEntrypoint(v *validator) {
 	e := c.Entrypoint
 	v.oneOf("entrypoint.serviceType", e.ServiceType, allowedServiceTypes)
-	if e.ServiceType == ServiceLoadBalancer && len(e.SourceRanges) == 0 {
-		v.add("entrypoint.sourceRanges", "[]", "required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); "+
-			"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet")
-	}
-	for i, r := range e.SourceRanges {
-		if _, _, err := net.ParseCIDR(r); err != nil {
-			v.add(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "not a CIDR such as 203.0.113.0/24")
+	if e.ServiceType == ServiceLoadBalancer {
+		if len(e.SourceRanges) == 0 {
+			v.add("entrypoint.sourceRanges", "[]", "required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); "+
+				"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet")
+		}
+		if !e.Jupyter {
+			v.add("entrypoint.serviceType", e.ServiceType, "a LoadBalancer publishes Jupyter alone (over HTTPS), and entrypoint.jupyter is off; allowed: ClusterIP")
+		}
+		if e.TLSCertificate == "" {
+			v.add("entrypoint.tlsCertificate", "(unset)", "required with a LoadBalancer: Jupyter is published over HTTPS only; "+
+				"set the PEM certificate here and its key with `pulumi config set --secret kolotoc:entrypointTLSKey < key.pem`")
 		}
 	}
+	for i, r := range e.SourceRanges {
+		key := fmt.Sprintf("entrypoint.sourceRanges[%d]", i)
+		_, n, err := net.ParseCIDR(r)
+		if err != nil {
+			v.add(key, r, "not a CIDR such as 203.0.113.0/24")
+			continue
+		}
+		ones, bits := n.Mask.Size()
+		if min := minSourcePrefix[bits]; ones < min {
+			v.add(key, r, fmt.Sprintf("too broad: allowed: /%d or narrower for IPv%d (the networks your users come from, not the internet)",
+				min, map[int]int{32: 4, 128: 6}[bits]))
+		}
+	}
+	c.validateTLS(v)
 	v.image("entrypoint.daskImage", e.DaskImage)
 	if e.Jupyter {
 		v.image("entrypoint.jupyterImage", e.JupyterImage)
@@ -471,5 +490,32 @@ func (v *validator) hostname(key, value, host, service, namespace string) {
 	fqdn := fmt.Sprintf("%s.%s.%s.svc", host, service, namespace)
 	if len(fqdn) > validation.DNS1123SubdomainMaxLength {
 		v.add(key, value, fmt.Sprintf("hostname %q is longer than %d characters", fqdn, validation.DNS1123SubdomainMaxLength))
+	}
+}
+
+// minSourcePrefix is the broadest source range a LoadBalancer accepts, by address length: a /8
+// of IPv4, a /16 of IPv6. 0.0.0.0/0 and its halves are the internet.
+var minSourcePrefix = map[int]int{32: 8, 128: 16}
+
+// validateTLS checks entrypoint.tlsCertificate and kolotoc:entrypointTLSKey: both or neither, a
+// PEM certificate and the PEM private key of its public key. Never prints the key.
+func (c *Config) validateTLS(v *validator) {
+	cert, key := c.Entrypoint.TLSCertificate, c.EntrypointTLSKey
+	switch {
+	case cert == "" && !key.IsSet():
+		return
+	case cert == "":
+		v.add("entrypoint.tlsCertificate", "(unset)", "required with kolotoc:entrypointTLSKey: the PEM certificate of that key")
+		return
+	case !key.IsSet():
+		v.add("entrypointTLSKey", "(unset)", "required with entrypoint.tlsCertificate: "+
+			"`pulumi config set --secret kolotoc:entrypointTLSKey < key.pem`")
+		return
+	}
+	if _, err := tls.X509KeyPair([]byte(cert), []byte(key.Reveal())); err != nil {
+		// The error of X509KeyPair names what failed (no certificate, no key, mismatch), never
+		// the key's bytes.
+		v.add("entrypoint.tlsCertificate", "[PEM]", "with kolotoc:entrypointTLSKey not a certificate and its key: "+
+			strings.TrimPrefix(err.Error(), "tls: ")+"; allowed: a PEM certificate (chain) and the PEM private key of its first certificate")
 	}
 }

@@ -3,6 +3,8 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -42,14 +44,15 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 		// Every privileged option at once, a LoadBalancer, monitoring beside the towers, on
 		// simulated GPU and CPU pools.
 		"dev-options": stackRaw(t, "dev", map[string]string{
-			"cluster":         kc(),
-			"nodePools":       `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16"}]`,
-			"carriers":        `{"count":1,"pool":"cpu"}`,
-			"towers":          `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`,
-			"storage":         `{"scratch":{"type":"hostPath","path":"/mnt/disks/ssd0"}}`,
-			"entrypoint":      `{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"]}`,
-			"monitoring":      `{"enabled":true}`,
-			"grafanaPassword": grafanaTestPassword,
+			"cluster":          kc(),
+			"nodePools":        `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16"}]`,
+			"carriers":         `{"count":1,"pool":"cpu"}`,
+			"towers":           `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`,
+			"storage":          `{"scratch":{"type":"hostPath","path":"/mnt/disks/ssd0"}}`,
+			"entrypoint":       fmt.Sprintf(`{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"],"tlsCertificate":%q}`, testTLSCert(t)),
+			"entrypointTLSKey": testTLSKey(t),
+			"monitoring":       `{"enabled":true}`,
+			"grafanaPassword":  grafanaTestPassword,
 		}),
 		// No privileged option: an external NFS server and no GPU agents.
 		"dev-baseline": stackRaw(t, "dev", map[string]string{
@@ -65,6 +68,7 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 		}),
 	}
 	out["dev-options"].Secrets["kolotoc:grafanaPassword"] = true
+	out["dev-options"].Secrets["kolotoc:entrypointTLSKey"] = true
 	for _, s := range cloudStacks {
 		out[s.name] = cloudRaw(t, s.name, nil)
 	}
@@ -454,9 +458,12 @@ func TestNetworkPolicies(t *testing.T) {
 				}
 			}
 			intents := map[string]intent{
-				ns + "/dask-scheduler": {pods: is["dask-scheduler"], from: daskPeers, cidrs: lb, ports: namedPorts(is["dask-scheduler"], "scheduler")},
+				// Nothing from outside reaches the scheduler, TensorBoard or the dashboard; the
+				// LoadBalancer's ranges reach Jupyter alone (HTTPS, password).
+				ns + "/dask-scheduler": {pods: is["dask-scheduler"], from: daskPeers, ports: namedPorts(is["dask-scheduler"], "scheduler")},
 				ns + "/dask-workers":   {pods: is["dask-worker"], from: daskPeers, ports: []int{40000, 41000}},
-				ns + "/entrypoint-ui":  {pods: ifAny(uiPorts, is["dask-scheduler"]), from: is["all:"+ns], cidrs: lb, ports: uiPorts},
+				ns + "/entrypoint-ui":  {pods: ifAny(uiPorts, is["dask-scheduler"]), from: is["all:"+ns], ports: uiPorts},
+				ns + "/jupyter-public": {pods: ifAny(lb, is["dask-scheduler"]), cidrs: lb, ports: ifAnyPorts(lb, namedPorts(is["dask-scheduler"], "jupyter"))},
 				// mpirun: ssh, then orted and ranks on ports picked at run time, both ways.
 				ns + "/mpi-towers":     {pods: comp("tower"), from: union(comp("tower"), comp("launcher"))},
 				ns + "/mpi-launcher":   {pods: comp("launcher"), from: comp("tower")},
@@ -587,7 +594,7 @@ func TestNetworkPolicies(t *testing.T) {
 
 // ifAny is set when cond has any member (a policy for pods is meant only when what it serves
 // runs), else nothing.
-func ifAny[C ~[]int | ~map[string]bool](cond C, set podSet) podSet {
+func ifAny[C ~[]int | ~[]string | ~map[string]bool](cond C, set podSet) podSet {
 	if len(cond) == 0 {
 		return nil
 	}
@@ -605,4 +612,93 @@ func dedupe(ports []int) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// ifAnyPorts returns ports when cond is not empty.
+func ifAnyPorts(cond []string, ports []int) []int {
+	if len(cond) == 0 {
+		return nil
+	}
+	return ports
+}
+
+// testTLSCert and testTLSKey are a self-signed certificate for jupyter.kolotoc.test, localhost and
+// 127.0.0.1 (valid until 2125) and its key: test data only.
+func testTLSCert(t *testing.T) string { return readTestdata(t, "tls/jupyter.crt") }
+func testTLSKey(t *testing.T) string  { return readTestdata(t, "tls/jupyter.key") }
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestLoadBalancerPublishesJupyterOnly: with entrypoint.serviceType LoadBalancer, the only thing
+// outside the cluster can reach is Jupyter, over HTTPS with the stack's certificate; the Dask
+// scheduler (code execution on every worker), TensorBoard and the dashboard stay in-cluster. The
+// key is a secret wherever it goes.
+func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
+	raw := securityLayouts(t)["dev-options"]
+	rec := deploy(t, raw)
+	ns := "kolotoc-" + raw.Stack
+	var public, internal map[string]any
+	for _, r := range rec.ofType(tService) {
+		in := inputs(r)
+		if get(in, "metadata", "namespace") != ns {
+			continue
+		}
+		switch get(in, "metadata", "name") {
+		case stacks.EntryName:
+			internal = in.(map[string]any)
+		case stacks.EntryName + "-public":
+			public = in.(map[string]any)
+		}
+		if typ := get(in, "spec", "type"); typ == "LoadBalancer" && get(in, "metadata", "name") != stacks.EntryName+"-public" {
+			t.Errorf("Service %v is a LoadBalancer", get(in, "metadata", "name"))
+		}
+	}
+	if public == nil || internal == nil {
+		t.Fatalf("want Services %s and %s-public; internal %v, public %v", stacks.EntryName, stacks.EntryName, internal != nil, public != nil)
+	}
+	if typ := get(internal, "spec", "type"); typ != "ClusterIP" {
+		t.Errorf("Service %s type %v, want ClusterIP", stacks.EntryName, typ)
+	}
+	ports, _ := get(public, "spec", "ports").([]any)
+	if len(ports) != 1 || get(ports[0], "port") != float64(443) || get(ports[0], "targetPort") != float64(8888) {
+		t.Errorf("public Service ports %v, want Jupyter alone: 443 -> 8888", ports)
+	}
+	if r := get(public, "spec", "loadBalancerSourceRanges"); fmt.Sprint(r) != "[203.0.113.0/24]" {
+		t.Errorf("public Service source ranges %v", r)
+	}
+
+	dep := inputs(rec.one(t, tDeployment, "entrypoint"))
+	var jupyter map[string]any
+	for _, c := range containers(get(dep, "spec", "template", "spec").(map[string]any)) {
+		if c["name"] == "jupyterlab" || c["name"] == "jupyter" {
+			jupyter = c
+		}
+	}
+	args := fmt.Sprint(get(jupyter, "args"))
+	if !strings.Contains(args, "certfile=/etc/kolotoc/tls/tls.crt") || !strings.Contains(args, "keyfile=/etc/kolotoc/tls/tls.key") {
+		t.Errorf("Jupyter does not serve HTTPS: args %s", args)
+	}
+	if s := get(jupyter, "readinessProbe", "httpGet", "scheme"); s != "HTTPS" {
+		t.Errorf("Jupyter's probe scheme %v, want HTTPS", s)
+	}
+	tlsSecret := inputs(rec.one(t, tSecret, "entrypoint-tls"))
+	if get(tlsSecret, "type") != "kubernetes.io/tls" {
+		t.Errorf("TLS Secret type %v, want kubernetes.io/tls", get(tlsSecret, "type"))
+	}
+	if d := get(tlsSecret, "stringData"); d != secretMarker {
+		t.Errorf("the TLS Secret's data is registered as %.30v…, want a secret", d)
+	}
+	key := strings.TrimSpace(testTLSKey(t))
+	for _, r := range rec.sorted() {
+		if b, _ := json.Marshal(inputs(r)); strings.Contains(string(b), key[40:80]) {
+			t.Errorf("%s %s holds the TLS key in plain text", r.Type, r.Name)
+		}
+	}
 }

@@ -48,14 +48,18 @@ const Component = component
 
 // Args are the entrypoint's inputs.
 type Args struct {
-	Namespace        pulumi.StringInput
-	NamespaceDNS     string // namespace name, for URLs and commands
-	Name             string // Deployment, Service and Secret prefix
-	Jupyter          bool
-	TensorBoard      bool
-	DaskDashboard    bool
-	ServiceType      string   // ClusterIP | LoadBalancer
-	SourceRanges     []string // LoadBalancer source ranges
+	Namespace     pulumi.StringInput
+	NamespaceDNS  string // namespace name, for URLs and commands
+	Name          string // Deployment, Service and Secret prefix
+	Jupyter       bool
+	TensorBoard   bool
+	DaskDashboard bool
+	ServiceType   string   // ClusterIP | LoadBalancer: LoadBalancer publishes Jupyter alone, over HTTPS
+	SourceRanges  []string // LoadBalancer source ranges
+	// TLSCertificate (PEM, certificate chain) and TLSKey (secret, PEM) make Jupyter serve HTTPS;
+	// required with a LoadBalancer.
+	TLSCertificate   string
+	TLSKey           pulumi.StringInput
 	DaskImage        string
 	JupyterImage     string
 	TensorBoardImage string
@@ -84,9 +88,22 @@ type Endpoint struct {
 // Entrypoint is the scheduler node.
 type Entrypoint struct {
 	pulumi.ResourceState
-	Deployment *appsv1.Deployment
-	Service    *corev1.Service
+	Deployment    *appsv1.Deployment
+	Service       *corev1.Service // ClusterIP, every port: what the pods and port-forwards use
+	PublicService *corev1.Service // the LoadBalancer (Jupyter over HTTPS), or nil
 }
+
+// TLS says whether Jupyter serves HTTPS.
+func (a *Args) TLS() bool { return a.TLSCertificate != "" }
+
+// PublicName is the LoadBalancer Service's name.
+func PublicName(name string) string { return name + "-public" }
+
+// PublicPort is the LoadBalancer's port, forwarded to Jupyter.
+const PublicPort = 443
+
+// tlsDir is where Jupyter reads its certificate and key.
+const tlsDir = "/etc/kolotoc/tls"
 
 // New registers the entrypoint.
 func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Entrypoint, error) {
@@ -100,9 +117,22 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err := ctx.RegisterComponentResource("kolotoc:entrypoint:Entrypoint", name, e, opts...); err != nil {
 		return nil, err
 	}
+	if args.ServiceType == "LoadBalancer" && (!args.Jupyter || !args.TLS()) {
+		return nil, fmt.Errorf("entrypoint %q: a LoadBalancer publishes Jupyter over HTTPS only: Jupyter and a TLS certificate are required", name)
+	}
+	if args.TLS() && args.TLSKey == nil {
+		return nil, fmt.Errorf("entrypoint %q: a TLS certificate without its key", name)
+	}
 	deps := []pulumi.Resource{}
 	if args.Jupyter {
 		s, err := corev1.NewSecret(ctx, name+"-jupyter", RenderSecret(args), pulumi.Parent(e))
+		if err != nil {
+			return nil, err
+		}
+		deps = append(deps, s)
+	}
+	if args.Jupyter && args.TLS() {
+		s, err := corev1.NewSecret(ctx, name+"-tls", RenderTLSSecret(args), pulumi.Parent(e))
 		if err != nil {
 			return nil, err
 		}
@@ -116,6 +146,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	e.Service, err = corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(e))
 	if err != nil {
 		return nil, err
+	}
+	if pub := RenderPublicService(args); pub != nil {
+		if e.PublicService, err = corev1.NewService(ctx, name+"-public", pub, pulumi.Parent(e)); err != nil {
+			return nil, err
+		}
 	}
 	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"service": e.Service.Metadata.Name()})
 }
@@ -136,7 +171,11 @@ func Endpoints(a *Args) map[string]Endpoint {
 		}
 	}
 	if a.Jupyter {
-		add("jupyter", "http", JupyterPort, jupyterPath(a))
+		scheme := "http"
+		if a.TLS() {
+			scheme = "https"
+		}
+		add("jupyter", scheme, JupyterPort, JupyterPath(a))
 	}
 	if a.TensorBoard {
 		add("tensorboard", "http", TensorBoardPort, "/")
@@ -146,6 +185,18 @@ func Endpoints(a *Args) map[string]Endpoint {
 	}
 	add("daskScheduler", "tcp", SchedulerPort, "")
 	return out
+}
+
+// RenderTLSSecret holds Jupyter's certificate and key; a secret in state because the key is.
+func RenderTLSSecret(a *Args) *corev1.SecretArgs {
+	return &corev1.SecretArgs{
+		Metadata: a.Labels.ObjectMeta(a.Name+"-tls", a.Namespace, component),
+		Type:     pulumi.String("kubernetes.io/tls"),
+		StringData: pulumi.StringMap{
+			"tls.crt": pulumi.String(a.TLSCertificate),
+			"tls.key": pulumi.ToSecret(a.TLSKey.ToStringOutput()).(pulumi.StringOutput),
+		},
+	}
 }
 
 // RenderSecret holds JupyterLab's token; it is a secret in state because the password is.
@@ -183,8 +234,8 @@ func resources(r Resources, cpuLimit string) *corev1.ResourceRequirementsArgs {
 	}
 }
 
-// jupyterPath is where users land: /tree in the classic Notebook, /lab in JupyterLab.
-func jupyterPath(a *Args) string {
+// JupyterPath is where users land: /tree in the classic Notebook, /lab in JupyterLab.
+func JupyterPath(a *Args) string {
 	if a.JupyterUI == UINotebook {
 		return "/tree"
 	}
@@ -212,6 +263,21 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 			pulumi.String("--NotebookApp.notebook_dir=" + a.MountPath),
 		}
 	}
+	var probeScheme pulumi.StringPtrInput // HTTP, the API server's default
+	mounts := shared
+	if a.TLS() {
+		opt := "ServerApp"
+		if a.JupyterUI == UINotebook {
+			opt = "NotebookApp"
+		}
+		args = append(args,
+			pulumi.String(fmt.Sprintf("--%s.certfile=%s/tls.crt", opt, tlsDir)),
+			pulumi.String(fmt.Sprintf("--%s.keyfile=%s/tls.key", opt, tlsDir)))
+		probeScheme = pulumi.String("HTTPS")
+		mounts = append(append(corev1.VolumeMountArray{}, shared...), corev1.VolumeMountArgs{
+			Name: pulumi.String("tls"), MountPath: pulumi.String(tlsDir), ReadOnly: pulumi.Bool(true),
+		})
+	}
 	return corev1.ContainerArgs{
 		Name:  pulumi.String(name),
 		Image: pulumi.String(a.JupyterImage),
@@ -225,12 +291,14 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 		Ports: port("jupyter", JupyterPort),
 		// /api answers without a login in both front ends.
 		ReadinessProbe: &corev1.ProbeArgs{
-			HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/api"), Port: pulumi.Int(JupyterPort)},
+			HttpGet: &corev1.HTTPGetActionArgs{
+				Path: pulumi.String("/api"), Port: pulumi.Int(JupyterPort), Scheme: probeScheme,
+			},
 			PeriodSeconds: pulumi.Int(10),
 		},
 		Resources:       resources(a.JupyterResources, jupyterCPULimit),
 		SecurityContext: noEscalation,
-		VolumeMounts:    shared,
+		VolumeMounts:    mounts,
 	}
 }
 
@@ -281,6 +349,13 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			VolumeMounts:    shared,
 		})
 	}
+	volumes := corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)}
+	if a.Jupyter && a.TLS() {
+		// 0444: the Jupyter images run as their own user (jovyan), not root; the pod has no other.
+		volumes = append(volumes, corev1.VolumeArgs{Name: pulumi.String("tls"), Secret: &corev1.SecretVolumeSourceArgs{
+			SecretName: pulumi.String(a.Name + "-tls"), DefaultMode: pulumi.Int(0o444),
+		}})
+	}
 	return &appsv1.DeploymentArgs{
 		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component),
 		Spec: &appsv1.DeploymentSpecArgs{
@@ -295,15 +370,15 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers:                   containers,
-					Volumes:                      corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},
+					Volumes:                      volumes,
 				},
 			},
 		},
 	}
 }
 
-// RenderService exposes the enabled ports; ClusterIP unless a LoadBalancer with source ranges
-// was asked for.
+// RenderService exposes the enabled ports inside the cluster (ClusterIP): the workers reach the
+// scheduler through it, users through `kubectl port-forward`.
 func RenderService(a *Args) *corev1.ServiceArgs {
 	ports := corev1.ServicePortArray{svcPort("scheduler", SchedulerPort)}
 	if a.DaskDashboard {
@@ -316,17 +391,34 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 		ports = append(ports, svcPort("tensorboard", TensorBoardPort))
 	}
 	spec := &corev1.ServiceSpecArgs{
-		Type:     pulumi.String(a.ServiceType),
+		Type:     pulumi.String("ClusterIP"),
 		Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
 		Ports:    ports,
 	}
-	if a.ServiceType == "LoadBalancer" {
-		spec.LoadBalancerSourceRanges = pulumi.ToStringArray(a.SourceRanges)
-		// Keep the client's address: the NetworkPolicy admits the source ranges, which it could
-		// not tell apart from the nodes if the traffic arrived SNATed to a node's address.
-		spec.ExternalTrafficPolicy = pulumi.String("Local")
-	}
 	return &corev1.ServiceArgs{Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component), Spec: spec}
+}
+
+// RenderPublicService is the LoadBalancer, or nil: Jupyter alone, over HTTPS on PublicPort, from
+// the source ranges. The Dask scheduler runs code on every worker for whoever reaches it without
+// authentication, and TensorBoard and the dashboard have no login: none of them is published.
+func RenderPublicService(a *Args) *corev1.ServiceArgs {
+	if a.ServiceType != "LoadBalancer" {
+		return nil
+	}
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ObjectMeta(PublicName(a.Name), a.Namespace, component),
+		Spec: &corev1.ServiceSpecArgs{
+			Type:     pulumi.String("LoadBalancer"),
+			Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("jupyter-https"), Port: pulumi.Int(PublicPort), TargetPort: pulumi.Int(JupyterPort),
+			}},
+			LoadBalancerSourceRanges: pulumi.ToStringArray(a.SourceRanges),
+			// Keep the client's address: the NetworkPolicy admits the source ranges, which it
+			// could not tell apart from the nodes if the traffic arrived SNATed to a node's address.
+			ExternalTrafficPolicy: pulumi.String("Local"),
+		},
+	}
 }
 
 func svcPort(name string, p int) corev1.ServicePortArgs {

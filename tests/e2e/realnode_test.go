@@ -106,8 +106,8 @@ func TestDevStackRunsForReal(t *testing.T) {
 		script := fmt.Sprintf(`
 sshd -T -f /etc/kolotoc/scripts/sshd_config -p "$KOLOTOC_SSH_PORT" | grep -E '^(passwordauthentication|permitrootlogin|allowtcpforwarding|x11forwarding|permittunnel) '
 echo "seccomp $(awk '/^Seccomp:/ {print $2}' /proc/self/status)"
-ssh -n -o BatchMode=yes -o PubkeyAuthentication=no -o ConnectTimeout=10 tower-1.towers.%s.svc true 2>&1 || true
-ssh -n -o BatchMode=yes -o ConnectTimeout=10 tower-1.towers.%s.svc echo key-login-ok 2>&1
+ssh -n -o BatchMode=yes -o PubkeyAuthentication=no -o ConnectTimeout=10 tower-1.tower.%s.svc true 2>&1 || true
+ssh -n -o BatchMode=yes -o ConnectTimeout=10 tower-1.tower.%s.svc echo key-login-ok 2>&1
 `, ns, ns)
 		out := s.kubectl(t, script, "-n", ns, "exec", "-i", "tower-0", "-c", "tower", "--", "bash", "-s")
 		for _, want := range []string{
