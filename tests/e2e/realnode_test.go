@@ -5,11 +5,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -19,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +44,13 @@ const (
 func TestDevStackRunsForReal(t *testing.T) {
 	t.Parallel() // with the simulated-only tests; see doc.go
 	lockRealNode(t)
-	s := newStack(t, "e2e-dev", "dev", nil)
+	// Jupyter serves HTTPS with a certificate of the stack (test data: localhost, 127.0.0.1).
+	cert, key := readFile(t, "../testdata/tls/jupyter.crt"), readFile(t, "../testdata/tls/jupyter.key")
+	entry := baseSection(t, "dev", "entrypoint")
+	entry["tlsCertificate"] = cert
+	s := newStack(t, "e2e-dev", "dev", map[string]any{"entrypoint": entry})
+	s.secrets["kolotoc:entrypointTLSKey"] = key
+	s.pulumiStdin(key, "config", "set", "--secret", "kolotoc:entrypointTLSKey")
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	flows := recordFlows(t, s)
@@ -175,12 +185,19 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			t.Fatalf("the printed password command does not print the stack's password")
 		}
 		local := str("jupyterLocalUrl")
+		if !strings.HasPrefix(local, "https://localhost:") {
+			t.Errorf("jupyterLocalUrl %s: want https://localhost:…", local)
+		}
 		stop := s.background(t, str("jupyterPortForward"))
 		defer stop()
+		// Trust the stack's certificate alone: the connection is verified, not merely encrypted.
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM([]byte(cert))
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 10 * time.Second}
 		get := func(token string) int {
 			req, _ := http.NewRequest("GET", strings.TrimSuffix(baseURL(local), "/")+"/api/contents", nil)
 			req.Header.Set("Authorization", "token "+token)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := client.Do(req)
 			if err != nil {
 				return -1
 			}
@@ -194,6 +211,16 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		})
 		if c := get("wrong-" + password); c != http.StatusForbidden && c != http.StatusUnauthorized {
 			t.Errorf("a wrong password got status %d, want 403", c)
+		}
+		// Plain HTTP gets no answer from Jupyter.
+		plain := "http://" + strings.TrimPrefix(strings.TrimSuffix(baseURL(local), "/"), "https://") + "/api/contents"
+		req, _ := http.NewRequest("GET", plain, nil)
+		req.Header.Set("Authorization", "token "+password)
+		if resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Errorf("Jupyter answered plain HTTP at %s with %d", plain, resp.StatusCode)
+			}
 		}
 	})
 
@@ -512,4 +539,27 @@ func baseURL(u string) string {
 		}
 	}
 	return u
+}
+
+// readFile returns a file's content (relative to this package).
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// baseSection is a copy of one kolotoc: section of a base stack file, to override a key of it.
+func baseSection(t *testing.T, base, key string) map[string]any {
+	t.Helper()
+	var doc struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, stackFile(base))), &doc); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := doc.Config["kolotoc:"+key].(map[string]any)
+	return maps.Clone(m)
 }
