@@ -469,9 +469,10 @@ func (c *Config) validateCloudStorage(v *validator) {
 
 // storageTypesFor lists the storage types a stack's cloud can use.
 func (c *Config) storageTypesFor() []string {
-	out := []string{StorageInClusterNFS, StorageNFS}
+	out := []string{StorageNFS}
 	if !IsCloud(c.Cloud) {
-		out = append(out, StorageLocal)
+		// On a cloud the in-cluster server's emptyDir would hold the only copy of the checkpoints.
+		out = []string{StorageInClusterNFS, StorageNFS, StorageLocal}
 	}
 	for _, t := range []string{StorageFilestore, StorageEFS, StorageAzureFiles} {
 		if storageCloud(t) == c.Cloud {

@@ -114,7 +114,9 @@ func (c *Config) applyDefaults() {
 	}
 
 	s := &c.Storage
-	if s.Type == "" {
+	if s.Type == "" && !IsCloud(c.Cloud) {
+		// On a cloud the type must be named (validateStorage): the in-cluster server's data
+		// does not outlive its pod.
 		s.Type = StorageInClusterNFS
 	}
 	if s.Path == "" {

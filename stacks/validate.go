@@ -167,7 +167,20 @@ func (c *Config) validateRealPool(v *validator, k string, p NodePool) {
 
 func (c *Config) validateStorage(v *validator) {
 	s := c.Storage
-	v.oneOf("storage.type", s.Type, allowedStorage)
+	switch {
+	case IsCloud(c.Cloud) && s.Type == "":
+		v.add("storage.type", "(unset)", fmt.Sprintf("required on %s: the checkpoints need storage that outlives the pods; allowed on %s: %s",
+			c.Cloud, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
+	case IsCloud(c.Cloud) && s.Type == StorageInClusterNFS:
+		v.add("storage.type", s.Type, fmt.Sprintf("keeps its data in the server pod's emptyDir: a node upgrade, an eviction or a "+
+			"restart erases every checkpoint; allowed on %s: %s", c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
+	default:
+		v.oneOf("storage.type", s.Type, allowedStorage)
+	}
+	if s.Type == StorageInClusterNFS && s.Protect {
+		v.add("storage.protect", "true", "storage.type in-cluster-nfs keeps its data in the server pod's emptyDir, which nothing can protect "+
+			"(a restart of the pod erases it); allowed with in-cluster-nfs: false (keep checkpoints that must survive on nfs or a cloud file store)")
+	}
 	if s.Type == StorageNFS && s.Server == "" {
 		v.add("storage.server", "(unset)", "required with storage.type nfs: the NFS server's address")
 	}

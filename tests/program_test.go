@@ -311,12 +311,12 @@ func TestResourceCountIndependentOfRanks(t *testing.T) {
 
 // TestStorageProtection: with storage.protect the claim and volume carry Pulumi's protect option
 // and the volume keeps its data (Retain); without it neither. (The in-cluster NFS server of the
-// prod layout on the simulated cloud.)
+// prod layout on the simulated cloud, standing in for its Filestore.)
 func TestStorageProtection(t *testing.T) {
 	for _, protect := range []bool{true, false} {
 		t.Run(fmt.Sprint(protect), func(t *testing.T) {
 			raw := layoutRaw(t, 1)
-			raw.Values["kolotoc:storage"] = fmt.Sprintf(`{"protect":%v}`, protect)
+			raw.Values["kolotoc:storage"] = fmt.Sprintf(`{"type":"filestore","tier":"ZONAL","size":"2Ti","protect":%v}`, protect)
 			rec := deploy(t, raw)
 			pv, pvc := rec.one(t, tPV, "storage"), rec.one(t, tPVC, "storage")
 			if pv.Protect != protect || pvc.Protect != protect {

@@ -51,6 +51,11 @@ func TestDevStackRunsForReal(t *testing.T) {
 	s := newStack(t, "e2e-dev", "dev", map[string]any{"entrypoint": entry})
 	s.secrets["kolotoc:entrypointTLSKey"] = key
 	s.pulumiStdin(key, "config", "set", "--secret", "kolotoc:entrypointTLSKey")
+	// A client that trusts the stack's certificate alone: connections are verified, not merely
+	// encrypted.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM([]byte(cert))
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 10 * time.Second}
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	flows := recordFlows(t, s)
@@ -190,14 +195,10 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		}
 		stop := s.background(t, str("jupyterPortForward"))
 		defer stop()
-		// Trust the stack's certificate alone: the connection is verified, not merely encrypted.
-		roots := x509.NewCertPool()
-		roots.AppendCertsFromPEM([]byte(cert))
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 10 * time.Second}
 		get := func(token string) int {
 			req, _ := http.NewRequest("GET", strings.TrimSuffix(baseURL(local), "/")+"/api/contents", nil)
 			req.Header.Set("Authorization", "token "+token)
-			resp, err := client.Do(req)
+			resp, err := tlsClient.Do(req)
 			if err != nil {
 				return -1
 			}
@@ -246,7 +247,7 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			t.Fatalf("dev's towers.command is not an mpirun command: %v", cmd)
 		}
 		towers["command"] = append([]any{"mpirun", "--tag-output"}, cmd[1:]...)
-		s.reconfigure("dev", map[string]any{"towers": towers})
+		s.reconfigure("dev", map[string]any{"towers": towers, "entrypoint": entry})
 		steps, _ := s.preview()
 		if len(steps) != 1 || steps["kubernetes:batch/v1:Job::towers-launcher"] != "replace" {
 			t.Errorf("preview of a new launcher command: %s, want exactly the launcher replaced", fmtMap(steps))
@@ -278,9 +279,15 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 					stop()
 					continue
 				}
+				// The scheme of the service's printed local URL: a plain request to a TLS port
+				// would make kubectl drop the forward.
+				scheme, client := "http", http.DefaultClient
+				if u, _ := out[strings.TrimSuffix(k, "PortForward")+"LocalUrl"].(string); strings.HasPrefix(u, "https:") {
+					scheme, client = "https", tlsClient
+				}
 				waitFor(t, k+" listening", 30*time.Second, func() (bool, string) {
 					// Any HTTP answer means the pod behind the forward answered.
-					resp, err := http.Get("http://127.0.0.1:" + port[1] + "/")
+					resp, err := client.Get(scheme + "://localhost:" + port[1] + "/")
 					if err != nil {
 						return false, err.Error()
 					}
