@@ -62,13 +62,49 @@ func StorageIdentity(c *Config) map[string]string {
 	return id
 }
 
+// Keys the guard records beside the identity (RecordedIdentity).
+const (
+	// guardedKey is "true" while the guard holds: storage.protect was on, and no update has let
+	// storage.allowReplace through since. Turning protect off does not clear it.
+	guardedKey = "storage.guarded"
+	// allowReplaceKey is "used" when the recorded update went through with storage.allowReplace.
+	allowReplaceKey = "storage.allowReplace"
+)
+
+// guarded says whether the recorded update left the storage under the guard (an update by an
+// older version recorded only storage.protect).
+func guarded(previous map[string]string) bool {
+	return previous[guardedKey] == "true" || previous["storage.protect"] == "true"
+}
+
+// RecordedIdentity is what an update records: the storage's identity, whether the guard still
+// holds, and whether this update used storage.allowReplace.
+func RecordedIdentity(c *Config, previous map[string]string) map[string]string {
+	id := StorageIdentity(c)
+	id[guardedKey] = strconv.FormatBool(c.Storage.Protect || (guarded(previous) && !c.Storage.AllowReplace))
+	if c.Storage.AllowReplace {
+		id[allowReplaceKey] = "used"
+	}
+	return id
+}
+
 // CheckStorageReplacement refuses a configuration that would replace storage deployed with
 // storage.protect, unless storage.allowReplace is set. previous is the identity the last update
 // recorded (nil for a stack never deployed, or deployed by a version that did not record it).
-// Turning protect off in the same change does not get around it: the engine allows unprotecting
-// and replacing in one update, which is exactly the accident this guards against.
+// Turning protect off does not get around it, in the same change (the engine allows unprotecting
+// and replacing in one update, which is exactly the accident this guards against) or in an
+// update before: the guard holds until an update goes through with allowReplace. And
+// allowReplace lets one update through: left set, the next update is refused until it is removed.
 func CheckStorageReplacement(c *Config, previous map[string]string) error {
-	if previous["storage.protect"] != "true" || c.Storage.AllowReplace {
+	if c.Storage.AllowReplace {
+		if previous[allowReplaceKey] == "used" {
+			return &ConfigError{Stack: c.Stack, Errors: []FieldError{{Key: "storage.allowReplace", Value: "true", Msg: "already let the " +
+				"last update through; remove it: it lets one update replace protected storage, and left set it would keep " +
+				"the guard off for every update after"}}}
+		}
+		return nil
+	}
+	if !guarded(previous) {
 		return nil
 	}
 	current := StorageIdentity(c)
@@ -81,7 +117,7 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 	}
 	var changed []string
 	for k := range keys {
-		if k != "storage.protect" && previous[k] != current[k] {
+		if k != "storage.protect" && k != guardedKey && k != allowReplaceKey && previous[k] != current[k] {
 			changed = append(changed, k)
 		}
 	}
@@ -155,6 +191,6 @@ func guardStorage(ctx *pulumi.Context, c *Config) error {
 	if err := CheckStorageReplacement(c, previous); err != nil {
 		return err
 	}
-	ctx.Export(StorageIdentityOutput, pulumi.ToStringMap(StorageIdentity(c)))
+	ctx.Export(StorageIdentityOutput, pulumi.ToStringMap(RecordedIdentity(c, previous)))
 	return nil
 }

@@ -45,6 +45,25 @@ func TestStorageReplacementGuard(t *testing.T) {
 		{name: "override", previous: deployed, set: map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","allowReplace":true}`}},
 		{name: "unprotected storage", previous: map[string]string{"storage.protect": "false", "storage.type": "filestore", "storage.tier": "ZONAL"}, set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"2Ti"}`}},
 	}
+	// What the updates before recorded, through RecordedIdentity as the program records it.
+	unprotect := `{"type":"filestore","tier":"ZONAL","size":"2Ti"}`
+	afterUnprotect := RecordedIdentity(prod(t, map[string]string{"storage": unprotect}), deployed)
+	afterOverride := RecordedIdentity(prod(t, map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","allowReplace":true}`}), deployed)
+	cases = append(cases, []struct {
+		name     string
+		previous map[string]string
+		set      map[string]string
+		wantKeys []string
+	}{
+		// Protect turned off in one update, the storage replaced in the next: still refused.
+		{name: "tier after an update that turned protect off", previous: afterUnprotect,
+			set: map[string]string{"storage": `{"type":"filestore","tier":"REGIONAL","size":"2Ti"}`}, wantKeys: []string{"storage.tier", "storage.zone"}},
+		{name: "a workload change after protect was turned off", previous: afterUnprotect, set: map[string]string{"namespace": "kolotoc-prod"}},
+		// allowReplace lets one update through; left set, the next is refused until it goes.
+		{name: "allowReplace left set", previous: afterOverride,
+			set: map[string]string{"storage": `{"type":"nfs","server":"10.0.0.3","allowReplace":true}`}, wantKeys: []string{"storage.allowReplace"}},
+		{name: "allowReplace removed after use", previous: afterOverride, set: map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2"}`}},
+	}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckStorageReplacement(prod(t, tc.set), tc.previous)
@@ -65,7 +84,11 @@ func TestStorageReplacementGuard(t *testing.T) {
 			if strings.Join(got, " ") != strings.Join(tc.wantKeys, " ") {
 				t.Errorf("keys %v, want %v", got, tc.wantKeys)
 			}
-			for _, want := range []string{"kolotoc:" + tc.wantKeys[0], "was ", "kolotoc:storage.allowReplace: true", "kolotoc:storage.protect: false", "nothing was changed"} {
+			wants := []string{"kolotoc:" + tc.wantKeys[0], "was ", "kolotoc:storage.allowReplace: true", "kolotoc:storage.protect: false", "nothing was changed"}
+			if tc.wantKeys[0] == "storage.allowReplace" {
+				wants = []string{"kolotoc:storage.allowReplace = true", "already let the last update through; remove it", "nothing was changed"}
+			}
+			for _, want := range wants {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("message lacks %q:\n%v", want, err)
 				}
