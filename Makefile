@@ -74,7 +74,8 @@ unit: workflows
 	go test ./...
 	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m test ./...; done
 
-# The GitHub Actions workflows users run (preview on pull requests, deploy on the default branch).
+# The GitHub Actions workflows (previews and tests on pull requests, deploy on the default branch);
+# hack/workflows_test.go checks their pins and where their credentials live.
 workflows:
 	@echo "==> workflows: actionlint .github/workflows"
 	hack/tools.sh actionlint
