@@ -106,8 +106,8 @@ type Cluster struct {
 	// MaintenanceWindow (gcp): when GKE may upgrade the control plane and the nodes; default
 	// Saturday and Sunday 01:00-07:00 UTC.
 	MaintenanceWindow MaintenanceWindow `json:"maintenanceWindow"`
-	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and GKE's
-	// deletionProtection); default false.
+	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and the
+	// GKE provider's deletionProtection); default false.
 	Protect bool `json:"protect"`
 }
 
