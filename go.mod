@@ -94,6 +94,7 @@ require (
 	github.com/pulumi/appdash v0.0.0-20231130102222-75f619a67231 // indirect
 	github.com/pulumi/esc v0.24.0 // indirect
 	github.com/pulumi/pulumi-aws/sdk/v6 v6.83.0 // indirect
+	github.com/pulumi/pulumi-azure-native-sdk/authorization/v2 v2.90.0 // indirect
 	github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2 v2.81.0 // indirect
 	github.com/pulumi/pulumi-azure-native-sdk/resources/v2 v2.90.0 // indirect
 	github.com/pulumi/pulumi-azure-native-sdk/storage/v2 v2.90.0 // indirect

@@ -3,6 +3,7 @@ package stacks
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws"
 	azurenative "github.com/pulumi/pulumi-azure-native-sdk/v2"
@@ -114,6 +115,8 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		Name: k.Name, Project: k.Project, Region: k.Region, Zone: k.Zone, Network: k.Network,
 		ReleaseChannel: k.ReleaseChannel, KubernetesVersion: k.KubernetesVersion,
 		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c),
+		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
+		Maintenance: gkeMaintenance(k.MaintenanceWindow),
 	}, onGCP)
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
@@ -127,7 +130,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		}
 		fs, err := gke.NewFilestore(ctx, cloudStoreName, &gke.FilestoreArgs{
 			Name: k.Name + "-shared", Project: k.Project, Location: location, Tier: s.Tier,
-			CapacityGiB: gibOf(s.Size), Network: k.Network, Protect: s.Protect, Labels: cloudLabels(c),
+			CapacityGiB: gibOf(s.Size), Network: k.Network, Clients: s.ClientRanges, Protect: s.Protect, Labels: cloudLabels(c),
 		}, onGCP)
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
@@ -188,6 +191,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	}
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
 		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, Pools: pools,
+		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 	}, onAWS)
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
@@ -245,6 +249,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		Name: k.Name, ResourceGroup: k.Name + "-rg", NodeResourceGroup: k.Name + "-nodes", Location: k.Region,
 		KubernetesVersion: k.KubernetesVersion, SystemVMSize: k.SystemVMSize, SystemNodes: k.SystemNodes,
 		Pools: pools, Tags: cloudLabels(c),
+		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 	}, onAzure)
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
@@ -320,6 +325,15 @@ func gkeServiceAccountID(clusterName string) string {
 		base = strings.TrimRight(base[:max-len(suffix)], "-")
 	}
 	return base + suffix
+}
+
+// gkeMaintenance is the validated maintenance window for the gke package.
+func gkeMaintenance(w MaintenanceWindow) *gke.Maintenance {
+	d, err := time.ParseDuration(w.Duration)
+	if err != nil {
+		return nil
+	}
+	return &gke.Maintenance{Start: w.Start, Duration: d, Days: w.Days}
 }
 
 // gibOf is a validated quantity in GiB, rounded up.

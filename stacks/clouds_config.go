@@ -188,6 +188,7 @@ func (c *Config) applyCloudDefaults() {
 			k.SystemNodes = defaultSystemNodes
 		}
 	}
+	c.applyAccessDefaults()
 }
 
 // towersPool is the pool the towers will run on, as applyDefaults will choose it.
@@ -272,6 +273,7 @@ func (c *Config) validateCloud(v *validator) {
 		c.validateAzureSpot(v)
 	}
 	c.validateCloudStorage(v)
+	c.validateAccess(v)
 }
 
 // validateAzureSpot refuses Spot for the pools Kolotoc's workloads run on: AKS taints every Spot

@@ -224,3 +224,33 @@ func (m *cloudMocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error
 	}
 	return resource.PropertyMap{}, fmt.Errorf("unexpected invoke %s", args.Token)
 }
+
+// TestAccessDefaults: a GKE stack that names no maintenance window gets weekend nights, and a
+// Filestore on the default network is exported to that network's node ranges only.
+func TestAccessDefaults(t *testing.T) {
+	raw := exampleRaw(t, "../Pulumi.prod.yaml", "prod")
+	raw.Values["kolotoc:cluster"] = `{"region":"us-central1"}`
+	c, err := Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Cluster.MaintenanceWindow
+	if w.Start != "01:00" || w.Duration != "6h" || !reflect.DeepEqual(w.Days, []string{"SA", "SU"}) {
+		t.Errorf("default maintenance window %+v, want 01:00 for 6h on SA, SU", w)
+	}
+	if !reflect.DeepEqual(c.Storage.ClientRanges, []string{"10.128.0.0/9"}) {
+		t.Errorf("Filestore clients %v, want the default network's node ranges [10.128.0.0/9]", c.Storage.ClientRanges)
+	}
+	if len(c.Cluster.AuthorizedNetworks) != 0 || c.Cluster.PrivateEndpoint || c.Cluster.Protect {
+		t.Errorf("access defaults: authorized %v private %v protect %v, want none, false, false",
+			c.Cluster.AuthorizedNetworks, c.Cluster.PrivateEndpoint, c.Cluster.Protect)
+	}
+
+	aws, err := Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := aws.Cluster.MaintenanceWindow; w.Start != "" || len(w.Days) > 0 {
+		t.Errorf("a maintenance window on aws, which has none: %+v", w)
+	}
+}

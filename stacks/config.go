@@ -94,6 +94,29 @@ type Cluster struct {
 	SubnetIDs         []string `json:"subnetIds"`         // aws: existing subnets (in at least 2 zones) for the cluster, nodes and EFS; needs vpcId
 	SystemVMSize      string   `json:"systemVmSize"`      // azure: VM size of the AKS system pool (no workloads run there); default Standard_D4s_v5
 	SystemNodes       int      `json:"systemNodes"`       // azure: nodes of the AKS system pool; default 1
+
+	// AuthorizedNetworks (gcp, aws, azure): CIDRs allowed to reach the API server (GKE master
+	// authorized networks, EKS public access CIDRs, AKS authorized IP ranges); 0.0.0.0/0 and ::/0
+	// are refused; default none: the public endpoint answers any address (authentication still
+	// required).
+	AuthorizedNetworks []string `json:"authorizedNetworks"`
+	// PrivateEndpoint (gcp, aws, azure): the API server has no public endpoint, only an address in
+	// the cluster's network (GKE private endpoint and private nodes, EKS private access only, AKS
+	// private cluster); `pulumi up` must then run from inside that network; default false.
+	PrivateEndpoint bool `json:"privateEndpoint"`
+	// MaintenanceWindow (gcp): when GKE may upgrade the control plane and the nodes; default
+	// Saturday and Sunday 01:00-07:00 UTC.
+	MaintenanceWindow MaintenanceWindow `json:"maintenanceWindow"`
+	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and the
+	// GKE provider's deletionProtection); default false.
+	Protect bool `json:"protect"`
+}
+
+// MaintenanceWindow is a weekly window for GKE's automatic upgrades (kolotoc:cluster.maintenanceWindow).
+type MaintenanceWindow struct {
+	Start    string   `json:"start"`    // start time of day, HH:MM in UTC; default 01:00
+	Duration string   `json:"duration"` // length of each window as a Go duration, 4h to 24h; default 6h
+	Days     []string `json:"days"`     // days it starts on: MO, TU, WE, TH, FR, SA, SU; default [SA, SU]
 }
 
 // NodePool is one pool of identical nodes (kolotoc:nodePools[i]).
@@ -129,17 +152,21 @@ type Taint struct {
 // Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
 // (kolotoc:storage).
 type Storage struct {
-	Type      string  `json:"type"`      // in-cluster-nfs | nfs | local (simulated, existing) | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
-	Server    string  `json:"server"`    // nfs: server address; required for type nfs
-	Path      string  `json:"path"`      // nfs: exported path, default /; local: the node's directory, default /var/lib/kolotoc/<namespace>/shared
-	Size      string  `json:"size"`      // claim size as a quantity; default 100Gi
-	MountPath string  `json:"mountPath"` // where every workload mounts it; default /shared
-	Image     string  `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
-	Protect   bool    `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
-	Tier      string  `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
-	Zone      string  `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
-	Account   string  `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
-	Scratch   Scratch `json:"scratch"`
+	Type      string `json:"type"`      // in-cluster-nfs | nfs | local (simulated, existing) | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
+	Server    string `json:"server"`    // nfs: server address; required for type nfs
+	Path      string `json:"path"`      // nfs: exported path, default /; local: the node's directory, default /var/lib/kolotoc/<namespace>/shared
+	Size      string `json:"size"`      // claim size as a quantity; default 100Gi
+	MountPath string `json:"mountPath"` // where every workload mounts it; default /shared
+	Image     string `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
+	Protect   bool   `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
+	Tier      string `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
+	Zone      string `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
+	Account   string `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
+	// ClientRanges (filestore): CIDRs allowed to mount the share (its NFS export's ipRanges, read-write, no
+	// root squash); default the node ranges of GCP's auto-mode `default` network, 10.128.0.0/9;
+	// required on another cluster.network.
+	ClientRanges []string `json:"clientRanges"`
+	Scratch      Scratch  `json:"scratch"`
 
 	// AllowReplace lets one update replace storage deployed with protect (guard.go); default false.
 	AllowReplace bool `json:"allowReplace"`

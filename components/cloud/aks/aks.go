@@ -71,6 +71,10 @@ type ClusterArgs struct {
 	SystemNodes       int               // nodes of the system pool
 	Pools             []Pool            // user pools
 	Tags              map[string]string // Azure tags
+
+	AuthorizedNetworks []string // CIDRs allowed to reach the API server; empty = any
+	PrivateEndpoint    bool     // a private cluster: the API server has an address in the cluster's network only
+	Protect            bool     // refuse `pulumi destroy` of the cluster (Pulumi protect)
 }
 
 // Cluster is the resource group, the AKS cluster and its agent pools.
@@ -105,7 +109,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	c.ResourceGroup = rg
-	cluster, err := containerservice.NewManagedCluster(ctx, name, RenderCluster(args, rg.Name), parent,
+	cluster, err := containerservice.NewManagedCluster(ctx, name, RenderCluster(args, rg.Name), parent, pulumi.Protect(args.Protect),
 		// The user pools are AgentPool resources of their own; the cluster must not claim them.
 		pulumi.IgnoreChanges([]string{"agentPoolProfiles"}))
 	if err != nil {
@@ -166,6 +170,15 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 			NetworkPolicy:     pulumi.String(NetworkPolicy),
 		},
 		Tags: pulumi.ToStringMap(a.Tags),
+	}
+	if len(a.AuthorizedNetworks) > 0 || a.PrivateEndpoint {
+		// A private cluster is chosen when the cluster is created; its API server gets a private
+		// address and DNS zone in the node resource group.
+		access := &containerservice.ManagedClusterAPIServerAccessProfileArgs{EnablePrivateCluster: pulumi.Bool(a.PrivateEndpoint)}
+		if len(a.AuthorizedNetworks) > 0 {
+			access.AuthorizedIPRanges = pulumi.ToStringArray(a.AuthorizedNetworks)
+		}
+		mc.ApiServerAccessProfile = access
 	}
 	if a.KubernetesVersion != "" {
 		mc.KubernetesVersion = pulumi.String(a.KubernetesVersion)

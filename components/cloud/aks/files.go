@@ -4,12 +4,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pulumi/pulumi-azure-native-sdk/authorization/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/storage/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // ShareName is the Azure Files share every stack uses.
 const ShareName = "shared"
+
+// LockLevel is the management lock on a protected storage account: nobody, not the portal, the
+// CLI nor another Pulumi program, deletes the account, its share or its resource group until the
+// lock is removed; the account can still be read and changed.
+const LockLevel = "CanNotDelete"
 
 // MountOptions are the SMB mount options of the share, as the Azure Files CSI driver documents
 // them for workloads running as root: every file writable, symlinks kept, one connection per
@@ -35,6 +41,8 @@ type Files struct {
 	// Key is the account's first access key: a secret, handed to the CSI driver in a
 	// Kubernetes Secret and nowhere else.
 	Key pulumi.StringOutput
+	// Lock is the CanNotDelete lock of a protected account; nil without Protect.
+	Lock *authorization.ManagementLockByScope
 }
 
 // NewFiles registers the storage account and the share, and reads the account's key.
@@ -64,6 +72,17 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
+	if args.Protect {
+		f.Lock, err = authorization.NewManagementLockByScope(ctx, name, &authorization.ManagementLockByScopeArgs{
+			Scope:    account.ID().ToStringOutput(),
+			LockName: pulumi.String(name + "-protect"),
+			Level:    pulumi.String(LockLevel),
+			Notes:    pulumi.String("kolotoc:storage.protect: the shared checkpoints; set it to false and `pulumi up` before deleting"),
+		}, pulumi.Parent(f)) // not Pulumi-protected: turning storage.protect off must be able to remove it
+		if err != nil {
+			return nil, err
+		}
+	}
 	keys := storage.ListStorageAccountKeysOutput(ctx, storage.ListStorageAccountKeysOutputArgs{
 		AccountName:       account.Name,
 		ResourceGroupName: args.ResourceGroup,
@@ -75,7 +94,16 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	return f, ctx.RegisterResourceOutputs(f, pulumi.Map{"account": f.Account, "shareName": f.ShareName})
 }
 
-// RenderAccount builds the storage account: HTTPS and TLS 1.2 only, no public blob access.
+// RenderAccount builds the storage account: HTTPS and TLS 1.2 only, no public blob access, no
+// replication to other tenants.
+//
+// Two settings stay open, on purpose. Shared-key access: the share is SMB, and the Azure Files
+// CSI driver mounts a static SMB volume with the account key (an NFS share would need no key,
+// but NFS is reachable only through a virtual network rule or a private endpoint on the
+// cluster's subnet). Public network access: AKS makes and owns the cluster's virtual network in
+// its node resource group, so its subnet cannot be named here or given the Microsoft.Storage
+// service endpoint a network rule needs without the azure-native network module (5.6 GB to
+// compile); denying public access would cut the nodes off from the share.
 func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 	kind, sku := "FileStorage", "Premium_LRS"
 	var largeShares pulumi.StringPtrInput
@@ -92,7 +120,13 @@ func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 		EnableHttpsTrafficOnly: pulumi.Bool(true),
 		MinimumTlsVersion:      pulumi.String("TLS1_2"),
 		AllowBlobPublicAccess:  pulumi.Bool(false),
-		LargeFileSharesState:   largeShares,
-		Tags:                   pulumi.ToStringMap(a.Tags),
+		// Object replication to other tenants is a way out for the checkpoints; nothing uses it.
+		AllowCrossTenantReplication: pulumi.Bool(false),
+		// Both stay on, see above: the SMB mount needs the key and the nodes reach the account
+		// over its public endpoint.
+		AllowSharedKeyAccess: pulumi.Bool(true),
+		PublicNetworkAccess:  pulumi.String("Enabled"),
+		LargeFileSharesState: largeShares,
+		Tags:                 pulumi.ToStringMap(a.Tags),
 	}
 }

@@ -71,6 +71,10 @@ type ClusterArgs struct {
 	KubernetesVersion string               // empty = EKS's default
 	SubnetIDs         []pulumi.StringInput // subnets of the control plane's interfaces and of the nodes
 	Pools             []Pool
+
+	AuthorizedNetworks []string // CIDRs allowed to reach the public endpoint; empty = any
+	PrivateEndpoint    bool     // no public endpoint: the API server is reached from the VPC only
+	Protect            bool     // refuse `pulumi destroy` of the cluster (EKS has no deletion protection of its own)
 }
 
 // Cluster is the EKS cluster, its roles and node groups.
@@ -114,7 +118,8 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 
-	cluster, err := eks.NewCluster(ctx, name, RenderCluster(args, clusterRole.Arn), parent, pulumi.DependsOn(clusterAttached))
+	cluster, err := eks.NewCluster(ctx, name, RenderCluster(args, clusterRole.Arn), parent, pulumi.DependsOn(clusterAttached),
+		pulumi.Protect(args.Protect))
 	if err != nil {
 		return nil, err
 	}
@@ -179,16 +184,21 @@ func RenderVPCCNI(cluster pulumi.StringInput) *eks.AddonArgs {
 }
 
 // RenderCluster builds the cluster: API authentication (the identity that runs `pulumi up`
-// becomes cluster admin), public and private endpoint, control-plane logs for audits.
+// becomes cluster admin), a private endpoint for the nodes always, a public one (restricted to
+// the authorized networks) unless asked not to, control-plane logs for audits.
 func RenderCluster(a *ClusterArgs, roleArn pulumi.StringInput) *eks.ClusterArgs {
+	vpc := &eks.ClusterVpcConfigArgs{
+		SubnetIds:             pulumi.StringArray(a.SubnetIDs),
+		EndpointPrivateAccess: pulumi.Bool(true),
+		EndpointPublicAccess:  pulumi.Bool(!a.PrivateEndpoint),
+	}
+	if len(a.AuthorizedNetworks) > 0 && !a.PrivateEndpoint {
+		vpc.PublicAccessCidrs = pulumi.ToStringArray(a.AuthorizedNetworks)
+	}
 	ca := &eks.ClusterArgs{
-		Name:    pulumi.String(a.Name),
-		RoleArn: roleArn,
-		VpcConfig: &eks.ClusterVpcConfigArgs{
-			SubnetIds:             pulumi.StringArray(a.SubnetIDs),
-			EndpointPrivateAccess: pulumi.Bool(true),
-			EndpointPublicAccess:  pulumi.Bool(true),
-		},
+		Name:      pulumi.String(a.Name),
+		RoleArn:   roleArn,
+		VpcConfig: vpc,
 		AccessConfig: &eks.ClusterAccessConfigArgs{
 			AuthenticationMode:                      pulumi.String("API_AND_CONFIG_MAP"),
 			BootstrapClusterCreatorAdminPermissions: pulumi.Bool(true),

@@ -24,7 +24,8 @@ type FilestoreArgs struct {
 	Location    string            // a zone for BASIC_* and ZONAL tiers, the region for REGIONAL
 	Tier        string            // BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL
 	CapacityGiB int               // share capacity in GiB, within the tier's range
-	Network     string            // VPC network the nodes are on
+	Network     string            // VPC network the nodes are on: the cluster's
+	Clients     []string          // CIDRs allowed to mount the share: the cluster's node ranges
 	Protect     bool              // refuse `pulumi destroy` of the instance (it holds the checkpoints)
 	Labels      map[string]string // GCP labels
 }
@@ -42,8 +43,8 @@ func NewFilestore(ctx *pulumi.Context, name string, args *FilestoreArgs, opts ..
 	if args == nil {
 		return nil, errors.New("filestore: args are required")
 	}
-	if args.CapacityGiB < 1 || args.Location == "" {
-		return nil, fmt.Errorf("filestore %q: a capacity and a location are required", name)
+	if args.CapacityGiB < 1 || args.Location == "" || len(args.Clients) == 0 {
+		return nil, fmt.Errorf("filestore %q: a capacity, a location and the clients' ranges are required", name)
 	}
 	f := &Filestore{Path: "/" + ShareName}
 	if err := ctx.RegisterComponentResource("kolotoc:gke:Filestore", name, f, opts...); err != nil {
@@ -58,8 +59,11 @@ func NewFilestore(ctx *pulumi.Context, name string, args *FilestoreArgs, opts ..
 	return f, ctx.RegisterResourceOutputs(f, pulumi.Map{"address": f.Address, "path": pulumi.String(f.Path)})
 }
 
-// RenderFilestore builds the instance: one share on the nodes' network, reachable by direct
-// peering (GKE nodes mount it by IP).
+// RenderFilestore builds the instance: one share on the cluster's network, reachable by direct
+// peering (GKE nodes mount it by IP), exported to the cluster's node ranges only. The workloads
+// write as root, so root is not squashed for those ranges; every other address is refused.
+// pulumi-gcp v7 has no field for Filestore's own deletion protection (deletionProtectionEnabled
+// came with v8): storage.protect is Pulumi's protect alone.
 func RenderFilestore(a *FilestoreArgs) *filestore.InstanceArgs {
 	return &filestore.InstanceArgs{
 		Name:     pulumi.String(a.Name),
@@ -69,6 +73,11 @@ func RenderFilestore(a *FilestoreArgs) *filestore.InstanceArgs {
 		FileShares: &filestore.InstanceFileSharesArgs{
 			Name:       pulumi.String(ShareName),
 			CapacityGb: pulumi.Int(a.CapacityGiB),
+			NfsExportOptions: filestore.InstanceFileSharesNfsExportOptionArray{filestore.InstanceFileSharesNfsExportOptionArgs{
+				IpRanges:   pulumi.ToStringArray(a.Clients),
+				AccessMode: pulumi.String("READ_WRITE"),
+				SquashMode: pulumi.String("NO_ROOT_SQUASH"),
+			}},
 		},
 		Networks: filestore.InstanceNetworkArray{filestore.InstanceNetworkArgs{
 			Network:     pulumi.String(a.Network),

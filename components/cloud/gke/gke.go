@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
@@ -17,18 +18,42 @@ import (
 )
 
 const (
-	// NodeRole is the one role the node service account holds: GKE's own least-privilege role
-	// for nodes (write logs and metrics, read monitoring config). Images are public, so no
-	// registry role is needed.
+	// NodeRole is GKE's own least-privilege role for nodes: write logs and metrics, read
+	// monitoring config.
 	NodeRole = "roles/container.defaultNodeServiceAccount"
-	// cloudPlatformScope: with a dedicated service account, access is governed by its IAM roles;
-	// GKE recommends the broad scope together with a narrow account.
-	cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+	// RegistryRole lets the nodes pull a team's private images from the project's Artifact
+	// Registry; Kolotoc's default images are public and need nothing.
+	RegistryRole = "roles/artifactregistry.reader"
+	// WorkloadMetadata: pods see GKE's metadata server, which hands out Workload Identity
+	// tokens only, never the node service account's.
+	WorkloadMetadata = "GKE_METADATA"
+	// maintenanceAnchor is the date the recurring maintenance window is written from; only its
+	// time of day and the recurrence's days matter (a Saturday, for reading ease).
+	maintenanceAnchor = "2024-01-06"
 	// Dataplane is GKE Dataplane V2 (eBPF), which enforces NetworkPolicy.
 	Dataplane = "ADVANCED_DATAPATH"
 	// AuthPlugin is the kubectl credential plugin GKE requires since 1.26.
 	AuthPlugin = "gke-gcloud-auth-plugin"
 )
+
+// NodeRoles are every role the node service account holds, nothing broader.
+var NodeRoles = []string{NodeRole, RegistryRole}
+
+// roleSuffix names each role's IAM member resource: <cluster>-nodes<suffix>.
+var roleSuffix = map[string]string{NodeRole: "", RegistryRole: "-registry"}
+
+// NodeScopes are the nodes' OAuth scopes, GKE's own default set (gcloud's gke-default) rather
+// than cloud-platform: even a process that gets the node's token can only pull images
+// (devstorage.read_only reads Container and Artifact Registry), write logs, metrics and traces,
+// and report service usage, whatever roles the account is later given.
+var NodeScopes = []string{
+	"https://www.googleapis.com/auth/devstorage.read_only",
+	"https://www.googleapis.com/auth/logging.write",
+	"https://www.googleapis.com/auth/monitoring",
+	"https://www.googleapis.com/auth/service.management.readonly",
+	"https://www.googleapis.com/auth/servicecontrol",
+	"https://www.googleapis.com/auth/trace.append",
+}
 
 // NodePoolTimeouts: creating a pool of 8-GPU machines has taken over 30 minutes when GCP must
 // find the capacity; the provider's 30-minute default would fail a healthy `pulumi up`.
@@ -67,6 +92,18 @@ type ClusterArgs struct {
 	ServiceAccountID  string            // account id of the node service account (6-30 characters)
 	Pools             []Pool            // node pools
 	ResourceLabels    map[string]string // GCP labels on the cluster and its nodes
+
+	AuthorizedNetworks []string     // CIDRs allowed to reach the control plane; empty = any (with a public endpoint)
+	PrivateEndpoint    bool         // private nodes and a private control-plane endpoint only
+	Maintenance        *Maintenance // when GKE may upgrade; nil = any time
+	Protect            bool         // refuse `pulumi destroy` of the cluster (Pulumi protect and the provider's deletionProtection)
+}
+
+// Maintenance is a weekly window for GKE's automatic upgrades.
+type Maintenance struct {
+	Start    string        // time of day, HH:MM UTC
+	Duration time.Duration // length of each window
+	Days     []string      // RFC 5545 weekdays it starts on: MO … SU
 }
 
 // Cluster is a GKE cluster and its node pools.
@@ -109,16 +146,24 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	if err != nil {
 		return nil, err
 	}
-	role, err := projects.NewIAMMember(ctx, name+"-nodes", &projects.IAMMemberArgs{
-		Project: sa.Project,
-		Role:    pulumi.String(NodeRole),
-		Member:  sa.Member,
-	}, parent)
-	if err != nil {
-		return nil, err
+	var roles []pulumi.Resource
+	for _, r := range NodeRoles {
+		// The first role keeps the name it had when it was the only one.
+		role, err := projects.NewIAMMember(ctx, name+"-nodes"+roleSuffix[r], &projects.IAMMemberArgs{
+			Project: sa.Project,
+			Role:    pulumi.String(r),
+			Member:  sa.Member,
+		}, parent)
+		if err != nil {
+			return nil, err
+		}
+		roles = append(roles, role)
 	}
 
-	cluster, err := container.NewCluster(ctx, name, RenderCluster(args, sa.Email), parent,
+	// Workload Identity's pool is the project's; the account's project is the provider's
+	// default when args.Project is empty.
+	pool := pulumi.Sprintf("%s.svc.id.goog", sa.Project)
+	cluster, err := container.NewCluster(ctx, name, RenderCluster(args, sa.Email, pool), parent, pulumi.Protect(args.Protect),
 		// The default pool exists only while the cluster is created; its config is moot after.
 		pulumi.IgnoreChanges([]string{"nodeConfig", "initialNodeCount"}))
 	if err != nil {
@@ -126,7 +171,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	for _, p := range args.Pools {
 		pool, err := container.NewNodePool(ctx, name+"-"+p.Name, RenderNodePool(args, p, cluster.Name, sa.Email), parent,
-			pulumi.DependsOn([]pulumi.Resource{role}),
+			pulumi.DependsOn(roles),
 			pulumi.Timeouts(NodePoolTimeouts),
 			// An explicit pool name cannot exist twice: a replacement must delete first. For
 			// GPU pools that is also what quota allows.
@@ -154,8 +199,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 
 // RenderCluster builds the cluster: VPC-native with Dataplane V2 (NetworkPolicy enforced), on a
 // release channel, its default pool removed as soon as it is created (so that every pool is one
-// Kolotoc declared).
-func RenderCluster(a *ClusterArgs, serviceAccount pulumi.StringInput) *container.ClusterArgs {
+// Kolotoc declared), Workload Identity on (workloadPool is <project>.svc.id.goog), the control
+// plane reachable from the authorized networks only, upgrades in the maintenance window.
+func RenderCluster(a *ClusterArgs, serviceAccount, workloadPool pulumi.StringInput) *container.ClusterArgs {
 	ca := &container.ClusterArgs{
 		Name:               pulumi.String(a.Name),
 		Project:            optional(a.Project),
@@ -168,21 +214,58 @@ func RenderCluster(a *ClusterArgs, serviceAccount pulumi.StringInput) *container
 		DatapathProvider:      pulumi.String(Dataplane),
 		RemoveDefaultNodePool: pulumi.Bool(true),
 		InitialNodeCount:      pulumi.Int(1),
-		// Pulumi's own protect option guards the cluster; GKE's flag would make every
-		// `pulumi destroy` fail until changed by hand.
-		DeletionProtection: pulumi.Bool(false),
-		ReleaseChannel:     &container.ClusterReleaseChannelArgs{Channel: pulumi.String(a.ReleaseChannel)},
-		ResourceLabels:     pulumi.ToStringMap(a.ResourceLabels),
+		// The provider's own guard (GKE itself has none for clusters): with cluster.protect a
+		// destroy or a replacement fails until it is turned off, beside Pulumi's protect.
+		DeletionProtection:     pulumi.Bool(a.Protect),
+		ReleaseChannel:         &container.ClusterReleaseChannelArgs{Channel: pulumi.String(a.ReleaseChannel)},
+		ResourceLabels:         pulumi.ToStringMap(a.ResourceLabels),
+		WorkloadIdentityConfig: &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: workloadPool},
 		// Even the short-lived default pool runs as the least-privilege account.
 		NodeConfig: &container.ClusterNodeConfigArgs{
-			ServiceAccount: serviceAccount,
-			OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+			ServiceAccount:         serviceAccount,
+			OauthScopes:            pulumi.ToStringArray(NodeScopes),
+			WorkloadMetadataConfig: &container.ClusterNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String(WorkloadMetadata)},
 		},
+		MaintenancePolicy: renderMaintenance(a.Maintenance),
+	}
+	if len(a.AuthorizedNetworks) > 0 || a.PrivateEndpoint {
+		// With a private endpoint and no networks listed, only the cluster's own subnet reaches it.
+		var blocks container.ClusterMasterAuthorizedNetworksConfigCidrBlockArray
+		for _, cidr := range a.AuthorizedNetworks {
+			blocks = append(blocks, container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs{
+				CidrBlock: pulumi.String(cidr), DisplayName: pulumi.String("kolotoc:cluster.authorizedNetworks"),
+			})
+		}
+		ca.MasterAuthorizedNetworksConfig = &container.ClusterMasterAuthorizedNetworksConfigArgs{CidrBlocks: blocks}
+	}
+	if a.PrivateEndpoint {
+		// Nodes without external addresses, the control plane on an internal one. GKE picks the
+		// control plane's range (Private Service Connect) when none is given.
+		ca.PrivateClusterConfig = &container.ClusterPrivateClusterConfigArgs{
+			EnablePrivateNodes: pulumi.Bool(true), EnablePrivateEndpoint: pulumi.Bool(true),
+		}
 	}
 	if a.KubernetesVersion != "" {
 		ca.MinMasterVersion = pulumi.String(a.KubernetesVersion)
 	}
 	return ca
+}
+
+// renderMaintenance is a weekly recurring window: GKE upgrades the control plane and the nodes
+// (auto-upgrade is on for every pool) only inside it.
+func renderMaintenance(m *Maintenance) *container.ClusterMaintenancePolicyArgs {
+	if m == nil {
+		return nil
+	}
+	start, err := time.Parse(time.RFC3339, maintenanceAnchor+"T"+m.Start+":00Z")
+	if err != nil {
+		return nil // validated by the stack layer
+	}
+	return &container.ClusterMaintenancePolicyArgs{RecurringWindow: &container.ClusterMaintenancePolicyRecurringWindowArgs{
+		StartTime:  pulumi.String(start.Format(time.RFC3339)),
+		EndTime:    pulumi.String(start.Add(m.Duration).Format(time.RFC3339)),
+		Recurrence: pulumi.String("FREQ=WEEKLY;BYDAY=" + strings.Join(m.Days, ",")),
+	}}
 }
 
 // RenderNodePool builds one node pool. GKE counts nodes per zone, so the totals are divided by
@@ -223,10 +306,13 @@ func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput)
 	nc := &container.NodePoolNodeConfigArgs{
 		MachineType:    pulumi.String(p.MachineType),
 		ServiceAccount: serviceAccount,
-		OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+		OauthScopes:    pulumi.ToStringArray(NodeScopes),
 		Spot:           pulumi.Bool(p.Spot),
 		Labels:         pulumi.ToStringMap(p.Labels),
 		ResourceLabels: pulumi.ToStringMap(a.ResourceLabels),
+		// Pods reach Google APIs as their Kubernetes service account's bound identity, never as
+		// the node.
+		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String(WorkloadMetadata)},
 	}
 	// The GPU taint is declared, not left to GKE: GKE adds it only when the cluster also has a
 	// pool without GPUs at the time, which a cluster whose default pool was removed may not.
