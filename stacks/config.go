@@ -110,6 +110,11 @@ type Cluster struct {
 	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and the
 	// GKE provider's deletionProtection); default false.
 	Protect bool `json:"protect"`
+	// PodMetadataAccess: the stack's pods may reach the clouds' node metadata endpoints
+	// (169.254.169.254 and the like: the node's credentials, or GKE Workload Identity's and EKS
+	// Pod Identity's token endpoints); default false, every Kolotoc namespace denies egress to
+	// them.
+	PodMetadataAccess bool `json:"podMetadataAccess"`
 }
 
 // MaintenanceWindow is a weekly window for GKE's automatic upgrades (kolotoc:cluster.maintenanceWindow).

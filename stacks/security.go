@@ -275,7 +275,13 @@ func gpuShareCPULimit(request string, p *NodePool, gpus int) string {
 // before its policies) and the agents' namespace name (nil without agents).
 func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labels meta.Labels,
 	opts ...pulumi.ResourceOption) ([]pulumi.Resource, pulumi.StringInput, error) {
-	p, err := isolation.NewPolicies(ctx, "network-policies", &isolation.Args{Namespace: ns, Allows: NetworkAllows(c), Labels: labels}, opts...)
+	var denyEgress []string
+	if !c.Cluster.PodMetadataAccess {
+		denyEgress = isolation.MetadataAddresses
+	}
+	p, err := isolation.NewPolicies(ctx, "network-policies", &isolation.Args{
+		Namespace: ns, Allows: NetworkAllows(c), Labels: labels, DenyEgress: denyEgress,
+	}, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,7 +296,7 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	}
 	agents := agentsNS.Metadata.Name().Elem()
 	ap, err := isolation.NewPolicies(ctx, "gpu-agents-network-policies", &isolation.Args{
-		Namespace: agents, Allows: GPUAgentsNetworkAllows(c), Labels: labels,
+		Namespace: agents, Allows: GPUAgentsNetworkAllows(c), Labels: labels, DenyEgress: denyEgress,
 	}, opts...)
 	if err != nil {
 		return nil, nil, err

@@ -364,7 +364,7 @@ func TestNetworkPolicies(t *testing.T) {
 			rec := deploy(t, raw)
 			pods := podTemplates(t, rec)
 			ns, agents := cfg.Namespace, cfg.GPUAgentsNamespace()
-			key := func(p podTemplate) string { return p.namespace + "/" + p.component }
+			key := podKey
 
 			// What each pod is, read from its containers.
 			is := map[string]podSet{}
@@ -479,7 +479,7 @@ func TestNetworkPolicies(t *testing.T) {
 				agents + "/dcgm-scrape":   {pods: comp("dcgm-exporter"), from: comp("prometheus"), ports: namedPorts(comp("dcgm-exporter"), "metrics")},
 			}
 
-			denied := map[string]bool{}
+			denied, egressDenied := map[string]bool{}, map[string]bool{}
 			seen := map[string]bool{}
 			for _, r := range rec.ofType(tNetworkPolicy) {
 				in := inputs(r)
@@ -490,6 +490,11 @@ func TestNetworkPolicies(t *testing.T) {
 					t.Errorf("two NetworkPolicies %s", id)
 				}
 				seen[id] = true
+				if pname == "deny-metadata-egress" {
+					checkMetadataEgress(t, id, in, pods, pns, is["all:"+pns])
+					egressDenied[pns] = true
+					continue
+				}
 				if got := strs(get(in, "spec", "policyTypes")); len(got) != 1 || got[0] != "Ingress" {
 					t.Errorf("%s: policyTypes %v, want [Ingress]", id, got)
 				}
@@ -586,6 +591,9 @@ func TestNetworkPolicies(t *testing.T) {
 			for _, p := range pods {
 				if !denied[p.namespace] {
 					t.Errorf("namespace %s runs %s but has no default-deny-ingress", p.namespace, p.owner)
+				}
+				if !egressDenied[p.namespace] {
+					t.Errorf("namespace %s runs %s but does not deny egress to the metadata endpoints", p.namespace, p.owner)
 				}
 			}
 		})
@@ -700,5 +708,66 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 		if b, _ := json.Marshal(inputs(r)); strings.Contains(string(b), key[40:80]) {
 			t.Errorf("%s %s holds the TLS key in plain text", r.Type, r.Name)
 		}
+	}
+}
+
+// podKey names a pod template by namespace and component.
+func podKey(p podTemplate) string { return p.namespace + "/" + p.component }
+
+// checkMetadataEgress: the namespace's egress policy selects every pod and lets them reach
+// everything but the clouds' metadata endpoints, IPv4 and IPv6.
+func checkMetadataEgress(t *testing.T, id string, in any, pods []podTemplate, ns string, all podSet) {
+	t.Helper()
+	if got := strs(get(in, "spec", "policyTypes")); fmt.Sprint(got) != "[Egress]" {
+		t.Errorf("%s: policyTypes %v, want [Egress]", id, got)
+	}
+	selected := podSet{}
+	for _, p := range pods {
+		if p.namespace == ns && selectorMatches(t, get(in, "spec", "podSelector"), p.labels) {
+			selected[podKey(p)] = true
+		}
+	}
+	if selected.String() != all.String() {
+		t.Errorf("%s selects %v, want every pod of %s", id, selected, ns)
+	}
+	rules, _ := get(in, "spec", "egress").([]any)
+	if len(rules) != 1 || get(rules[0], "ports") != nil {
+		t.Fatalf("%s: egress rules %v, want one rule for every port", id, rules)
+	}
+	want := map[string][]string{
+		"0.0.0.0/0": {"169.254.169.252/32", "169.254.169.254/32", "169.254.170.23/32"},
+		"::/0":      {"fd00:ec2::23/128", "fd00:ec2::254/128"},
+	}
+	got := map[string][]string{}
+	peers, _ := get(rules[0], "to").([]any)
+	for _, peer := range peers {
+		cidr, _ := get(peer, "ipBlock", "cidr").(string)
+		if cidr == "" {
+			t.Errorf("%s: egress to %v, want address blocks only", id, peer)
+		}
+		got[cidr] = strs(get(peer, "ipBlock", "except"))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: egress to %v, want %v", id, got, want)
+	}
+}
+
+// TestPodMetadataAccess: cluster.podMetadataAccess: true (pods that use Workload Identity or Pod
+// Identity) drops the metadata egress policy, and nothing else.
+func TestPodMetadataAccess(t *testing.T) {
+	policies := func(raw stacks.Raw) []string {
+		var out []string
+		for _, r := range deploy(t, raw).ofType(tNetworkPolicy) {
+			out = append(out, fmt.Sprint(get(inputs(r), "metadata", "name")))
+		}
+		sort.Strings(out)
+		return out
+	}
+	raw := securityLayouts(t)["dev-baseline"]
+	closed := policies(raw)
+	raw.Values["kolotoc:cluster"] = fmt.Sprintf(`{"kubeconfig":%q,"podMetadataAccess":true}`, fakeKubeconfig(t))
+	open := policies(raw)
+	if want := slices.DeleteFunc(slices.Clone(closed), func(n string) bool { return n == "deny-metadata-egress" }); fmt.Sprint(open) != fmt.Sprint(want) || len(want) == len(closed) {
+		t.Errorf("policies with podMetadataAccess %v, without %v: want the same less deny-metadata-egress", open, closed)
 	}
 }

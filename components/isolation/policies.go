@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	networkingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/networking/v1"
@@ -54,7 +55,21 @@ type Args struct {
 	Namespace pulumi.StringInput // the namespace the policies live in
 	Allows    []Allow
 	Labels    meta.Labels
+	// DenyEgress are addresses no pod of the namespace may reach (policy DenyEgressName);
+	// everything else stays open. None: no egress policy.
+	DenyEgress []string
 }
+
+// DenyEgressName is the policy that keeps the namespace's pods from the addresses of
+// Args.DenyEgress.
+const DenyEgressName = "deny-metadata-egress"
+
+// MetadataAddresses are the clouds' node metadata and workload-credential endpoints: the
+// instance metadata service of GCE, EC2 and Azure (169.254.169.254, EC2's IPv6 fd00:ec2::254),
+// GKE's metadata server under Dataplane V2 (169.254.169.252) and the EKS Pod Identity agent
+// (169.254.170.23, fd00:ec2::23). A pod that reaches them gets the node's credentials (or,
+// with Workload Identity / Pod Identity, a token for its service account).
+var MetadataAddresses = []string{"169.254.169.252/32", "169.254.169.254/32", "169.254.170.23/32", "fd00:ec2::23/128", "fd00:ec2::254/128"}
 
 // Policies are a namespace's default-deny and its allows.
 type Policies struct {
@@ -66,7 +81,7 @@ func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 	if args == nil {
 		return nil, errors.New("isolation: policy args are required")
 	}
-	seen := map[string]bool{DefaultDenyName: true}
+	seen := map[string]bool{DefaultDenyName: true, DenyEgressName: true}
 	for _, a := range args.Allows {
 		if seen[a.Name] || len(a.Pods) == 0 || len(a.From) == 0 {
 			return nil, fmt.Errorf("isolation %q: allow %q is a duplicate, selects no pods or admits no one", name, a.Name)
@@ -82,6 +97,11 @@ func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 	}
 	for _, a := range args.Allows {
 		if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+a.Name, RenderAllow(args, a), pulumi.Parent(p)); err != nil {
+			return nil, err
+		}
+	}
+	if deny := RenderDenyEgress(args); deny != nil {
+		if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+DenyEgressName, deny, pulumi.Parent(p)); err != nil {
 			return nil, err
 		}
 	}
@@ -104,6 +124,42 @@ func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
 }
 
 // RenderAllow builds one allow: its pods, its ports, its peers.
+// RenderDenyEgress is the egress policy of every pod of the namespace: any address but those of
+// DenyEgress, or nil when there are none. An egress policy selecting a pod denies what its rules
+// do not allow, so the rules are "IPv4 anywhere except …" and "IPv6 anywhere except …".
+func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
+	if len(a.DenyEgress) == 0 {
+		return nil
+	}
+	var v4, v6 []string
+	for _, c := range a.DenyEgress {
+		if strings.Contains(c, ":") {
+			v6 = append(v6, c)
+		} else {
+			v4 = append(v4, c)
+		}
+	}
+	sort.Strings(v4)
+	sort.Strings(v6)
+	md := a.Labels.ObjectMeta(DenyEgressName, a.Namespace, policyComponent)
+	md.Annotations = pulumi.StringMap{"kolotoc.dev/description": pulumi.String(
+		"No pod of this namespace reaches the clouds' node metadata endpoints (" + strings.Join(append(append([]string{}, v4...), v6...), ", ") +
+			"): they hand out the node's credentials. Every other destination stays open.")}
+	return &networkingv1.NetworkPolicyArgs{
+		Metadata: md,
+		Spec: &networkingv1.NetworkPolicySpecArgs{
+			PodSelector: &metav1.LabelSelectorArgs{},
+			PolicyTypes: pulumi.StringArray{pulumi.String("Egress")},
+			Egress: networkingv1.NetworkPolicyEgressRuleArray{networkingv1.NetworkPolicyEgressRuleArgs{
+				To: networkingv1.NetworkPolicyPeerArray{
+					networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("0.0.0.0/0"), Except: pulumi.ToStringArray(v4)}},
+					networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("::/0"), Except: pulumi.ToStringArray(v6)}},
+				},
+			}},
+		},
+	}
+}
+
 func RenderAllow(a *Args, allow Allow) *networkingv1.NetworkPolicyArgs {
 	md := a.Labels.ObjectMeta(allow.Name, a.Namespace, policyComponent)
 	if allow.Why != "" {

@@ -312,6 +312,8 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		launcher := podEnd(t, s, ns, s.podName(t, ns, "launcher"))
 		ssh, scheduler, jupyter := tower.port(t, "ssh"), entry.port(t, "scheduler"), entry.port(t, "jupyter")
 		outside := flowEnd{IP: "192.0.2.10", name: "an address outside the cluster"}
+		metadata := flowEnd{IP: "169.254.169.254", name: "the clouds' node metadata endpoint"}
+		metadata6 := flowEnd{IP: "fd00:ec2::254", name: "EC2's IPv6 metadata endpoint"}
 		checkFlows(t, s, flows, missingAllow{"mpi-towers", "launcher", "tower"}, []flow{
 			{From: carrier, To: tower, Port: ssh},                  // a Dask worker to a tower's sshd
 			{From: entry, To: tower, Port: ssh},                    // Jupyter to a tower's sshd
@@ -319,6 +321,9 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			{From: elsewhere(carrier), To: entry, Port: scheduler}, // another namespace to the Dask scheduler
 			{From: elsewhere(tower), To: entry, Port: jupyter},     // another namespace to Jupyter
 			{From: outside, To: tower, Port: ssh},                  // outside to a tower's sshd
+			{From: tower, To: metadata, Port: 80},                  // a tower to the node's credentials
+			{From: carrier, To: metadata, Port: 80},                // a Dask worker (runs anyone's code) likewise
+			{From: entry, To: metadata6, Port: 80},                 // Jupyter, over IPv6
 		})
 	})
 }
