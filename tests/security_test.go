@@ -159,6 +159,15 @@ var allowList = []privilege{
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled }},
 }
 
+// runsAsNonRoot are the containers (component/container) that run as a user other than root:
+// those whose image allows it and that write nothing on the shared claim, whose files belong to
+// root. The towers (sshd, and ranks that ssh in as root), the workers that write checkpoints and
+// Jupyter keep their image's user.
+var runsAsNonRoot = map[string]bool{
+	"entrypoint/dask-scheduler": true, "entrypoint/tensorboard": true,
+	"prometheus/prometheus": true, "grafana/grafana": true,
+}
+
 // scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.
 func scratchHostPath(c *stacks.Config, path string) bool {
 	return c.Storage.Scratch.Type == stacks.ScratchHostPath && path == c.Storage.Scratch.Path
@@ -222,6 +231,15 @@ func TestLeastPrivilege(t *testing.T) {
 						}
 					}
 					sc, _ := c["securityContext"].(map[string]any)
+					if runsAsNonRoot[p.component+"/"+cn] {
+						user, _ := get(sc, "runAsUser").(float64)
+						if get(sc, "runAsNonRoot") != true && get(p.spec, "securityContext", "runAsNonRoot") != true {
+							t.Errorf("%s container %q: not runAsNonRoot", p.owner, cn)
+						}
+						if pu, _ := get(p.spec, "securityContext", "runAsUser").(float64); user == 0 && pu == 0 {
+							t.Errorf("%s container %q: no runAsUser: the image's user, root in most", p.owner, cn)
+						}
+					}
 					check(cn, "privileged", get(sc, "privileged") == true)
 					if get(sc, "privileged") == true {
 						continue // the allow-list's reason covers escalation and capabilities too

@@ -307,6 +307,19 @@ var noEscalation = &corev1.SecurityContextArgs{
 	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
 }
 
+// NonRootUser is the user the scheduler and TensorBoard run as (nobody): neither writes the
+// shared claim (TensorBoard only reads its logs), so neither needs root. Jupyter keeps its
+// image's user: users' notebooks write the shared claim, whose files belong to root.
+const NonRootUser = 65534
+
+var nonRoot = &corev1.SecurityContextArgs{
+	AllowPrivilegeEscalation: pulumi.Bool(false),
+	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+	RunAsNonRoot:             pulumi.Bool(true),
+	RunAsUser:                pulumi.Int(NonRootUser),
+	RunAsGroup:               pulumi.Int(NonRootUser),
+}
+
 // RenderDeployment builds the scheduler node's pod.
 func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 	shared := corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)}
@@ -325,7 +338,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(SchedulerPort)}, PeriodSeconds: pulumi.Int(10),
 		},
 		Resources:       resources(a.Scheduler, schedulerCPULimit),
-		SecurityContext: noEscalation,
+		SecurityContext: nonRoot,
 	}}
 	if a.Jupyter {
 		containers = append(containers, jupyterContainer(a, shared))
@@ -345,7 +358,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 				TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
 			},
 			Resources:       resources(a.TensorBoardResources, tensorBoardCPULimit),
-			SecurityContext: noEscalation,
+			SecurityContext: nonRoot,
 			VolumeMounts:    shared,
 		})
 	}

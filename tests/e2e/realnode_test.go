@@ -153,6 +153,10 @@ futs = [c.submit(lambda i: (i * i, socket.gethostname()), i, workers=[a], pure=F
 res = c.gather(futs)
 print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values()), "results": res}))
 `, addr)
+		// The scheduler runs as nobody (components/entrypoint NonRootUser), not root.
+		if uid := strings.TrimSpace(s.kubectl(t, "", "-n", ns, "exec", "deploy/entrypoint", "-c", "dask-scheduler", "--", "id", "-u")); uid != "65534" {
+			t.Errorf("dask-scheduler runs as uid %s, want 65534", uid)
+		}
 		logs := s.kubectl(t, script, "-n", ns, "exec", "-i", "deploy/entrypoint", "-c", "dask-scheduler", "--", "python3", "-")
 		i := strings.Index(logs, "RESULT ")
 		if i < 0 {
