@@ -118,8 +118,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	// The wait for the rendezvous store is the StatefulSet's alone: a component that depends on
 	// another blocks the program until that one is ready, holding up everything registered after.
+	// A new pod shape (GPUs, CPU, memory, pool) replaces the workers as a whole: a rolling
+	// update to it can stall for good on a full pool (meta.PodShape). Other changes (image,
+	// command) roll worker by worker, which the rendezvous survives; scaling stays in place.
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
-		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)))
+		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)), meta.ReplaceOnChangesOf(meta.PodShape))
 	if err != nil {
 		return nil, err
 	}

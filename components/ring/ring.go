@@ -125,7 +125,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	deps := pulumi.DependsOn([]pulumi.Resource{secret, scripts, svc})
-	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps)
+	// Any change of the towers' pods restarts the ring anyway (mpirun ends with its first rank):
+	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
+	// (meta.PodShape). The Service and the pod names stay.
+	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps,
+		meta.ReplaceOnChangesOf(meta.PodSpec))
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,10 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		if err != nil {
 			return nil, fmt.Errorf("tfcluster %q: %w", name, err)
 		}
-		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc})); err != nil {
+		// A new pod shape replaces the task type's StatefulSet as a whole (meta.PodShape); a
+		// new count changes every task's cluster spec and rolls in place.
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc}),
+			meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
 			return nil, err
 		}
 	}
