@@ -17,6 +17,7 @@ import (
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
@@ -126,6 +127,9 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
+	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(e)); err != nil {
+		return nil, err
+	}
 	e.Endpoint = pulumi.String(Endpoint(args)).ToStringOutput()
 	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})
 }
@@ -193,6 +197,15 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 func RenderService(a *Args) *corev1.ServiceArgs {
 	return a.Labels.HeadlessService(a.Name, a.Namespace, Component, true, meta.Port{Name: "rendezvous", Port: a.RdzvPort})
 }
+
+// RenderDisruptionBudget lets voluntary disruptions (drains, the autoscaler's scale-down, node
+// upgrades) take workers only down to minNodes, below which torchrun stops the run.
+func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
+	return a.Labels.DisruptionBudget(a.Name, a.Namespace, Component, MaxUnavailable(a))
+}
+
+// MaxUnavailable is how many workers a drain may take at once: nodes - minNodes, at least 0.
+func MaxUnavailable(a *Args) int { return max(a.Nodes-a.MinNodes, 0) }
 
 // RenderStatefulSet builds the workers: one per node where the pool allows (preferred
 // anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared

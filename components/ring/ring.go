@@ -14,6 +14,7 @@ import (
 	batchv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/batch/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -131,6 +132,9 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps,
 		meta.ReplaceOnChangesOf(meta.PodSpec))
 	if err != nil {
+		return nil, err
+	}
+	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(r)); err != nil {
 		return nil, err
 	}
 	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
@@ -255,6 +259,12 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			},
 		},
 	}
+}
+
+// RenderDisruptionBudget lets no voluntary disruption (a drain, the autoscaler's scale-down, a
+// node upgrade) evict a tower: an MPI ring is rigid, and the run ends with any of its ranks.
+func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
+	return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 0)
 }
 
 // RenderLauncher builds the launcher Job. `pulumi up` does not wait for it to finish
