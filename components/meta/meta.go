@@ -38,6 +38,31 @@ const (
 	GPUProductLabel = "nvidia.com/gpu.product"
 )
 
+// SpotLabels are the labels each cloud puts on its spot/preemptible nodes (GKE Spot VMs, EKS
+// managed node groups with SPOT capacity, AKS Spot priority), label key to value. The clouds set
+// them themselves (and reserve their prefixes); simulated spot pools carry their cloud's.
+var SpotLabels = map[string]string{
+	"cloud.google.com/gke-spot":             "true",
+	"eks.amazonaws.com/capacityType":        "SPOT",
+	"kubernetes.azure.com/scalesetpriority": "spot",
+}
+
+// NotOnSpot is a node affinity that keeps a pod off every cloud's spot nodes (a node without the
+// labels is fine), for a pod whose loss ends more than itself.
+func NotOnSpot() *corev1.NodeAffinityArgs {
+	var exprs corev1.NodeSelectorRequirementArray
+	for _, k := range SortedKeys(SpotLabels) {
+		exprs = append(exprs, corev1.NodeSelectorRequirementArgs{
+			Key: pulumi.String(k), Operator: pulumi.String("NotIn"), Values: pulumi.StringArray{pulumi.String(SpotLabels[k])},
+		})
+	}
+	return &corev1.NodeAffinityArgs{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelectorArgs{
+			NodeSelectorTerms: corev1.NodeSelectorTermArray{corev1.NodeSelectorTermArgs{MatchExpressions: exprs}},
+		},
+	}
+}
+
 // Labels builds the app.kubernetes.io labels of one stack's objects.
 type Labels struct {
 	Instance string // app.kubernetes.io/instance: the stack name

@@ -78,7 +78,7 @@ type Args struct {
 	HostNetwork    bool               // towers on the node network
 	SSHPort        int                // sshd port
 	Pool           string             // pool of the towers
-	LauncherPool   string             // pool of the launcher (needs no GPU)
+	LauncherPool   string             // pool of the launcher (needs no GPU; never spot: it also keeps off every cloud's spot nodes)
 	LauncherCPU    string             // CPU request of the launcher (quantity)
 	LauncherMemory string             // memory request of the launcher (quantity)
 	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
@@ -295,9 +295,11 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 					Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
 				},
 				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
-					RestartPolicy:                pulumi.String("Never"),
-					NodeSelector:                 a.Labels.PoolSelector(a.LauncherPool),
+					SecurityContext: meta.PodSecurity(0),
+					RestartPolicy:   pulumi.String("Never"),
+					NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
+					// The run's one coordinator: a spot node reclaimed under it ends the run.
+					Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:    pulumi.String(launcherComponent),
