@@ -284,10 +284,14 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 
 // cloudNodeLabels are the Kubernetes labels of a pool's cloud nodes: those of the simulated
 // nodes (the pool label that every workload selects on, the GPU labels, the pool's own) without
-// node.kubernetes.io/instance-type, which the kubelet sets itself and the clouds refuse.
+// node.kubernetes.io/instance-type, which the kubelet sets itself and the clouds refuse, and
+// without the spot label, which the cloud sets itself under its reserved prefix.
 func cloudNodeLabels(p NodePool) map[string]string {
 	l := cluster.NodeLabels(SimulatedPool(p))
 	delete(l, "node.kubernetes.io/instance-type")
+	if key := spotLabel(p); key != "" {
+		delete(l, key)
+	}
 	return l
 }
 

@@ -199,6 +199,7 @@ type Towers struct {
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
 
+	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
 	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
 }

@@ -230,6 +230,9 @@ func (c *Config) applyDefaults() {
 	if e.Pool == "" {
 		e.Pool = c.Carriers.Pool
 	}
+	if c.Towers.LauncherPool == "" {
+		c.Towers.LauncherPool = e.Pool
+	}
 	if e.JupyterUI == "" {
 		e.JupyterUI = JupyterLab
 	}

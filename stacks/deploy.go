@@ -120,7 +120,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, Memory: t.Memory,
 			CPU: t.CPU, CPULimit: gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
-			Pool: t.Pool, LauncherPool: e.Pool, LauncherCPU: t.LauncherCPU, LauncherMemory: t.LauncherMemory,
+			Pool: t.Pool, LauncherPool: t.LauncherPool, LauncherCPU: t.LauncherCPU, LauncherMemory: t.LauncherMemory,
 			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
 			KeyBinding: ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace},
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
@@ -242,15 +242,44 @@ func deployCluster(ctx *pulumi.Context, c *Config, labels meta.Labels) (*kuberne
 }
 
 // SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.
+// A spot pool's nodes carry the spot label of the cloud whose catalogue names its machine type,
+// as that cloud's spot nodes do (none for a machine type no cloud here names).
 func SimulatedPool(p NodePool) cluster.Pool {
 	taints := make([]cluster.Taint, len(p.Taints))
 	for i, t := range p.Taints {
 		taints[i] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
 	}
+	labels := p.Labels
+	if key := spotLabel(p); key != "" {
+		labels = map[string]string{key: meta.SpotLabels[key]}
+		for k, v := range p.Labels {
+			labels[k] = v
+		}
+	}
 	return cluster.Pool{
 		Name: p.Name, Nodes: p.Nodes, MachineType: p.MachineType, GPUsPerNode: p.GPUsPerNode, GPUType: p.GPUType,
-		CPUs: p.CPUs, Memory: p.Memory, Labels: p.Labels, Taints: taints,
+		CPUs: p.CPUs, Memory: p.Memory, Labels: labels, Taints: taints,
 	}
+}
+
+// spotLabels is the key of meta.SpotLabels each cloud sets on its spot nodes.
+var spotLabels = map[string]string{
+	CloudGCP:   "cloud.google.com/gke-spot",
+	CloudAWS:   "eks.amazonaws.com/capacityType",
+	CloudAzure: "kubernetes.azure.com/scalesetpriority",
+}
+
+// spotLabel is the spot label key of a spot pool's cloud, "" for an on-demand pool or a machine
+// type of no catalogued cloud.
+func spotLabel(p NodePool) string {
+	if !p.Spot {
+		return ""
+	}
+	cloud, ok := catalogueCloud("", p.MachineType)
+	if !ok {
+		return ""
+	}
+	return spotLabels[cloud]
 }
 
 // Secret stack outputs, and the command that shows one.

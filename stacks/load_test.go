@@ -238,6 +238,10 @@ func TestBadConfigs(t *testing.T) {
 		{name: "entrypoint requests beyond its node", set: map[string]string{"entrypoint": `{"jupyterMemory":"64Gi"}`}, wantKey: "entrypoint.pool", wantMsg: "more than a node of pool \"cpu\""},
 		{name: "bad sentinel CPU", set: map[string]string{"sentinels": `{"enabled":true,"cpu":"lots"}`}, wantKey: "sentinels.cpu", wantMsg: "quantity"},
 		{name: "bad carrier CPU", set: map[string]string{"carriers": `{"cpu":"0"}`}, wantKey: "carriers.cpu", wantMsg: "not a positive CPU quantity"},
+		{name: "launcher on a spot pool", set: map[string]string{"nodePools": `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16"},{"name":"cheap","machineType":"n2-standard-4","spot":true}]`, "towers": `{"launcherPool":"cheap"}`}, wantKey: "towers.launcherPool", wantMsg: `pool "cheap" is spot capacity (spot: true): the launcher coordinates the whole run, and a reclaimed node ends it; allowed: a CPU pool without spot: cpu`},
+		{name: "launcher on the entrypoint's spot pool", set: map[string]string{"nodePools": `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16","spot":true}]`}, wantKey: "towers.launcherPool", wantMsg: "(towers.launcherPool defaults to entrypoint.pool): the launcher coordinates the whole run, and a reclaimed node ends it; allowed: a CPU pool without spot, and nodePools declares none"},
+		{name: "launcher on a GPU pool", set: map[string]string{"towers": `{"launcherPool":"gpu"}`}, wantKey: "towers.launcherPool", wantMsg: "is a GPU pool: the launcher requests no GPU and does not tolerate the GPU taint; allowed: a CPU pool without spot: cpu"},
+		{name: "launcher pool not declared", set: map[string]string{"towers": `{"launcherPool":"ops"}`}, wantKey: "towers.launcherPool", wantMsg: "pool not declared in nodePools; declared: gpu, cpu"},
 		{name: "launcher memory larger than its node", set: map[string]string{"towers": `{"launcherMemory":"1Ti"}`}, wantKey: "towers.launcherMemory", wantMsg: "more than a node of pool \"cpu\""},
 	}
 	if len(cases) < 20 {

@@ -210,6 +210,41 @@ func (c *Config) validateStorage(v *validator) {
 	v.absPath("storage.scratch.mountPath", s.Scratch.MountPath)
 }
 
+// validateLauncherPool refuses a launcher on spot capacity or on GPU nodes. The launcher is the
+// run's one coordinator: a spot node reclaimed under it ends the run, whatever the towers' nodes
+// are. It requests no GPU and does not tolerate the GPU taint.
+func (c *Config) validateLauncherPool(v *validator) *NodePool {
+	t := c.Towers
+	p := v.pool(c, "towers.launcherPool", t.LauncherPool, false)
+	if p == nil {
+		return nil
+	}
+	var allowed []string
+	for _, q := range c.NodePools {
+		if !q.Spot && q.GPUsPerNode == 0 {
+			allowed = append(allowed, q.Name)
+		}
+	}
+	choice := "allowed: a CPU pool without spot: " + strings.Join(allowed, ", ")
+	if len(allowed) == 0 {
+		choice = "allowed: a CPU pool without spot, and nodePools declares none: add a small on-demand one"
+	}
+	src := ""
+	if t.LauncherPool == c.Entrypoint.Pool {
+		src = " (towers.launcherPool defaults to entrypoint.pool)"
+	}
+	switch {
+	case p.Spot:
+		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+			"pool %q is spot capacity (spot: true)%s: the launcher coordinates the whole run, and a reclaimed node ends it; %s",
+			p.Name, src, choice))
+	case p.GPUsPerNode > 0:
+		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+			"pool %q is a GPU pool%s: the launcher requests no GPU and does not tolerate the GPU taint; %s", p.Name, src, choice))
+	}
+	return p
+}
+
 func (c *Config) validateTowers(v *validator) {
 	t := c.Towers
 	if !t.Enabled {
@@ -240,7 +275,7 @@ func (c *Config) validateTowers(v *validator) {
 		}
 		v.fits("towers", pool, t.CPU, t.Memory)
 	}
-	if lp := c.Pool(c.Entrypoint.Pool); lp != nil {
+	if lp := c.validateLauncherPool(v); lp != nil {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
 	if t.Slots < 1 {

@@ -36,6 +36,7 @@ type registered struct {
 	Parent              string
 	Protect             bool
 	DeleteBeforeReplace bool
+	ReplaceOnChanges    []string // pulumi.ReplaceOnChanges' property paths
 	CreateTimeout       string   // pulumi.Timeouts' create timeout, if any
 	DependsOn           []string // names of the resources named in pulumi.DependsOn
 	Inputs              resource.PropertyMap
@@ -55,6 +56,7 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 			rec.Parent = rec.Parent[i+2:]
 		}
 		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
+		rec.ReplaceOnChanges = rpc.GetReplaceOnChanges()
 		rec.CreateTimeout = rpc.GetCustomTimeouts().GetCreate()
 		for _, urn := range rpc.GetDependencies() {
 			rec.DependsOn = append(rec.DependsOn, urn[strings.LastIndex(urn, "::")+2:])
@@ -228,6 +230,9 @@ func goldenYAML(t *testing.T, rec *recorder) []byte {
 		}
 		if r.DeleteBeforeReplace {
 			doc["deleteBeforeReplace"] = true
+		}
+		if len(r.ReplaceOnChanges) > 0 {
+			doc["replaceOnChanges"] = r.ReplaceOnChanges
 		}
 		if r.CreateTimeout != "" {
 			doc["createTimeout"] = r.CreateTimeout

@@ -17,6 +17,7 @@ import (
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
@@ -118,9 +119,15 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	// The wait for the rendezvous store is the StatefulSet's alone: a component that depends on
 	// another blocks the program until that one is ready, holding up everything registered after.
+	// A new pod shape (GPUs, CPU, memory, pool) replaces the workers as a whole: a rolling
+	// update to it can stall for good on a full pool (meta.PodShape). Other changes (image,
+	// command) roll worker by worker, which the rendezvous survives; scaling stays in place.
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
-		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)))
+		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)), meta.ReplaceOnChangesOf(meta.PodShape))
 	if err != nil {
+		return nil, err
+	}
+	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(e)); err != nil {
 		return nil, err
 	}
 	e.Endpoint = pulumi.String(Endpoint(args)).ToStringOutput()
@@ -190,6 +197,15 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 func RenderService(a *Args) *corev1.ServiceArgs {
 	return a.Labels.HeadlessService(a.Name, a.Namespace, Component, true, meta.Port{Name: "rendezvous", Port: a.RdzvPort})
 }
+
+// RenderDisruptionBudget lets voluntary disruptions (drains, the autoscaler's scale-down, node
+// upgrades) take workers only down to minNodes, below which torchrun stops the run.
+func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
+	return a.Labels.DisruptionBudget(a.Name, a.Namespace, Component, MaxUnavailable(a))
+}
+
+// MaxUnavailable is how many workers a drain may take at once: nodes - minNodes, at least 0.
+func MaxUnavailable(a *Args) int { return max(a.Nodes-a.MinNodes, 0) }
 
 // RenderStatefulSet builds the workers: one per node where the pool allows (preferred
 // anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared

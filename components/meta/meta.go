@@ -7,6 +7,7 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -36,6 +37,31 @@ const (
 	// GPUProductLabel names the GPU type of a node.
 	GPUProductLabel = "nvidia.com/gpu.product"
 )
+
+// SpotLabels are the labels each cloud puts on its spot/preemptible nodes (GKE Spot VMs, EKS
+// managed node groups with SPOT capacity, AKS Spot priority), label key to value. The clouds set
+// them themselves (and reserve their prefixes); simulated spot pools carry their cloud's.
+var SpotLabels = map[string]string{
+	"cloud.google.com/gke-spot":             "true",
+	"eks.amazonaws.com/capacityType":        "SPOT",
+	"kubernetes.azure.com/scalesetpriority": "spot",
+}
+
+// NotOnSpot is a node affinity that keeps a pod off every cloud's spot nodes (a node without the
+// labels is fine), for a pod whose loss ends more than itself.
+func NotOnSpot() *corev1.NodeAffinityArgs {
+	var exprs corev1.NodeSelectorRequirementArray
+	for _, k := range SortedKeys(SpotLabels) {
+		exprs = append(exprs, corev1.NodeSelectorRequirementArgs{
+			Key: pulumi.String(k), Operator: pulumi.String("NotIn"), Values: pulumi.StringArray{pulumi.String(SpotLabels[k])},
+		})
+	}
+	return &corev1.NodeAffinityArgs{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelectorArgs{
+			NodeSelectorTerms: corev1.NodeSelectorTermArray{corev1.NodeSelectorTermArgs{MatchExpressions: exprs}},
+		},
+	}
+}
 
 // Labels builds the app.kubernetes.io labels of one stack's objects.
 type Labels struct {
@@ -126,6 +152,27 @@ func (l Labels) HeadlessService(name string, namespace pulumi.StringInput, compo
 	spec.Ports = sp
 	return &corev1.ServiceArgs{Metadata: l.ObjectMeta(name, namespace, component), Spec: spec}
 }
+
+// DisruptionBudget renders the PodDisruptionBudget of a component's pods: voluntary disruptions
+// (node drains, the cluster autoscaler's scale-down, a cloud's node auto-upgrades, all of which
+// evict through the Eviction API) take at most maxUnavailable of them at a time; 0 takes none
+// while they run. Deletions (a rollout, `kubectl delete pod`, scaling down) are not evictions
+// and are not held. Pods that are not Ready may always be evicted: a budget of 0 would otherwise
+// hold a drain for good behind a pod that serves no run.
+func (l Labels) DisruptionBudget(name string, namespace pulumi.StringInput, component string, maxUnavailable int) *policyv1.PodDisruptionBudgetArgs {
+	return &policyv1.PodDisruptionBudgetArgs{
+		Metadata: l.ObjectMeta(name, namespace, component),
+		Spec: &policyv1.PodDisruptionBudgetSpecArgs{
+			MaxUnavailable:             pulumi.Int(maxUnavailable),
+			Selector:                   &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(l.Selector(component))},
+			UnhealthyPodEvictionPolicy: pulumi.String(UnhealthyPodsEvictable),
+		},
+	}
+}
+
+// UnhealthyPodsEvictable is the budgets' unhealthyPodEvictionPolicy: a pod that is not Ready
+// can be evicted whatever the budget says.
+const UnhealthyPodsEvictable = "AlwaysAllow"
 
 // PodSecurity is the security context of every Kolotoc pod: the container runtime's default
 // seccomp profile, which blocks the system calls containers have no use for (Pod Security

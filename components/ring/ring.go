@@ -14,6 +14,7 @@ import (
 	batchv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/batch/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -77,7 +78,7 @@ type Args struct {
 	HostNetwork    bool               // towers on the node network
 	SSHPort        int                // sshd port
 	Pool           string             // pool of the towers
-	LauncherPool   string             // pool of the launcher (needs no GPU)
+	LauncherPool   string             // pool of the launcher (needs no GPU; never spot: it also keeps off every cloud's spot nodes)
 	LauncherCPU    string             // CPU request of the launcher (quantity)
 	LauncherMemory string             // memory request of the launcher (quantity)
 	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
@@ -125,8 +126,15 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	deps := pulumi.DependsOn([]pulumi.Resource{secret, scripts, svc})
-	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps)
+	// Any change of the towers' pods restarts the ring anyway (mpirun ends with its first rank):
+	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
+	// (meta.PodShape). The Service and the pod names stay.
+	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps,
+		meta.ReplaceOnChangesOf(meta.PodSpec))
 	if err != nil {
+		return nil, err
+	}
+	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(r)); err != nil {
 		return nil, err
 	}
 	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
@@ -253,6 +261,12 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	}
 }
 
+// RenderDisruptionBudget lets no voluntary disruption (a drain, the autoscaler's scale-down, a
+// node upgrade) evict a tower: an MPI ring is rigid, and the run ends with any of its ranks.
+func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
+	return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 0)
+}
+
 // RenderLauncher builds the launcher Job. `pulumi up` does not wait for it to finish
 // (pulumi.com/skipAwait): a training run lasts hours. The hostfile's hash in the pod template
 // makes a change of towers or slots start a new launcher.
@@ -281,9 +295,11 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 					Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
 				},
 				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
-					RestartPolicy:                pulumi.String("Never"),
-					NodeSelector:                 a.Labels.PoolSelector(a.LauncherPool),
+					SecurityContext: meta.PodSecurity(0),
+					RestartPolicy:   pulumi.String("Never"),
+					NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
+					// The run's one coordinator: a spot node reclaimed under it ends the run.
+					Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:    pulumi.String(launcherComponent),

@@ -17,6 +17,7 @@ import (
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
@@ -133,8 +134,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		if err != nil {
 			return nil, fmt.Errorf("tfcluster %q: %w", name, err)
 		}
-		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc})); err != nil {
+		// A new pod shape replaces the task type's StatefulSet as a whole (meta.PodShape); a
+		// new count changes every task's cluster spec and rolls in place.
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc}),
+			meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
 			return nil, err
+		}
+		if pdb := RenderDisruptionBudget(args, t); pdb != nil {
+			if _, err := policyv1.NewPodDisruptionBudget(ctx, name+"-"+t.Type, pdb, pulumi.Parent(c)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if tb := args.TensorBoard; tb != nil {
@@ -274,6 +283,17 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 			},
 		},
 	}, nil
+}
+
+// RenderDisruptionBudget lets no voluntary disruption (a drain, the autoscaler's scale-down, a
+// node upgrade) evict a task of the cluster spec: parameter-server training stops when a chief,
+// worker or parameter server goes. The evaluator, outside the spec, only follows checkpoints and
+// picks up again where it restarts: it gets none (nil).
+func RenderDisruptionBudget(a *Args, t Task) *policyv1.PodDisruptionBudgetArgs {
+	if t.Type == TypeEvaluator {
+		return nil
+	}
+	return a.Labels.DisruptionBudget(t.Name, a.Namespace, t.Name, 0)
 }
 
 // RenderTensorBoard is the cluster's own TensorBoard over the shared log directory.

@@ -1,0 +1,84 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"kolotoc/stacks"
+)
+
+// notOnSpot is the launcher's required node affinity: off every cloud's spot nodes.
+var notOnSpot = []any{
+	map[string]any{"key": "cloud.google.com/gke-spot", "operator": "NotIn", "values": []any{"true"}},
+	map[string]any{"key": "eks.amazonaws.com/capacityType", "operator": "NotIn", "values": []any{"SPOT"}},
+	map[string]any{"key": "kubernetes.azure.com/scalesetpriority", "operator": "NotIn", "values": []any{"spot"}},
+}
+
+func launcherSpec(t *testing.T, rec *recorder) any {
+	t.Helper()
+	return get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec")
+}
+
+// TestLauncherNotOnSpot: the launcher, the run's one coordinator, never lands on spot capacity,
+// on any cloud: it requires nodes without GKE's, EKS's or AKS's spot label. On the AWS example,
+// whose Dask pool is Spot, it runs on the on-demand pool towers.launcherPool names; mirrored on
+// the simulated cloud, the Spot pool's nodes carry EKS's spot label as EKS sets it, and the cloud
+// node groups do not declare it (EKS sets it and reserves its prefix).
+func TestLauncherNotOnSpot(t *testing.T) {
+	for i, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			terms := get(launcherSpec(t, deploy(t, layoutRaw(t, i))), "affinity", "nodeAffinity",
+				"requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+			if d := cmp.Diff([]any{map[string]any{"matchExpressions": notOnSpot}}, terms); d != "" {
+				t.Errorf("launcher node affinity (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("aws", func(t *testing.T) {
+		rec := deploy(t, cloudRaw(t, "aws", nil))
+		spec := launcherSpec(t, rec)
+		if got := get(spec, "nodeSelector", "kolotoc.dev/pool"); got != "ops" {
+			t.Errorf("launcher on pool %v, want the on-demand pool ops", got)
+		}
+		for _, name := range []string{"cluster-cpu", "cluster-ops"} {
+			ng := inputs(rec.one(t, "aws:eks/nodeGroup:NodeGroup", name))
+			if _, set := get(ng, "labels").(map[string]any)["eks.amazonaws.com/capacityType"]; set {
+				t.Errorf("node group %s declares EKS's reserved label eks.amazonaws.com/capacityType", name)
+			}
+		}
+		if got := get(inputs(rec.one(t, "aws:eks/nodeGroup:NodeGroup", "cluster-cpu")), "capacityType"); got != "SPOT" {
+			t.Errorf("the example's cpu pool capacityType = %v, want SPOT", got)
+		}
+	})
+	t.Run("aws simulated", func(t *testing.T) {
+		raw := cloudRaw(t, "aws", map[string]string{"cloud": "simulated"})
+		var c map[string]any
+		_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c)
+		c["kubeconfig"] = fakeKubeconfig(t)
+		b, _ := json.Marshal(c)
+		raw.Values["kolotoc:cluster"] = string(b)
+		rec := deploy(t, raw)
+		spot := map[string]string{}
+		for _, n := range rec.ofType(tNode) {
+			labels := get(inputs(n), "metadata", "labels")
+			spot[fmt.Sprint(get(labels, "kolotoc.dev/pool"))] = fmt.Sprint(get(labels, "eks.amazonaws.com/capacityType"))
+		}
+		if want := map[string]string{"gpu": "<nil>", "cpu": "SPOT", "ops": "<nil>"}; !cmp.Equal(spot, want) {
+			t.Errorf("simulated nodes' eks.amazonaws.com/capacityType by pool = %v, want %v", spot, want)
+		}
+		if got := get(launcherSpec(t, rec), "nodeSelector", "kolotoc.dev/pool"); got != "ops" {
+			t.Errorf("launcher on pool %v, want ops", got)
+		}
+	})
+	t.Run("a spot pool under the launcher is refused", func(t *testing.T) {
+		raw := cloudRaw(t, "aws", map[string]string{"towers": `{"count":2,"gpusPerTower":8,"pool":"gpu","launcherPool":"cpu"}`})
+		_, err := stacks.Load(raw)
+		if err == nil || !strings.Contains(err.Error(), `kolotoc:towers.launcherPool = cpu: pool "cpu" is spot capacity`) {
+			t.Errorf("launcher on the Spot pool: %v", err)
+		}
+	})
+}
