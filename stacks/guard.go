@@ -34,6 +34,9 @@ const readStackOutputs = "pulumi:pulumi:readStackOutputs"
 //     Filestore cannot move, change tier or change network in place.
 //   - cluster.region (efs), cluster.region, storage.tier, storage.account (azurefiles): an EFS file
 //     system and a storage account live in one region; the account's name and kind are fixed.
+//   - storage.protocol (azurefiles): a share's protocol is chosen when it is created. Recorded
+//     only when it is nfs: smb, the protocol of every share deployed before the key existed, is
+//     left out, so that those stacks do not read as changed.
 //
 // A size change is not in it: the clouds grow a file store in place, and Kubernetes refuses to
 // shrink a claim rather than replacing it.
@@ -58,6 +61,9 @@ func StorageIdentity(c *Config) map[string]string {
 		id["cluster.region"] = c.Cluster.Region
 	case StorageAzureFiles:
 		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
+		if s.Protocol != AzureFilesSMB {
+			id["storage.protocol"] = s.Protocol
+		}
 	}
 	return id
 }
