@@ -249,6 +249,8 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		Name: k.Name, ResourceGroup: k.Name + "-rg", NodeResourceGroup: k.Name + "-nodes", Location: k.Region,
 		KubernetesVersion: k.KubernetesVersion, SystemVMSize: k.SystemVMSize, SystemNodes: k.SystemNodes,
 		Pools: pools, Tags: cloudLabels(c),
+		SubnetID: k.SubnetID, Subscription: k.AzureSubscription(),
+		ServiceCIDR: k.ServiceCIDR, DNSServiceIP: k.AKSDNSServiceIP(), PodCIDR: k.PodCIDR,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 	}, onAzure)
 	if err != nil {
@@ -257,26 +259,20 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}}
 	if s := c.Storage; s.Type == StorageAzureFiles {
+		nfs := s.Protocol == AzureFilesNFS
+		protocol := aks.SMB
+		if nfs {
+			protocol = aks.NFS
+		}
 		files, err := aks.NewFiles(ctx, cloudStoreName, &aks.FilesArgs{
-			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier,
-			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c),
+			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol,
+			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c), SubnetID: k.SubnetID,
 		}, onAzure)
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
 		deps = append(deps, files)
-		res.storage = func(a *storage.Args) {
-			a.InCluster, a.MountOptions = false, aks.MountOptions
-			a.CSI = &storage.CSI{
-				Driver:       storage.AzureFilesDriver,
-				VolumeHandle: pulumi.Sprintf("%s#%s#%s", cl.ResourceGroup.Name, files.Account, files.ShareName),
-				Attributes:   pulumi.StringMap{"shareName": files.ShareName},
-				SecretData: pulumi.ToSecret(pulumi.StringMap{
-					"azurestorageaccountname": files.Account,
-					"azurestorageaccountkey":  files.Key,
-				}).(pulumi.StringMapOutput),
-			}
-		}
+		res.storage = azureFilesVolume(files, cl.ResourceGroup.Name, nfs)
 		res.outputs["storageAccount"] = files.Account
 	}
 	return cl.Kubeconfig, deps, res, nil

@@ -188,6 +188,7 @@ func (c *Config) applyCloudDefaults() {
 			k.SystemNodes = defaultSystemNodes
 		}
 	}
+	c.applyAzureDefaults()
 	c.applyAccessDefaults()
 }
 
@@ -273,6 +274,7 @@ func (c *Config) validateCloud(v *validator) {
 		c.validateAzureSpot(v)
 	}
 	c.validateCloudStorage(v)
+	c.validateAzureNetwork(v)
 	c.validateAccess(v)
 }
 

@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 const (
 	gkeZonal = `{"region":"us-central1","zone":"us-central1-a"}`
 	aksPools = `[{"name":"gpu","machineType":"Standard_ND96asr_v4"},{"name":"cpu","machineType":"Standard_D16s_v5"}]`
+	azSubnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/network/providers/Microsoft.Network/virtualNetworks/training/subnets/aks"
 )
 
 // exampleRaw reads a committed cloud stack file with its secrets set.
@@ -101,6 +103,56 @@ func TestCloudDefaults(t *testing.T) {
 	}
 	if az.Cluster.SystemVMSize != defaultSystemVMSize || az.Cluster.SystemNodes != 1 {
 		t.Errorf("system pool %s × %d", az.Cluster.SystemVMSize, az.Cluster.SystemNodes)
+	}
+}
+
+// TestAzureFilesProtocolDefault: NFS wherever it can run (a subnet of one's own), SMB without a
+// subnet, as every azure stack was before; a named protocol stands. The storage guard records it,
+// and reads an update by an older version, which recorded none, as smb.
+func TestAzureFilesProtocolDefault(t *testing.T) {
+	const subnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/n/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
+	configs := map[string]*Config{}
+	for _, tc := range []struct {
+		name, cluster, storage, want string
+	}{
+		{"subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles"}`, AzureFilesNFS},
+		{"no subnet", `{"region":"eastus"}`, `{"type":"azurefiles"}`, AzureFilesSMB},
+		{"smb named with a subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles","protocol":"smb"}`, AzureFilesSMB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure")
+			raw.Values["kolotoc:cluster"], raw.Values["kolotoc:storage"] = tc.cluster, tc.storage
+			c, err := Load(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Storage.Protocol != tc.want {
+				t.Errorf("storage.protocol %q, want %q", c.Storage.Protocol, tc.want)
+			}
+			if got := StorageIdentity(c)["storage.protocol"]; got != tc.want {
+				t.Errorf("storage identity records protocol %q, want %q", got, tc.want)
+			}
+			configs[tc.name] = c
+		})
+	}
+	smb, nfs := configs["no subnet"], configs["subnet"]
+	if smb == nil || nfs == nil {
+		t.FailNow()
+	}
+	smb.Storage.Protect, nfs.Storage.Protect = true, true
+	// An SMB share deployed by an older version, which recorded no protocol, is still SMB.
+	older := RecordedIdentity(smb, nil)
+	delete(older, "storage.protocol")
+	if err := CheckStorageReplacement(smb, older); err != nil {
+		t.Errorf("an older version's SMB share read as changed: %v", err)
+	}
+	// A protected SMB share becomes NFS: a new share, the checkpoints left behind; refused.
+	for name, previous := range map[string]map[string]string{"recorded": RecordedIdentity(smb, nil), "older": older} {
+		err := CheckStorageReplacement(nfs, previous)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || len(ce.Errors) != 1 || ce.Errors[0].Key != "storage.protocol" || !strings.Contains(ce.Errors[0].Msg, "was smb") {
+			t.Errorf("%s: smb to nfs on protected storage: %v, want storage.protocol refused", name, err)
+		}
 	}
 }
 

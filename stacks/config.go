@@ -94,6 +94,13 @@ type Cluster struct {
 	SubnetIDs         []string `json:"subnetIds"`         // aws: existing subnets (in at least 2 zones) for the cluster, nodes and EFS; needs vpcId
 	SystemVMSize      string   `json:"systemVmSize"`      // azure: VM size of the AKS system pool (no workloads run there); default Standard_D4s_v5
 	SystemNodes       int      `json:"systemNodes"`       // azure: nodes of the AKS system pool; default 1
+	// SubnetID (azure): ARM resource ID of an existing subnet every AKS pool runs in
+	// (/subscriptions/…/resourceGroups/…/providers/Microsoft.Network/virtualNetworks/…/subnets/…),
+	// with the Microsoft.Storage service endpoint; it lets the Azure Files account deny every
+	// other network and serve NFS without a key; default none: AKS creates its own network.
+	SubnetID    string `json:"subnetId"`
+	ServiceCIDR string `json:"serviceCidr"` // azure: the Kubernetes Services' range, outside the subnet's virtual network; default AKS's 10.0.0.0/16
+	PodCIDR     string `json:"podCidr"`     // azure: the CNI overlay's pod range, outside the subnet's virtual network; default AKS's 10.244.0.0/16
 
 	// AuthorizedNetworks (gcp, aws, azure): CIDRs allowed to reach the API server (GKE master
 	// authorized networks, EKS public access CIDRs, AKS authorized IP ranges); 0.0.0.0/0 and ::/0
@@ -167,6 +174,9 @@ type Storage struct {
 	Tier      string `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
 	Zone      string `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
 	Account   string `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
+	// Protocol (azurefiles): nfs (NFS 4.1, no account key, needs tier Premium and cluster.subnetId)
+	// | smb (mounted with the account key); default nfs with cluster.subnetId, else smb.
+	Protocol string `json:"protocol"`
 	// ClientRanges (filestore): CIDRs allowed to mount the share (its NFS export's ipRanges, read-write, no
 	// root squash); default the node ranges of GCP's auto-mode `default` network, 10.128.0.0/9;
 	// required on another cluster.network.

@@ -34,6 +34,8 @@ const readStackOutputs = "pulumi:pulumi:readStackOutputs"
 //     Filestore cannot move, change tier or change network in place.
 //   - cluster.region (efs), cluster.region, storage.tier, storage.account (azurefiles): an EFS file
 //     system and a storage account live in one region; the account's name and kind are fixed.
+//   - storage.protocol (azurefiles): a share's protocol is chosen when it is created. Updates by
+//     versions before the key recorded none: their shares are all smb (olderIdentity).
 //
 // A size change is not in it: the clouds grow a file store in place, and Kubernetes refuses to
 // shrink a claim rather than replacing it.
@@ -58,6 +60,7 @@ func StorageIdentity(c *Config) map[string]string {
 		id["cluster.region"] = c.Cluster.Region
 	case StorageAzureFiles:
 		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
+		id["storage.protocol"] = s.Protocol
 	}
 	return id
 }
@@ -107,6 +110,7 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 	if !guarded(previous) {
 		return nil
 	}
+	previous = olderIdentity(previous)
 	current := StorageIdentity(c)
 	keys := map[string]bool{}
 	for k := range previous {
@@ -135,6 +139,20 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 			shown(previous[k]), what)})
 	}
 	return &ConfigError{Stack: c.Stack, Errors: errs}
+}
+
+// olderIdentity fills in what an update by an older version did not record but deployed all the
+// same: Azure Files shares were SMB before storage.protocol existed.
+func olderIdentity(previous map[string]string) map[string]string {
+	if previous["storage.type"] != StorageAzureFiles || previous["storage.protocol"] != "" {
+		return previous
+	}
+	filled := make(map[string]string, len(previous)+1)
+	for k, v := range previous {
+		filled[k] = v
+	}
+	filled["storage.protocol"] = AzureFilesSMB
+	return filled
 }
 
 func shown(v string) string {

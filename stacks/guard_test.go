@@ -109,7 +109,7 @@ func TestStorageIdentityPerType(t *testing.T) {
 			want := map[string][]string{
 				StorageFilestore:  {"cluster.network", "cluster.project", "cluster.region", "storage.tier", "storage.zone"},
 				StorageEFS:        {"cluster.region"},
-				StorageAzureFiles: {"cluster.region", "storage.account", "storage.tier"},
+				StorageAzureFiles: {"cluster.region", "storage.account", "storage.protocol", "storage.tier"}, // the example's share is NFS
 			}[f.storage]
 			for _, k := range append(want, "cloud", "cluster.name", "namespace", "storage.type", "storage.protect") {
 				if _, ok := id[k]; !ok {

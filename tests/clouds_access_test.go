@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The security review's cloud findings (issue 12): who reaches the control planes, what the GKE
@@ -204,16 +207,15 @@ func TestCloudClusterProtect(t *testing.T) {
 	}
 }
 
-// TestAKSFilesLockdown: the storage account takes HTTPS and TLS 1.2 only, shares no blob publicly
-// nor with other tenants, and a protected one carries a CanNotDelete management lock.
+// TestAKSFilesLockdown: the storage account takes TLS 1.2 at least, shares no blob publicly nor
+// with other tenants, and a protected one carries a CanNotDelete management lock.
 func TestAKSFilesLockdown(t *testing.T) {
 	for _, protect := range []bool{true, false} {
 		t.Run(fmt.Sprint(protect), func(t *testing.T) {
 			r := cloudRec(t, "azure", map[string]string{"storage": fmt.Sprintf(`{"type":"azurefiles","protect":%v}`, protect)})
 			acct := inputs(r.one(t, tStorageAcct, "shared-store"))
 			for field, want := range map[string]any{
-				"enableHttpsTrafficOnly": true, "minimumTlsVersion": "TLS1_2", "allowBlobPublicAccess": false,
-				"allowCrossTenantReplication": false,
+				"minimumTlsVersion": "TLS1_2", "allowBlobPublicAccess": false, "allowCrossTenantReplication": false,
 			} {
 				if get(acct, field) != want {
 					t.Errorf("storage account %s = %v, want %v", field, get(acct, field), want)
@@ -244,4 +246,100 @@ func TestAKSFilesLockdown(t *testing.T) {
 func cloudRec(t *testing.T, name string, overrides map[string]string) *recorder {
 	t.Helper()
 	return deploy(t, cloudRaw(t, name, overrides))
+}
+
+// TestAKSFilesNFS: with the cluster's own subnet (the azure example) the share is NFS: the
+// account refuses shared keys and every network but that subnet, the share keeps root as root,
+// and the volume is mounted with no secret; the account's keys are never even read.
+func TestAKSFilesNFS(t *testing.T) {
+	r := cloudRec(t, "azure", nil)
+	acct := inputs(r.one(t, tStorageAcct, "shared-store"))
+	for field, want := range map[string]any{
+		"allowSharedKeyAccess": false,
+		// Azure requires it off for NFS; the traffic stays on the subnet's service endpoint.
+		"enableHttpsTrafficOnly": false,
+		// Service-endpoint traffic arrives at the public endpoint: Disabled would refuse it too.
+		"publicNetworkAccess": "Enabled",
+		"kind":                "FileStorage",
+	} {
+		if get(acct, field) != want {
+			t.Errorf("storage account %s = %v, want %v", field, get(acct, field), want)
+		}
+	}
+	rules := get(acct, "networkRuleSet")
+	vnet, _ := get(rules, "virtualNetworkRules").([]any)
+	if get(rules, "defaultAction") != "Deny" || get(rules, "bypass") != "None" || get(rules, "ipRules") != nil ||
+		len(vnet) != 1 || get(vnet[0], "virtualNetworkResourceId") != exampleSubnet || get(vnet[0], "action") != "Allow" {
+		t.Errorf("storage firewall %v, want deny all but %s, no IP rules, no bypass", rules, exampleSubnet)
+	}
+	share := inputs(r.one(t, tFileShare, "shared-store"))
+	if get(share, "enabledProtocols") != "NFS" || get(share, "rootSquash") != "NoRootSquash" {
+		t.Errorf("share %v, want NFS without root squash", share)
+	}
+
+	pv := inputs(r.one(t, tPV, "storage"))
+	csi := get(pv, "spec", "csi")
+	account := get(acct, "accountName").(string)
+	wantAttrs := map[string]any{"resourceGroup": "kolotoc-azure-rg", "storageAccount": account, "shareName": "shared", "protocol": "nfs"}
+	if d := cmp.Diff(wantAttrs, get(csi, "volumeAttributes")); d != "" {
+		t.Errorf("volume attributes (-want +got):\n%s", d)
+	}
+	if get(csi, "volumeHandle") != account+"_shared" || get(csi, "nodeStageSecretRef") != nil || get(csi, "nodePublishSecretRef") != nil {
+		t.Errorf("NFS volume %v, want handle %s_shared and no secret", csi, account)
+	}
+	if got := fmt.Sprint(get(pv, "spec", "mountOptions")); got != "[nconnect=4 noresvport actimeo=30]" {
+		t.Errorf("mount options %s, want [nconnect=4 noresvport actimeo=30]", got)
+	}
+	for _, sec := range r.ofType(tSecret) {
+		if strings.Contains(secretText(sec.Inputs["stringData"]), "azurestorageaccount") {
+			t.Errorf("Secret %s holds storage account credentials", sec.Name)
+		}
+	}
+	if r.called(listKeys) {
+		t.Errorf("%s invoked: the NFS share needs no key, and the program must not read one", listKeys)
+	}
+}
+
+// TestAKSFilesSMB: smb, the only choice without a subnet of one's own, is mounted with the account
+// key (a secret, in the Secret the volume names), and the account takes HTTPS only; with a
+// subnet, the storage firewall closes it to every other network all the same.
+func TestAKSFilesSMB(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ov     map[string]string
+		subnet bool
+	}{
+		{"no subnet", map[string]string{"cluster": `{"region":"eastus","authorizedNetworks":["203.0.113.0/24"]}`, "storage": `{"type":"azurefiles"}`}, false},
+		{"subnet", map[string]string{"storage": `{"type":"azurefiles","protocol":"smb"}`}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cloudRec(t, "azure", tc.ov)
+			acct := inputs(r.one(t, tStorageAcct, "shared-store"))
+			if get(acct, "allowSharedKeyAccess") != true || get(acct, "enableHttpsTrafficOnly") != true {
+				t.Errorf("SMB account: shared key %v, HTTPS only %v; want both on", get(acct, "allowSharedKeyAccess"), get(acct, "enableHttpsTrafficOnly"))
+			}
+			rules := get(acct, "networkRuleSet")
+			if tc.subnet && (get(rules, "defaultAction") != "Deny" || get(rules, "virtualNetworkRules", "[0]", "virtualNetworkResourceId") != exampleSubnet) {
+				t.Errorf("storage firewall %v, want deny all but %s", rules, exampleSubnet)
+			}
+			if !tc.subnet && rules != nil {
+				t.Errorf("storage firewall %v without a subnet to allow", rules)
+			}
+			share := inputs(r.one(t, tFileShare, "shared-store"))
+			if get(share, "enabledProtocols") != "SMB" || get(share, "rootSquash") != nil {
+				t.Errorf("share %v, want SMB", share)
+			}
+			creds := r.one(t, tSecret, "storage-credentials")
+			if v := creds.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), fakeAzureStorageKey) {
+				t.Errorf("the storage key Secret: secret=%v", isSecret(v))
+			}
+			csi := get(inputs(r.one(t, tPV, "storage")), "spec", "csi")
+			if get(csi, "nodeStageSecretRef", "name") != "shared-credentials" || get(csi, "volumeHandle") != "kolotoc-azure-rg#"+get(acct, "accountName").(string)+"#shared" {
+				t.Errorf("SMB volume %v, want the rg#account#share handle and the key Secret", csi)
+			}
+			if !r.called(listKeys) {
+				t.Errorf("%s not invoked: the SMB mount needs the key", listKeys)
+			}
+		})
+	}
 }

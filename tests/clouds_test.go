@@ -40,6 +40,7 @@ const (
 	tStorageAcct   = "azure-native:storage:StorageAccount"
 	tFileShare     = "azure-native:storage:FileShare"
 	tResourceGroup = "azure-native:resources:ResourceGroup"
+	tRoleAssign    = "azure-native:authorization:RoleAssignment"
 	tStorageClass  = "kubernetes:storage.k8s.io/v1:StorageClass"
 )
 
@@ -52,6 +53,9 @@ const (
 	fakeFilestoreIP     = "10.20.0.2"
 	fakeNodeSG          = "sg-0nodes0000000000"
 	fakeAzureStorageKey = "azure-storage-key-that-must-stay-secret"
+	fakeAKSPrincipal    = "11111111-2222-3333-4444-555555555555"
+	// listKeys is the invoke that reads a storage account's keys.
+	listKeys = "azure-native:storage:listStorageAccountKeys"
 )
 
 // cloudState fills the outputs a cloud computes: endpoints and CAs, service account e-mails,
@@ -84,6 +88,7 @@ func cloudState(token string, state resource.PropertyMap) {
 		set("arn", "arn:aws:iam::123456789012:role/"+str("name"))
 	case tAKSCluster:
 		set("name", str("resourceName"))
+		set("identity", map[string]any{"type": "SystemAssigned", "principalId": fakeAKSPrincipal})
 	case tResourceGroup:
 		set("name", str("resourceGroupName"))
 	case tStorageAcct:
@@ -101,7 +106,7 @@ func cloudCall(args pulumi.MockCallArgs) resource.PropertyMap {
 	case "azure-native:containerservice:listManagedClusterUserCredentials":
 		kc := base64.StdEncoding.EncodeToString([]byte(fakeKubeconfigText))
 		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "clusterUser", "value": kc}}})
-	case "azure-native:storage:listStorageAccountKeys":
+	case listKeys:
 		return resource.NewPropertyMapFromMap(map[string]any{"keys": []any{
 			map[string]any{"keyName": "key1", "permissions": "FULL", "value": fakeAzureStorageKey},
 		}})
@@ -491,16 +496,73 @@ func TestAKS(t *testing.T) {
 	if get(inputs(acct), "kind") != "FileStorage" || get(inputs(share), "shareQuota") != 1024.0 {
 		t.Errorf("Premium share of 1Ti: %v %v", inputs(acct), inputs(share))
 	}
-	creds := rec.one(t, tSecret, "storage-credentials")
-	if v := creds.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), fakeAzureStorageKey) {
-		t.Errorf("the storage key Secret: secret=%v", isSecret(v))
-	}
+	// The example's share is NFS on the example's subnet (TestAKSFilesNFS); SMB in TestAKSFilesSMB.
 	pv := inputs(rec.one(t, tPV, "storage"))
-	rg := get(inputs(rec.one(t, tResourceGroup, "cluster")), "resourceGroupName")
 	if get(pv, "spec", "csi", "driver") != "file.csi.azure.com" ||
-		get(pv, "spec", "csi", "volumeHandle") != fmt.Sprintf("%s#%s#shared", rg, get(inputs(acct), "accountName")) ||
-		get(pv, "spec", "csi", "nodeStageSecretRef", "name") != "shared-credentials" {
+		get(pv, "spec", "csi", "volumeHandle") != fmt.Sprintf("%s_shared", get(inputs(acct), "accountName")) {
 		t.Errorf("the shared volume is not the Azure Files share: %v", get(pv, "spec", "csi"))
+	}
+}
+
+// exampleSubnet is the subnet the azure example brings (a placeholder to replace).
+const exampleSubnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/network/providers/" +
+	"Microsoft.Network/virtualNetworks/training/subnets/aks"
+
+// TestAKSSubnet: with cluster.subnetId every pool, the system pool included, joins that subnet,
+// and the cluster's identity may join its scale sets to it (Network Contributor on that subnet
+// alone) before any user pool is created; without it AKS makes its own network and nothing is
+// granted.
+func TestAKSSubnet(t *testing.T) {
+	rec := cloudRec(t, "azure", nil)
+	mc := inputs(rec.one(t, tAKSCluster, "cluster"))
+	if got := get(mc, "agentPoolProfiles", "[0]", "vnetSubnetID"); got != exampleSubnet {
+		t.Errorf("system pool vnetSubnetID %v, want %s", got, exampleSubnet)
+	}
+	pools := rec.ofType(tAgentPool)
+	if len(pools) != 2 {
+		t.Fatalf("%d agent pools, want 2", len(pools))
+	}
+	for _, p := range pools {
+		if got := get(inputs(p), "vnetSubnetID"); got != exampleSubnet {
+			t.Errorf("pool %s vnetSubnetID %v, want %s", p.Name, got, exampleSubnet)
+		}
+		if !slices.Contains(p.DependsOn, "cluster-subnet") {
+			t.Errorf("pool %s does not wait for the subnet grant: depends on %v", p.Name, p.DependsOn)
+		}
+	}
+	grant := inputs(rec.one(t, tRoleAssign, "cluster-subnet"))
+	want := map[string]any{
+		"scope": exampleSubnet, "principalId": fakeAKSPrincipal, "principalType": "ServicePrincipal",
+		"roleDefinitionId": "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/4d97b98b-1d4f-4787-a291-c67834d212e7",
+	}
+	for k, v := range want {
+		if get(grant, k) != v {
+			t.Errorf("subnet grant %s = %v, want %v", k, get(grant, k), v)
+		}
+	}
+	if np := get(mc, "networkProfile"); get(np, "serviceCidr") != "10.0.0.0/16" || get(np, "dnsServiceIP") != "10.0.0.10" || get(np, "podCidr") != "10.244.0.0/16" {
+		t.Errorf("without serviceCidr and podCidr the ranges are AKS's defaults: %v", np)
+	}
+
+	ranges := cloudRec(t, "azure", withCluster(t, "azure", map[string]any{"serviceCidr": "10.200.0.0/16", "podCidr": "10.201.0.0/16"}))
+	np := get(inputs(ranges.one(t, tAKSCluster, "cluster")), "networkProfile")
+	if get(np, "serviceCidr") != "10.200.0.0/16" || get(np, "dnsServiceIP") != "10.200.0.10" || get(np, "podCidr") != "10.201.0.0/16" {
+		t.Errorf("network profile %v, want services 10.200.0.0/16 (DNS 10.200.0.10), pods 10.201.0.0/16", np)
+	}
+
+	noSubnet := withCluster(t, "azure", map[string]any{"subnetId": nil})
+	noSubnet["storage"] = `{"type":"azurefiles","size":"1Ti"}`
+	own := cloudRec(t, "azure", noSubnet)
+	if got := get(inputs(own.one(t, tAKSCluster, "cluster")), "agentPoolProfiles", "[0]", "vnetSubnetID"); got != nil {
+		t.Errorf("system pool in subnet %v without cluster.subnetId", got)
+	}
+	for _, p := range own.ofType(tAgentPool) {
+		if got := get(inputs(p), "vnetSubnetID"); got != nil {
+			t.Errorf("pool %s in subnet %v without cluster.subnetId", p.Name, got)
+		}
+	}
+	if g := own.ofType(tRoleAssign); len(g) != 0 {
+		t.Errorf("role assignments without a subnet: %v", g)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,10 +43,12 @@ type registered struct {
 	Inputs              resource.PropertyMap
 }
 
-// recorder is a pulumi.MockResourceMonitor that keeps every registration.
+// recorder is a pulumi.MockResourceMonitor that keeps every registration and the token of every
+// invoke.
 type recorder struct {
-	mu  sync.Mutex
-	all []registered
+	mu    sync.Mutex
+	all   []registered
+	calls []string
 }
 
 func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
@@ -82,7 +85,17 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 }
 
 func (r *recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, args.Token)
+	r.mu.Unlock()
 	return cloudCall(args), nil // the clouds' invokes (clouds_test.go)
+}
+
+// called reports whether the program invoked a function (a provider's token).
+func (r *recorder) called(token string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.calls, token)
 }
 
 // sorted returns the registrations in a stable order (registration order varies with goroutines).

@@ -1,9 +1,10 @@
 // Package aks makes a stack's cluster on Azure: a resource group, an AKS cluster with a small
 // system pool, one agent pool per configured pool (GPU VM size, autoscaling, Spot, the GPU taint,
 // the Kolotoc pool label), the kubeconfig from the cluster's user credentials, and a storage
-// account with a file share for the shared storage. AKS creates its own virtual network, so the
-// azure-native network module (5.6 GB to compile) is never imported. It is the only package that
-// imports the Azure SDK, so that only the stack layer pays for compiling it.
+// account with a file share for the shared storage. AKS creates its own virtual network, or the
+// pools join a subnet the user brings (by its resource ID), so the azure-native network module
+// (5.6 GB to compile) is never imported. It is the only package that imports the Azure SDK, so
+// that only the stack layer pays for compiling it.
 package aks
 
 import (
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pulumi/pulumi-azure-native-sdk/authorization/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/resources/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -35,6 +37,10 @@ const (
 	NetworkPluginMode = "overlay"
 	NetworkDataplane  = "cilium"
 	NetworkPolicy     = "cilium"
+	// NetworkContributorRole is the built-in role AKS's own CLI grants the cluster's identity on
+	// a subnet it brings: AKS joins the node scale sets' interfaces to it (creation, autoscaling)
+	// and reads it. Granted on that subnet alone.
+	NetworkContributorRole = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 )
 
 // AgentPoolTimeouts: an agent pool of ND96asr_v4 VMs has taken over 30 minutes to provision when
@@ -72,6 +78,14 @@ type ClusterArgs struct {
 	Pools             []Pool            // user pools
 	Tags              map[string]string // Azure tags
 
+	// SubnetID is the ARM ID of an existing subnet every pool joins; empty = AKS creates a
+	// virtual network in the node resource group. Subscription is that subnet's subscription.
+	SubnetID     string
+	Subscription string
+	ServiceCIDR  string // Kubernetes Services' range; empty = AKS's 10.0.0.0/16
+	DNSServiceIP string // cluster DNS address in ServiceCIDR; set with it
+	PodCIDR      string // the overlay's pod range; empty = AKS's 10.244.0.0/16
+
 	AuthorizedNetworks []string // CIDRs allowed to reach the API server; empty = any
 	PrivateEndpoint    bool     // a private cluster: the API server has an address in the cluster's network only
 	Protect            bool     // refuse `pulumi destroy` of the cluster (Pulumi protect)
@@ -84,6 +98,8 @@ type Cluster struct {
 	ClusterName   pulumi.StringOutput
 	Kubeconfig    pulumi.StringOutput // secret
 	AgentPools    []*containerservice.AgentPool
+	// SubnetAccess is the cluster identity's role on SubnetID; nil without a subnet.
+	SubnetAccess *authorization.RoleAssignment
 }
 
 // NewCluster registers the resource group, the cluster and its pools.
@@ -115,9 +131,19 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	if err != nil {
 		return nil, err
 	}
+	var poolDeps []pulumi.Resource
+	if args.SubnetID != "" {
+		// The identity exists once the cluster does: the grant follows it, and the user pools,
+		// whose scale sets AKS joins to the subnet with it, follow the grant.
+		c.SubnetAccess, err = authorization.NewRoleAssignment(ctx, name+"-subnet", RenderSubnetAccess(args, cluster.Identity.Elem().PrincipalId()), parent)
+		if err != nil {
+			return nil, err
+		}
+		poolDeps = append(poolDeps, c.SubnetAccess)
+	}
 	for _, p := range args.Pools {
 		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name), parent,
-			pulumi.Timeouts(AgentPoolTimeouts),
+			pulumi.Timeouts(AgentPoolTimeouts), pulumi.DependsOn(poolDeps),
 			// An agent pool's name is its identity: a replacement must delete first.
 			pulumi.DeleteBeforeReplace(true),
 			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
@@ -142,6 +168,18 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"clusterName": c.ClusterName, "kubeconfig": c.Kubeconfig})
 }
 
+// RenderSubnetAccess grants the cluster's identity Network Contributor on the subnet it brings,
+// as `az aks create --vnet-subnet-id` does; other tools must grant it themselves.
+func RenderSubnetAccess(a *ClusterArgs, principal pulumi.StringInput) *authorization.RoleAssignmentArgs {
+	return &authorization.RoleAssignmentArgs{
+		Scope:            pulumi.String(a.SubnetID),
+		PrincipalId:      principal,
+		PrincipalType:    pulumi.String("ServicePrincipal"),
+		RoleDefinitionId: pulumi.String(fmt.Sprintf("/subscriptions/%s/providers/Microsoft.Authorization/roleDefinitions/%s", a.Subscription, NetworkContributorRole)),
+		Description:      pulumi.String("kolotoc: AKS " + a.Name + " joins its node pools to this subnet (kolotoc:cluster.subnetId)"),
+	}
+}
+
 // RenderCluster builds the managed cluster with its system pool. The system pool runs AKS's own
 // pods; Kolotoc's workloads select their pools by label and never land there.
 func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containerservice.ManagedClusterArgs {
@@ -160,6 +198,8 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 			VmSize: pulumi.String(a.SystemVMSize),
 			Count:  pulumi.Int(a.SystemNodes),
 			Type:   pulumi.String("VirtualMachineScaleSets"),
+			// nil without a subnet of the user's: AKS makes the network.
+			VnetSubnetID: optional(a.SubnetID),
 		}},
 		// Azure CNI (overlay) powered by Cilium: it enforces NetworkPolicy, which AKS's default
 		// kubenet network does not. Chosen when the cluster is created.
@@ -168,6 +208,10 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 			NetworkPluginMode: pulumi.String(NetworkPluginMode),
 			NetworkDataplane:  pulumi.String(NetworkDataplane),
 			NetworkPolicy:     pulumi.String(NetworkPolicy),
+			// With a subnet of the user's, both ranges must stay outside its virtual network.
+			ServiceCidr:  optional(a.ServiceCIDR),
+			DnsServiceIP: optional(a.DNSServiceIP),
+			PodCidr:      optional(a.PodCIDR),
 		},
 		Tags: pulumi.ToStringMap(a.Tags),
 	}
@@ -200,6 +244,7 @@ func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.Strin
 		OsDiskSizeGB:      pulumi.Int(osDiskGiB),
 		NodeLabels:        pulumi.ToStringMap(p.Labels),
 		Tags:              pulumi.ToStringMap(a.Tags),
+		VnetSubnetID:      optional(a.SubnetID),
 	}
 	var taints pulumi.StringArray
 	for _, t := range p.Taints {
@@ -228,6 +273,14 @@ func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.Strin
 }
 
 func autoscaled(p Pool) bool { return p.MinNodes < p.MaxNodes }
+
+// optional is an input that is left out when empty, so that Azure's default applies.
+func optional(s string) pulumi.StringPtrInput {
+	if s == "" {
+		return nil
+	}
+	return pulumi.String(s)
+}
 
 func ignoredPoolChanges(p Pool) []string {
 	if autoscaled(p) {

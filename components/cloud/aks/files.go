@@ -17,10 +17,23 @@ const ShareName = "shared"
 // lock is removed; the account can still be read and changed.
 const LockLevel = "CanNotDelete"
 
+// Share protocols (FilesArgs.Protocol), as Azure names them.
+const (
+	NFS = "NFS"
+	SMB = "SMB"
+)
+
 // MountOptions are the SMB mount options of the share, as the Azure Files CSI driver documents
 // them for workloads running as root: every file writable, symlinks kept, one connection per
 // mount so that a remount never inherits a broken session.
 var MountOptions = []string{"dir_mode=0777", "file_mode=0777", "uid=0", "gid=0", "mfsymlinks", "cache=strict", "actimeo=30", "nosharesock"}
+
+// NFSMountOptions are the NFS share's mount options, as AKS documents them for Azure Files NFS:
+// four TCP connections per mount (the ranks write checkpoints in parallel), a new source port on
+// each reconnection (noresvport, which Azure recommends so that a mount recovers from a network
+// interruption), and attribute caching of 30 s. The version and security options (vers=4,minorversion=1,sec=sys)
+// are the driver's own, which it refuses to have set.
+var NFSMountOptions = []string{"nconnect=4", "noresvport", "actimeo=30"}
 
 // FilesArgs are the inputs of the shared Azure Files share.
 type FilesArgs struct {
@@ -28,9 +41,13 @@ type FilesArgs struct {
 	ResourceGroup pulumi.StringInput // the stack's resource group
 	Location      string             // Azure region
 	Tier          string             // Premium (FileStorage, SSD) | Standard (StorageV2, large file shares)
+	Protocol      string             // NFS (Premium only, no account key) | SMB (mounted with the key)
 	QuotaGiB      int                // share size in GiB
 	Protect       bool               // refuse `pulumi destroy` of the account and share (they hold the checkpoints)
 	Tags          map[string]string
+	// SubnetID, when set, is the only network that reaches the account (a virtual network rule;
+	// the subnet needs the Microsoft.Storage service endpoint); empty = any network.
+	SubnetID string
 }
 
 // Files is the storage account and its share.
@@ -39,19 +56,26 @@ type Files struct {
 	Account   pulumi.StringOutput
 	ShareName pulumi.StringOutput
 	// Key is the account's first access key: a secret, handed to the CSI driver in a
-	// Kubernetes Secret and nowhere else.
+	// Kubernetes Secret and nowhere else. Only an SMB share has one: with NFS it is never read
+	// (the account refuses shared keys) and Key is the zero output.
 	Key pulumi.StringOutput
 	// Lock is the CanNotDelete lock of a protected account; nil without Protect.
 	Lock *authorization.ManagementLockByScope
 }
 
-// NewFiles registers the storage account and the share, and reads the account's key.
+// NewFiles registers the storage account and the share, and reads the account's key for SMB.
 func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.ResourceOption) (*Files, error) {
 	if args == nil {
 		return nil, errors.New("files: args are required")
 	}
 	if args.QuotaGiB < 1 || args.Account == "" {
 		return nil, fmt.Errorf("files %q: an account name and a quota are required", name)
+	}
+	if args.Protocol != NFS && args.Protocol != SMB {
+		return nil, fmt.Errorf("files %q: protocol %q; allowed: %s, %s", name, args.Protocol, NFS, SMB)
+	}
+	if args.Protocol == NFS && (args.Tier != "Premium" || args.SubnetID == "") {
+		return nil, fmt.Errorf("files %q: an NFS share needs a Premium account and a subnet", name)
 	}
 	f := &Files{}
 	if err := ctx.RegisterComponentResource("kolotoc:aks:Files", name, f, opts...); err != nil {
@@ -62,13 +86,7 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
-	share, err := storage.NewFileShare(ctx, name, &storage.FileShareArgs{
-		AccountName:       account.Name,
-		ResourceGroupName: args.ResourceGroup,
-		ShareName:         pulumi.String(ShareName),
-		ShareQuota:        pulumi.Int(args.QuotaGiB),
-		EnabledProtocols:  pulumi.String("SMB"),
-	}, pulumi.Parent(f), protect)
+	share, err := storage.NewFileShare(ctx, name, RenderShare(args, account.Name), pulumi.Parent(f), protect)
 	if err != nil {
 		return nil, err
 	}
@@ -83,27 +101,51 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 			return nil, err
 		}
 	}
-	keys := storage.ListStorageAccountKeysOutput(ctx, storage.ListStorageAccountKeysOutputArgs{
-		AccountName:       account.Name,
-		ResourceGroupName: args.ResourceGroup,
-	}, pulumi.Parent(f))
 	f.Account = account.Name
 	f.ShareName = share.Name
-	f.Key = pulumi.ToSecret(keys.Keys().Index(pulumi.Int(0)).Value()).(pulumi.StringOutput)
+	if args.Protocol == SMB {
+		keys := storage.ListStorageAccountKeysOutput(ctx, storage.ListStorageAccountKeysOutputArgs{
+			AccountName:       account.Name,
+			ResourceGroupName: args.ResourceGroup,
+		}, pulumi.Parent(f))
+		f.Key = pulumi.ToSecret(keys.Keys().Index(pulumi.Int(0)).Value()).(pulumi.StringOutput)
+	}
 	// The key is not among the component's outputs: it is handed on, never shown.
 	return f, ctx.RegisterResourceOutputs(f, pulumi.Map{"account": f.Account, "shareName": f.ShareName})
 }
 
-// RenderAccount builds the storage account: HTTPS and TLS 1.2 only, no public blob access, no
-// replication to other tenants.
+// RenderShare builds the share. Its protocol is chosen when it is created: a change replaces it.
+// An NFS share keeps root as root (NoRootSquash): the workloads write their checkpoints as root.
+func RenderShare(a *FilesArgs, account pulumi.StringInput) *storage.FileShareArgs {
+	share := &storage.FileShareArgs{
+		AccountName:       account,
+		ResourceGroupName: a.ResourceGroup,
+		ShareName:         pulumi.String(ShareName),
+		ShareQuota:        pulumi.Int(a.QuotaGiB),
+		EnabledProtocols:  pulumi.String(a.Protocol),
+	}
+	if a.Protocol == NFS {
+		share.RootSquash = pulumi.String("NoRootSquash")
+	}
+	return share
+}
+
+// RenderAccount builds the storage account: TLS 1.2 at least, no public blob access, no
+// replication to other tenants, and what the protocol and the subnet allow.
 //
-// Two settings stay open, on purpose. Shared-key access: the share is SMB, and the Azure Files
-// CSI driver mounts a static SMB volume with the account key (an NFS share would need no key,
-// but NFS is reachable only through a virtual network rule or a private endpoint on the
-// cluster's subnet). Public network access: AKS makes and owns the cluster's virtual network in
-// its node resource group, so its subnet cannot be named here or given the Microsoft.Storage
-// service endpoint a network rule needs without the azure-native network module (5.6 GB to
-// compile); denying public access would cut the nodes off from the share.
+// NFS: no shared key (nothing mounts with one: an NFS client presents none), and HTTPS-only off,
+// as Azure requires for NFS shares: NFS 4.1 is not encrypted in transit, and its traffic stays
+// on the cluster's subnet and Azure's backbone (service endpoint). REST calls still get TLS 1.2.
+//
+// SMB: the Azure Files CSI driver mounts a static SMB volume with the account key, so shared-key
+// access stays on, with HTTPS only.
+//
+// With a subnet, the storage firewall denies every network but that subnet (a virtual network
+// rule, which needs the Microsoft.Storage service endpoint on it). publicNetworkAccess stays
+// Enabled: service-endpoint traffic arrives at the public endpoint, and Disabled would refuse it
+// too, leaving private endpoints alone (which need the network module). Bypass None: no Azure
+// service is let through on its own account. Pulumi is not affected: it reaches the account
+// and the share through Azure Resource Manager, which the firewall does not filter.
 func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 	kind, sku := "FileStorage", "Premium_LRS"
 	var largeShares pulumi.StringPtrInput
@@ -111,22 +153,32 @@ func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 		kind, sku = "StorageV2", "Standard_LRS"
 		largeShares = pulumi.String("Enabled") // shares beyond 5 TiB
 	}
-	return &storage.StorageAccountArgs{
+	nfs := a.Protocol == NFS
+	acct := &storage.StorageAccountArgs{
 		AccountName:            pulumi.String(a.Account),
 		ResourceGroupName:      a.ResourceGroup,
 		Location:               pulumi.String(a.Location),
 		Kind:                   pulumi.String(kind),
 		Sku:                    &storage.SkuArgs{Name: pulumi.String(sku)},
-		EnableHttpsTrafficOnly: pulumi.Bool(true),
+		EnableHttpsTrafficOnly: pulumi.Bool(!nfs),
 		MinimumTlsVersion:      pulumi.String("TLS1_2"),
 		AllowBlobPublicAccess:  pulumi.Bool(false),
 		// Object replication to other tenants is a way out for the checkpoints; nothing uses it.
 		AllowCrossTenantReplication: pulumi.Bool(false),
-		// Both stay on, see above: the SMB mount needs the key and the nodes reach the account
-		// over its public endpoint.
-		AllowSharedKeyAccess: pulumi.Bool(true),
-		PublicNetworkAccess:  pulumi.String("Enabled"),
-		LargeFileSharesState: largeShares,
-		Tags:                 pulumi.ToStringMap(a.Tags),
+		AllowSharedKeyAccess:        pulumi.Bool(!nfs),
+		PublicNetworkAccess:         pulumi.String("Enabled"),
+		LargeFileSharesState:        largeShares,
+		Tags:                        pulumi.ToStringMap(a.Tags),
 	}
+	if a.SubnetID != "" {
+		acct.NetworkRuleSet = &storage.NetworkRuleSetArgs{
+			DefaultAction: storage.DefaultActionDeny,
+			Bypass:        pulumi.String("None"),
+			VirtualNetworkRules: storage.VirtualNetworkRuleArray{storage.VirtualNetworkRuleArgs{
+				VirtualNetworkResourceId: pulumi.String(a.SubnetID),
+				Action:                   storage.ActionAllow,
+			}},
+		}
+	}
+	return acct
 }
