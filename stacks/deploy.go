@@ -108,14 +108,13 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		return err
 	}
 
-	var towerHosts pulumi.StringArrayInput = pulumi.StringArray{}
 	if t := c.Towers; t.Enabled {
 		var sidecars []corev1.ContainerArgs
 		if c.Sentinels.Enabled {
 			sidecars = append(sidecars, dask.Sentinel(c.Carriers.Image, scheduler, c.Sentinels.Threads,
 				c.Sentinels.CPU, c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath))
 		}
-		r, err := ring.New(ctx, "towers", &ring.Args{
+		_, err := ring.New(ctx, "towers", &ring.Args{
 			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
 			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, Memory: t.Memory,
 			CPU: t.CPU, CPULimit: gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
@@ -128,7 +127,6 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		if err != nil {
 			return err
 		}
-		towerHosts = r.Hostnames
 	}
 
 	if k := c.Carriers; k.Enabled {
@@ -145,7 +143,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		return err
 	}
 
-	for k, v := range StackOutputs(c, entryArgs, towerHosts) {
+	for k, v := range StackOutputs(c, entryArgs) {
 		ctx.Export(k, v)
 	}
 	for k, v := range cloud.exports() { // clusterName, kubeconfig (a secret), the file store
@@ -299,7 +297,7 @@ func ShowSecretCommand(c *Config, output string) string {
 // helpers and the tower hostnames. The one secret among them, the Jupyter password, is a secret
 // output (encrypted in state, shown only with --show-secrets): the printed command reads it from
 // the stack, which works wherever the stack's config is kept (a shadow config file included).
-func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayInput) pulumi.Map {
+func StackOutputs(c *Config, e *entrypoint.Args) pulumi.Map {
 	out := pulumi.Map{"namespace": pulumi.String(c.Namespace)}
 	if agents := c.GPUAgentsNamespace(); agents != "" {
 		out["gpuAgentsNamespace"] = pulumi.String(agents) // the device plugin and DCGM exporter (security.go)
@@ -314,7 +312,11 @@ func StackOutputs(c *Config, e *entrypoint.Args, towerHosts pulumi.StringArrayIn
 		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 	}
 	if c.Towers.Enabled {
-		out["towerHostnames"] = towerHosts
+		// Sizes that do not grow with the towers: a pattern and a count, and the command that
+		// prints the hostfile itself (for mpirun from a tower or Jupyter's terminal).
+		out["towerHostnamePattern"] = pulumi.String(ring.HostnamePattern(TowerName, c.Namespace, c.Towers.Count))
+		out["towerCount"] = pulumi.Int(c.Towers.Count)
+		out["towerHostfile"] = pulumi.String(fmt.Sprintf("kubectl -n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", c.Namespace, TowerName))
 		out["gotoTower"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName))
 		out["launcherLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", c.Namespace, LauncherName))
 	}

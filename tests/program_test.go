@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/stacks"
 )
@@ -344,9 +343,9 @@ func TestOutputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			outs := resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg), pulumi.StringArray{}))
+			outs := resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg)))
 			for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "jupyterPassword", "jupyterPasswordCommand",
-				"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnames", "launcherLogs"} {
+				"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnamePattern", "towerCount", "towerHostfile", "launcherLogs"} {
 				if _, ok := outs[k]; !ok {
 					t.Errorf("output %s missing", k)
 				}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"gopkg.in/yaml.v3"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
@@ -347,7 +346,7 @@ func TestTFTensorBoard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := range resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg), pulumi.StringArray{})) {
+	for k := range resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg))) {
 		if strings.HasPrefix(k, "tfTensorboard") {
 			t.Errorf("tfcluster.tensorboard false still outputs %s", k)
 		}

@@ -95,7 +95,9 @@ type Ring struct {
 	pulumi.ResourceState
 	StatefulSet *appsv1.StatefulSet
 	Launcher    *batchv1.Job
-	Hostnames   pulumi.StringArrayOutput // every tower's fully qualified hostname
+	// HostnamePattern names every tower's fully qualified hostname in one string of a size that
+	// does not grow with the number of towers (bash brace expansion: tower-{0..N-1}.tower.<ns>.svc).
+	HostnamePattern string
 }
 
 // New registers the ring.
@@ -144,12 +146,18 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
-	var hosts pulumi.StringArray
-	for i := 0; i < args.Towers; i++ {
-		hosts = append(hosts, pulumi.String(fmt.Sprintf("%s-%d.%s.%s.svc", args.Name, i, args.Name, args.NamespaceDNS)))
+	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Towers)
+	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
+}
+
+// HostnamePattern is the towers' hostnames as one bash brace expansion,
+// <name>-{0..N-1}.<name>.<namespace>.svc (`echo` it for the list): 1024 towers are not 1024 names
+// in the state and the outputs.
+func HostnamePattern(name, namespace string, towers int) string {
+	if towers == 1 {
+		return fmt.Sprintf("%s-0.%s.%s.svc", name, name, namespace)
 	}
-	r.Hostnames = hosts.ToStringArrayOutput()
-	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"hostnames": r.Hostnames})
+	return fmt.Sprintf("%s-{0..%d}.%s.%s.svc", name, towers-1, name, namespace)
 }
 
 // RenderSSHSecret derives the key pair from the seed. The result is a secret because the seed is.

@@ -50,7 +50,7 @@ func TestGPUDevStack(t *testing.T) {
 	t.Run("outputs", func(t *testing.T) {
 		out := s.sub(t).outputs()
 		for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "tensorboardUrl", "daskDashboardUrl",
-			"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnames", "launcherLogs"} {
+			"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnamePattern", "towerHostfile", "launcherLogs"} {
 			if out[k] == nil || out[k] == "" {
 				t.Errorf("output %s missing", k)
 			}
@@ -58,9 +58,8 @@ func TestGPUDevStack(t *testing.T) {
 		if out["namespace"] != ns {
 			t.Errorf("namespace output %v, want %s", out["namespace"], ns)
 		}
-		hosts, _ := out["towerHostnames"].([]any)
-		if len(hosts) != 2 {
-			t.Errorf("towerHostnames = %v", out["towerHostnames"])
+		if p := out["towerHostnamePattern"]; p != "tower-{0..1}.tower."+ns+".svc" || out["towerCount"] != float64(2) {
+			t.Errorf("towerHostnamePattern = %v, towerCount = %v; want tower-{0..1}.tower.%s.svc and 2", p, out["towerCount"], ns)
 		}
 	})
 
