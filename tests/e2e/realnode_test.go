@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +45,7 @@ func TestDevStackRunsForReal(t *testing.T) {
 	lockRealNode(t)
 	// Jupyter serves HTTPS with a certificate of the stack (test data: localhost, 127.0.0.1).
 	cert, key := readFile(t, "../testdata/tls/jupyter.crt"), readFile(t, "../testdata/tls/jupyter.key")
-	entry := baseSection(t, "dev", "entrypoint")
+	entry, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
 	entry["tlsCertificate"] = cert
 	s := newStack(t, "e2e-dev", "dev", map[string]any{"entrypoint": entry})
 	s.secrets["kolotoc:entrypointTLSKey"] = key
@@ -565,17 +564,4 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// baseSection is a copy of one kolotoc: section of a base stack file, to override a key of it.
-func baseSection(t *testing.T, base, key string) map[string]any {
-	t.Helper()
-	var doc struct {
-		Config map[string]any `yaml:"config"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, stackFile(base))), &doc); err != nil {
-		t.Fatal(err)
-	}
-	m, _ := doc.Config["kolotoc:"+key].(map[string]any)
-	return maps.Clone(m)
 }
