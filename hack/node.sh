@@ -49,6 +49,7 @@ KUBELET_HEALTHZ_PORT=10248
 PROXY_HEALTHZ_PORT=10256
 COREDNS_HEALTH_PORT=8080
 COREDNS_READY_PORT=8181
+GIT_PORT=9418 # git daemon's port: the demo repository of kolotoc:code
 # Cgroups: the node's daemons (containerd and its shims) and kubelet's root for the pods.
 DAEMON_CGROUP=kolotoc-$name-node
 POD_CGROUP_ROOT=kolotoc-$name
@@ -316,6 +317,32 @@ node_ready() {
   [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
+# serve_code: the demo repository (hack/demo-code, one commit on branch main, the same commit id
+# on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for kolotoc:code.
+# git daemon runs as nobody, inside the namespace, on the node's address: pods reach it, nothing
+# outside does.
+serve_code() {
+  local git_dir=$run_dir/git work
+  rm -rf "$git_dir"
+  mkdir -p "$git_dir"
+  work=$(mktemp -d)
+  cp -a "$root/hack/demo-code/." "$work/"
+  (
+    cd "$work"
+    export GIT_AUTHOR_NAME=Kolotoc GIT_AUTHOR_EMAIL=testbed@kolotoc.invalid GIT_AUTHOR_DATE=2026-01-01T00:00:00Z
+    export GIT_COMMITTER_NAME=Kolotoc GIT_COMMITTER_EMAIL=testbed@kolotoc.invalid GIT_COMMITTER_DATE=2026-01-01T00:00:00Z
+    git init -q -b main .
+    git add -A
+    git -c commit.gpgsign=false commit -q -m "Kolotoc demo code (hack/demo-code)"
+  )
+  git clone -q --bare "$work" "$git_dir/demo.git"
+  rm -rf "$work"
+  chown -R nobody:nogroup "$git_dir"
+  start git-daemon git daemon --reuseaddr --export-all --user=nobody --group=nogroup \
+    --base-path="$git_dir" --listen="$NODE_IP" --port="$GIT_PORT" --informative-errors
+  wait_for 30 "git daemon on $NODE_IP:$GIT_PORT" in_ns bash -c "exec 3<>/dev/tcp/$NODE_IP/$GIT_PORT"
+}
+
 cmd_up() {
   local start_ms
   start_ms=$(now_ms)
@@ -348,6 +375,7 @@ cmd_up() {
     --root-dir "$node_dir/kubelet" --cert-dir "$node_dir/kubelet/pki" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$REAL_NODE_LABEL=true" --v=1
   start kube-proxy "$kube_proxy" --config "$node_dir/kube-proxy.yaml"
+  serve_code
   wait_for "$READY_TIMEOUT" "CoreDNS to be ready" http_ok "$COREDNS_READY_PORT" /ready
   wait_for "$READY_TIMEOUT" "node $NODE_NAME to be Ready" node_ready
   # kube-proxy reports healthy once its Node exists and its rules are in place.

@@ -70,6 +70,9 @@ type Config struct {
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 
+	Code    Code // kolotoc:code — a git repository cloned into every training pod (runs.go)
+	Suspend bool // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
+
 	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
 	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
@@ -212,17 +215,22 @@ type Towers struct {
 	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
 	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
+
+	Run       string   `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
+	OnSuccess string   `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
+	Env       []EnvVar `json:"env"`       // environment of the towers and the launcher (runs.go)
 }
 
 // Carriers are Dask worker pods on a CPU pool (kolotoc:carriers).
 type Carriers struct {
-	Enabled           bool   `json:"enabled"`           // deploy carriers at all; default true
-	Count             int    `json:"count"`             // carrier pods, at least 1; default 1
-	WorkersPerCarrier int    `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
-	Pool              string `json:"pool"`              // node pool name; default the first CPU pool
-	Image             string `json:"image"`             // default DefaultDaskImage
-	Memory            string `json:"memory"`            // memory per carrier as a quantity; default 8Gi
-	CPU               string `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
+	Enabled           bool     `json:"enabled"`           // deploy carriers at all; default true
+	Count             int      `json:"count"`             // carrier pods, at least 1; default 1
+	WorkersPerCarrier int      `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
+	Pool              string   `json:"pool"`              // node pool name; default the first CPU pool
+	Image             string   `json:"image"`             // default DefaultDaskImage
+	Memory            string   `json:"memory"`            // memory per carrier as a quantity; default 8Gi
+	CPU               string   `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
+	Env               []EnvVar `json:"env"`               // environment of the carriers and the sentinels (runs.go)
 }
 
 // Sentinels are Dask workers running beside each tower (kolotoc:sentinels).
@@ -247,6 +255,7 @@ type Entrypoint struct {
 	TensorBoardImage string   `json:"tensorboardImage"` // default DefaultTensorBoardImage
 	Pool             string   `json:"pool"`             // node pool name; default the carriers' pool
 	JupyterUI        string   `json:"jupyterUI"`        // lab (JupyterLab) | notebook (classic Notebook 6); default lab
+	Env              []EnvVar `json:"env"`              // environment of Jupyter (runs.go)
 
 	// Requests of the entrypoint's containers as quantities; memory is also the limit.
 	SchedulerCPU      string `json:"schedulerCpu"`      // dask-scheduler; default 500m

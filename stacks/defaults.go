@@ -94,6 +94,7 @@ func (c *Config) applyDefaults() {
 		c.Cluster.Kubeconfig = defaultKubeconfig
 	}
 	c.applyCloudDefaults() // machine-type figures first, before the generic pool defaults below
+	c.applyRunDefaults()
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
 		if p.Nodes == 0 {

@@ -112,7 +112,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		var sidecars []corev1.ContainerArgs
 		if c.Sentinels.Enabled {
 			sidecars = append(sidecars, dask.Sentinel(c.Carriers.Image, scheduler, c.Sentinels.Threads,
-				c.Sentinels.CPU, c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath))
+				c.Sentinels.CPU, c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath, envVars(c.Carriers.Env), CodeArgs(c)))
 		}
 		_, err := ring.New(ctx, "towers", &ring.Args{
 			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
@@ -123,6 +123,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
 			KeyBinding: ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace},
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
+			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
 		}, k8s, withStorage)
 		if err != nil {
 			return err
@@ -134,6 +135,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
 			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
 			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
+			Env: envVars(k.Env), Code: CodeArgs(c),
 		}, k8s, withStorage); err != nil {
 			return err
 		}
@@ -184,6 +186,7 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 		JupyterResources:     entrypoint.Resources{CPU: e.JupyterCPU, Memory: e.JupyterMemory},
 		TensorBoardResources: entrypoint.Resources{CPU: e.TensorBoardCPU, Memory: e.TensorBoardMemory},
 		Pool:                 e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
+		JupyterEnv: envVars(e.Env),
 	}
 }
 

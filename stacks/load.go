@@ -36,6 +36,8 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
 	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
 	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
+	"code":             decodeObject(func(c *Config) any { return &c.Code }),
+	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),
 	"grafanaPassword":  decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
 	"entrypointTLSKey": decodeSecret(func(c *Config) *Secret { return &c.EntrypointTLSKey }),
 	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),

@@ -34,6 +34,8 @@ type Elastic struct {
 	MaxRestarts int      `json:"maxRestarts"` // --max_restarts of the worker group; default 3
 	CPU         string   `json:"cpu"`         // CPU request per worker as a quantity; default 8
 	Memory      string   `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
+	OnSuccess   string   `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
+	Env         []EnvVar `json:"env"`         // environment of the workers (runs.go)
 }
 
 // TFCluster is distributed TensorFlow with parameter servers (kolotoc:tfcluster).
@@ -48,6 +50,8 @@ type TFCluster struct {
 	Evaluator        TFRole   `json:"evaluator"`        // the evaluator; count 0 or 1, default 1, CPU pool
 	TensorBoard      *bool    `json:"tensorboard"`      // run the cluster's own TensorBoard when the entrypoint runs none; default true
 	TensorBoardImage string   `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default DefaultTensorBoardImage
+	OnSuccess        string   `json:"onSuccess"`        // keep | release: release scales every task to zero once the chief succeeds; default keep
+	Env              []EnvVar `json:"env"`              // environment of every task (runs.go)
 }
 
 // TFRole is one TensorFlow task type (kolotoc:tfcluster.<role>).

@@ -67,6 +67,8 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 			"monitoring": `{"enabled":true,"dcgmExporter":false}`,
 		}),
 	}
+	// Runs that release their GPUs, code cloned into every training pod.
+	out["runs"] = runsRaw(t, nil)
 	out["dev-options"].Secrets["kolotoc:grafanaPassword"] = true
 	out["dev-options"].Secrets["kolotoc:entrypointTLSKey"] = true
 	for _, s := range cloudStacks {
@@ -157,6 +159,14 @@ var allowList = []privilege{
 	{"tower", "", "hostNetwork", "towers.hostNetwork", func(c *stacks.Config) bool { return c.Towers.HostNetwork }},
 	{"prometheus", "", "service account token", "Prometheus discovers its targets through the API server (kubernetes_sd)",
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled }},
+	// onSuccess release: the token may patch the scale of the run's own StatefulSets, nothing else
+	// (meta.NewReleaser; TestRuns checks the roles).
+	{"launcher", "", "service account token", "towers.onSuccess release: the launcher scales the towers to zero",
+		func(c *stacks.Config) bool { return c.Towers.OnSuccess == stacks.OnSuccessRelease }},
+	{"elastic", "", "service account token", "elastic.onSuccess release: a worker scales the workers to zero",
+		func(c *stacks.Config) bool { return c.Elastic.OnSuccess == stacks.OnSuccessRelease }},
+	{"tf-chief", "", "service account token", "tfcluster.onSuccess release: the chief scales the task types to zero",
+		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == stacks.OnSuccessRelease }},
 }
 
 // runsAsNonRoot are the containers (component/container) that run as a user other than root:
@@ -166,6 +176,9 @@ var allowList = []privilege{
 var runsAsNonRoot = map[string]bool{
 	"entrypoint/dask-scheduler": true, "entrypoint/tensorboard": true,
 	"prometheus/prometheus": true, "grafana/grafana": true,
+	// kolotoc:code's clone, in every training pod.
+	"tower/code": true, "launcher/code": true, "carrier/code": true, "elastic/code": true,
+	"tf-chief/code": true, "tf-worker/code": true, "tf-ps/code": true, "tf-evaluator/code": true,
 }
 
 // scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.

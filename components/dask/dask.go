@@ -78,6 +78,8 @@ type CarrierArgs struct {
 	MountPath string
 	Scratch   storage.ScratchArgs
 	Labels    meta.Labels
+	Env       []meta.EnvVar // the stack's variables for every worker
+	Code      *meta.Code    // repository cloned into every carrier; nil for none
 }
 
 // Carriers is the carrier StatefulSet.
@@ -126,13 +128,15 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					AutomountServiceAccountToken: pulumi.Bool(false),
+					InitContainers:               a.Code.InitContainers(),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{
 						Name: "dask-worker", Image: a.Image, Scheduler: a.Scheduler,
 						Processes: a.Workers, Threads: 1, CPU: a.CPU, Memory: a.Memory,
 						Mounts:   corev1.VolumeMountArray{storage.Mount("shared", a.MountPath), storage.Mount("scratch", a.Scratch.MountPath)},
-						LocalDir: a.Scratch.MountPath,
+						LocalDir: a.Scratch.MountPath, Env: a.Env, Code: a.Code,
 					})},
-					Volumes: corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim), storage.ScratchVolume("scratch", a.Scratch)},
+					Volumes: append(corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim), storage.ScratchVolume("scratch", a.Scratch)},
+						volumes(a.Code)...),
 				},
 			},
 		},
@@ -149,7 +153,18 @@ type WorkerArgs struct {
 	CPU       string // CPU request (quantity)
 	Memory    string // memory request and limit (quantity), split among the processes
 	Mounts    corev1.VolumeMountArray
-	LocalDir  string // spill directory
+	LocalDir  string        // spill directory
+	Env       []meta.EnvVar // the stack's variables
+	Code      *meta.Code    // the checkout to mount (the pod clones it); nil for none
+}
+
+// volumes are the code's volumes as a VolumeArray.
+func volumes(c *meta.Code) corev1.VolumeArray {
+	var out corev1.VolumeArray
+	for _, v := range c.Volumes() {
+		out = append(out, v)
+	}
+	return out
 }
 
 // Worker renders a dask-worker container. The worker name is the pod name, so the dashboard shows
@@ -177,10 +192,7 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 		Name:  pulumi.String(w.Name),
 		Image: pulumi.String(w.Image),
 		Args:  args,
-		Env: corev1.EnvVarArray{corev1.EnvVarArgs{
-			Name:      pulumi.String("POD_NAME"),
-			ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")}},
-		}},
+		Env:   workerEnv(w),
 		Ports: ports,
 		Resources: &corev1.ResourceRequirementsArgs{
 			Requests: pulumi.StringMap{"cpu": pulumi.String(w.CPU), "memory": pulumi.String(w.Memory)},
@@ -191,17 +203,38 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 			AllowPrivilegeEscalation: pulumi.Bool(false),
 			Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
 		},
-		VolumeMounts: w.Mounts,
+		VolumeMounts: workerMounts(w),
 	}
+}
+
+// workerEnv is the worker's own POD_NAME, where the code is, then the stack's variables.
+func workerEnv(w WorkerArgs) corev1.EnvVarArray {
+	env := corev1.EnvVarArray{corev1.EnvVarArgs{
+		Name:      pulumi.String("POD_NAME"),
+		ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")}},
+	}}
+	for _, e := range w.Code.Env() {
+		env = append(env, e)
+	}
+	return append(env, meta.EnvArray(w.Env)...)
+}
+
+func workerMounts(w WorkerArgs) corev1.VolumeMountArray {
+	mounts := append(corev1.VolumeMountArray{}, w.Mounts...)
+	for _, m := range w.Code.Mounts() {
+		mounts = append(mounts, m)
+	}
+	return mounts
 }
 
 // Sentinel renders the dask-worker that runs beside each tower: one process of threads threads,
 // requesting cpu and memory (quantities).
-func Sentinel(image, scheduler string, threads int, cpu, memory, mountPath, scratchPath string) corev1.ContainerArgs {
+// env and code are the carriers' (the tower pod clones the code).
+func Sentinel(image, scheduler string, threads int, cpu, memory, mountPath, scratchPath string, env []meta.EnvVar, code *meta.Code) corev1.ContainerArgs {
 	return Worker(WorkerArgs{
 		Name: "sentinel", Image: image, Scheduler: scheduler, Processes: 1, Threads: threads,
 		CPU: cpu, Memory: memory,
 		Mounts:   corev1.VolumeMountArray{storage.Mount("shared", mountPath), storage.Mount("scratch", scratchPath)},
-		LocalDir: scratchPath,
+		LocalDir: scratchPath, Env: env, Code: code,
 	})
 }

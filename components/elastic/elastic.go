@@ -81,7 +81,14 @@ type Args struct {
 	Scratch       storage.ScratchArgs
 	WaitFor       []pulumi.Resource // created before the workers (the etcd component); not a dependency of the component itself
 	Labels        meta.Labels
+
+	OnSuccess string        // meta.OnSuccessRelease: a worker whose torchrun succeeds scales the workers to zero
+	Suspend   bool          // no workers: their GPUs freed; they start again when unset
+	Env       []meta.EnvVar // the stack's variables for every worker
+	Code      *meta.Code    // repository cloned into every worker; nil for none
 }
+
+func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
 
 // Elastic is the elastic workers.
 type Elastic struct {
@@ -122,8 +129,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// A new pod shape (GPUs, CPU, memory, pool) replaces the workers as a whole: a rolling
 	// update to it can stall for good on a full pool (meta.PodShape). Other changes (image,
 	// command) roll worker by worker, which the rendezvous survives; scaling stays in place.
+	deps := append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)
+	if args.releases() {
+		rel, err := meta.NewReleaser(ctx, args.Name+"-release", args.Namespace, args.Labels, Component, []string{args.Name}, pulumi.Parent(e))
+		if err != nil {
+			return nil, err
+		}
+		deps = append(deps, rel.Deps...)
+	}
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
-		pulumi.DependsOn(append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)), meta.ReplaceOnChangesOf(meta.PodShape))
+		pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape))
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +203,7 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 		Data: pulumi.StringMap{
 			launchScriptKey: pulumi.String(launchScript),
 			"check.py":      pulumi.String(checkScript),
+			"release.py":    pulumi.String(meta.ReleaseScript),
 		},
 	}
 }
@@ -230,66 +246,93 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
 		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
+	if a.releases() {
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
+			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(a.Name)})
+	}
+	for _, e := range a.Code.Env() {
+		env = append(env, e)
+	}
+	env = append(env, meta.EnvArray(a.Env)...)
+	mounts := corev1.VolumeMountArray{
+		storage.Mount("shared", a.MountPath),
+		storage.Mount("scratch", a.Scratch.MountPath),
+		storage.Mount("shm", "/dev/shm"),
+		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
+	}
+	for _, m := range a.Code.Mounts() {
+		mounts = append(mounts, m)
+	}
+	volumes := corev1.VolumeArray{
+		storage.ClaimVolume("shared", a.Claim),
+		storage.ScratchVolume("scratch", a.Scratch),
+		corev1.VolumeArgs{Name: pulumi.String("shm"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
+			Medium: pulumi.String("Memory"), SizeLimit: pulumi.String(shmSizeLimit),
+		}},
+		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
+			Name: pulumi.String(a.Name + "-scripts"),
+		}},
+	}
+	for _, v := range a.Code.Volumes() {
+		volumes = append(volumes, v)
+	}
+	replicas := a.Nodes
+	if a.Suspend {
+		replicas = 0
+	}
+	spec := &corev1.PodSpecArgs{
+		SecurityContext:               meta.PodSecurity(0),
+		NodeSelector:                  a.Labels.PoolSelector(a.Pool),
+		Tolerations:                   tolerations,
+		AutomountServiceAccountToken:  pulumi.Bool(false),
+		TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
+		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
+			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
+				Weight: pulumi.Int(100),
+				PodAffinityTerm: &corev1.PodAffinityTermArgs{
+					TopologyKey:   pulumi.String("kubernetes.io/hostname"),
+					LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
+				},
+			}},
+		}},
+		InitContainers: a.Code.InitContainers(),
+		Containers: corev1.ContainerArray{corev1.ContainerArgs{
+			Name:    pulumi.String("worker"),
+			Image:   pulumi.String(a.Image),
+			Command: pulumi.ToStringArray(Command()),
+			Args:    pulumi.ToStringArray(TorchrunArgs(a)),
+			Env:     env,
+			Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+				Name: pulumi.String("rendezvous"), ContainerPort: pulumi.Int(a.RdzvPort),
+			}},
+			Resources: &corev1.ResourceRequirementsArgs{
+				Requests: requests,
+				Limits:   limits,
+			},
+			// torchrun, NCCL and gloo need no capability, nor to gain one.
+			SecurityContext: &corev1.SecurityContextArgs{
+				AllowPrivilegeEscalation: pulumi.Bool(false),
+				Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+			},
+			VolumeMounts: mounts,
+		}},
+		Volumes: volumes,
+	}
+	if a.releases() {
+		// Its token may scale the workers, and nothing else (meta.NewReleaser).
+		spec.ServiceAccountName = pulumi.String(a.Name + "-release")
+		spec.AutomountServiceAccountToken = pulumi.Bool(true)
+	}
 	return &appsv1.StatefulSetArgs{
 		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
 		Spec: &appsv1.StatefulSetSpecArgs{
-			Replicas:            pulumi.Int(a.Nodes),
+			Replicas:            pulumi.Int(replicas),
 			ServiceName:         pulumi.String(a.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(Component))},
-				Spec: &corev1.PodSpecArgs{
-					SecurityContext:               meta.PodSecurity(0),
-					NodeSelector:                  a.Labels.PoolSelector(a.Pool),
-					Tolerations:                   tolerations,
-					AutomountServiceAccountToken:  pulumi.Bool(false),
-					TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
-					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
-						PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
-							Weight: pulumi.Int(100),
-							PodAffinityTerm: &corev1.PodAffinityTermArgs{
-								TopologyKey:   pulumi.String("kubernetes.io/hostname"),
-								LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
-							},
-						}},
-					}},
-					Containers: corev1.ContainerArray{corev1.ContainerArgs{
-						Name:    pulumi.String("worker"),
-						Image:   pulumi.String(a.Image),
-						Command: pulumi.ToStringArray(Command()),
-						Args:    pulumi.ToStringArray(TorchrunArgs(a)),
-						Env:     env,
-						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
-							Name: pulumi.String("rendezvous"), ContainerPort: pulumi.Int(a.RdzvPort),
-						}},
-						Resources: &corev1.ResourceRequirementsArgs{
-							Requests: requests,
-							Limits:   limits,
-						},
-						// torchrun, NCCL and gloo need no capability, nor to gain one.
-						SecurityContext: &corev1.SecurityContextArgs{
-							AllowPrivilegeEscalation: pulumi.Bool(false),
-							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-						},
-						VolumeMounts: corev1.VolumeMountArray{
-							storage.Mount("shared", a.MountPath),
-							storage.Mount("scratch", a.Scratch.MountPath),
-							storage.Mount("shm", "/dev/shm"),
-							corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
-						},
-					}},
-					Volumes: corev1.VolumeArray{
-						storage.ClaimVolume("shared", a.Claim),
-						storage.ScratchVolume("scratch", a.Scratch),
-						corev1.VolumeArgs{Name: pulumi.String("shm"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
-							Medium: pulumi.String("Memory"), SizeLimit: pulumi.String(shmSizeLimit),
-						}},
-						corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
-							Name: pulumi.String(a.Name + "-scripts"),
-						}},
-					},
-				},
+				Spec:     spec,
 			},
 		},
 	}
@@ -328,7 +371,17 @@ case "$KOLOTOC_RDZV_BACKEND" in
     fi ;;
 esac
 echo "elastic: $(hostname): torchrun $*" >&2
-exec torchrun "$@"
+if [ "${KOLOTOC_ON_SUCCESS:-keep}" != release ]; then
+  exec torchrun "$@"
+fi
+status=0
+torchrun "$@" || status=$?
+if [ "$status" = 0 ]; then
+  # onSuccess release: the run is done; the workers go, and their GPUs with them.
+  echo "elastic: $(hostname): torchrun succeeded; releasing the workers (onSuccess: release)" >&2
+  python3 ` + scriptsDir + `/release.py "$KOLOTOC_RELEASE" || echo "elastic: could not release the workers" >&2
+fi
+exit "$status"
 `
 
 // checkScript proves a new environment: every rank joins the process group, all-reduces a one

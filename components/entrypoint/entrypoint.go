@@ -76,6 +76,7 @@ type Args struct {
 	Claim           string
 	MountPath       string
 	Labels          meta.Labels
+	JupyterEnv      []meta.EnvVar // the stack's variables for Jupyter
 }
 
 // Endpoint is one service of the entrypoint as users reach it.
@@ -282,12 +283,12 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 		Name:  pulumi.String(name),
 		Image: pulumi.String(a.JupyterImage),
 		Args:  args,
-		Env: corev1.EnvVarArray{
+		Env: append(corev1.EnvVarArray{
 			corev1.EnvVarArgs{Name: pulumi.String("JUPYTER_TOKEN"), ValueFrom: &corev1.EnvVarSourceArgs{
 				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
 			}},
 			corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
-		},
+		}, meta.EnvArray(a.JupyterEnv)...),
 		Ports: port("jupyter", JupyterPort),
 		// /api answers without a login in both front ends.
 		ReadinessProbe: &corev1.ProbeArgs{

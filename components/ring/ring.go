@@ -33,6 +33,8 @@ const (
 	launcherBackoffLimit = 2
 	// hostfilePath is where the launcher writes the hostfile for mpirun.
 	hostfilePath = "/root/hostfile"
+	// TowerHostfilePath is the hostfile as every tower mounts it (the scripts ConfigMap).
+	TowerHostfilePath = "/etc/kolotoc/scripts/hostfile"
 	// launcherCPULimit, launcherMemoryLimit: the launcher's limits (cores, bytes), unless its
 	// request is larger; ssh and mpirun compute nothing, but a wrapper script may.
 	launcherCPULimit    = "2"
@@ -88,7 +90,16 @@ type Args struct {
 	Scratch        storage.ScratchArgs
 	Sidecars       []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
 	Labels         meta.Labels
+
+	Run       string        // the run's id: a new id starts a new launcher; "" for none
+	OnSuccess string        // meta.OnSuccessKeep, or meta.OnSuccessRelease: the launcher scales the towers to zero when its command succeeds
+	Suspend   bool          // no towers and a suspended launcher: every GPU freed, the run resumes when unset
+	Env       []meta.EnvVar // environment of the towers and the launcher
+	Code      *meta.Code    // repository cloned into every tower and the launcher; nil for none
 }
+
+// releases reports whether the launcher releases the towers when its run succeeds.
+func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
 
 // Ring is the towers and their launcher.
 type Ring struct {
@@ -128,6 +139,15 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	deps := pulumi.DependsOn([]pulumi.Resource{secret, scripts, svc})
+	var launcherDeps []pulumi.Resource
+	if args.releases() {
+		rel, err := meta.NewReleaser(ctx, args.LauncherName+"-release", args.Namespace, args.Labels, launcherComponent,
+			[]string{args.Name}, pulumi.Parent(r))
+		if err != nil {
+			return nil, err
+		}
+		launcherDeps = rel.Deps
+	}
 	// Any change of the towers' pods restarts the ring anyway (mpirun ends with its first rank):
 	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
 	// (meta.PodShape). The Service and the pod names stay.
@@ -142,7 +162,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
 	// (same name) must go first.
 	r.Launcher, err = batchv1.NewJob(ctx, name+"-launcher", RenderLauncher(args), pulumi.Parent(r), deps,
-		pulumi.DependsOn([]pulumi.Resource{r.StatefulSet}), pulumi.DeleteBeforeReplace(true))
+		pulumi.DependsOn(append([]pulumi.Resource{r.StatefulSet}, launcherDeps...)), pulumi.DeleteBeforeReplace(true))
 	if err != nil {
 		return nil, err
 	}
@@ -179,16 +199,17 @@ func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 // RenderScripts holds the hostfile, the sshd and launcher scripts, sshd's configuration and the ssh
 // client config.
 func RenderScripts(a *Args) *corev1.ConfigMapArgs {
-	return &corev1.ConfigMapArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, towerComponent),
-		Data: pulumi.StringMap{
-			"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
-			"sshd.sh":     pulumi.String(sshdScript),
-			"sshd_config": pulumi.String(sshdConfig),
-			"launcher.sh": pulumi.String(launcherScript),
-			"ssh_config":  pulumi.String(sshConfig(a.SSHPort)),
-		},
+	data := pulumi.StringMap{
+		"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
+		"sshd.sh":     pulumi.String(sshdScript),
+		"sshd_config": pulumi.String(sshdConfig),
+		"launcher.sh": pulumi.String(launcherScript),
+		"ssh_config":  pulumi.String(sshConfig(a.SSHPort)),
 	}
+	if a.releases() {
+		data["release.py"] = pulumi.String(meta.ReleaseScript)
+	}
+	return &corev1.ConfigMapArgs{Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, towerComponent), Data: data}
 }
 
 // RenderService is the headless Service that gives every tower its DNS name. Not-ready addresses
@@ -206,9 +227,14 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Name:    pulumi.String(towerComponent),
 		Image:   pulumi.String(a.Image),
 		Command: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/sshd.sh")},
-		Env: corev1.EnvVarArray{
+		// With these, mpirun from a tower's shell (gotoTower) runs over every tower as the
+		// launcher does: `mpirun -np $KOLOTOC_NP --hostfile $KOLOTOC_HOSTFILE …`.
+		Env: workloadEnv(a, corev1.EnvVarArray{
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_SSH_PORT"), Value: pulumi.String(fmt.Sprint(a.SSHPort))},
-		},
+			env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
+			env("KOLOTOC_HOSTFILE", TowerHostfilePath),
+			env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+		}),
 		Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
 			Name: pulumi.String("ssh"), ContainerPort: pulumi.Int(a.SSHPort),
 		}},
@@ -238,6 +264,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
+		InitContainers:               a.Code.InitContainers(),
 		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
 			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
 				Weight: pulumi.Int(100),
@@ -254,10 +281,20 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		spec.HostNetwork = pulumi.Bool(true)
 		spec.DnsPolicy = pulumi.String("ClusterFirstWithHostNet")
 	}
+	md := a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent)
+	if a.releases() && a.Run != "" {
+		// The launcher scales the towers to zero when its run succeeds; a new run changes this
+		// annotation, and the update that follows brings the towers back.
+		md.Annotations.(pulumi.StringMap)[meta.RunLabel] = pulumi.String(a.Run)
+	}
+	replicas := a.Towers
+	if a.Suspend {
+		replicas = 0
+	}
 	return &appsv1.StatefulSetArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent),
+		Metadata: md,
 		Spec: &appsv1.StatefulSetSpecArgs{
-			Replicas:            pulumi.Int(a.Towers),
+			Replicas:            pulumi.Int(replicas),
 			ServiceName:         pulumi.String(a.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
@@ -277,7 +314,8 @@ func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
 
 // RenderLauncher builds the launcher Job. `pulumi up` does not wait for it to finish
 // (pulumi.com/skipAwait): a training run lasts hours. The hostfile's hash in the pod template
-// makes a change of towers or slots start a new launcher.
+// makes a change of towers or slots start a new launcher, and so does a new run id. Suspended,
+// the Job keeps no pod; resumed, it starts its run again.
 func RenderLauncher(a *Args) *batchv1.JobArgs {
 	volumes, mounts := podVolumes(a)
 	hash := sha256.Sum256([]byte(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)))
@@ -293,46 +331,70 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	// fails on the lingering Job ("spec.template: field is immutable"). In the background the Job
 	// goes at once and its pod follows.
 	md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
-	return &batchv1.JobArgs{
-		Metadata: md,
-		Spec: &batchv1.JobSpecArgs{
-			BackoffLimit: pulumi.Int(launcherBackoffLimit),
-			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{
-					Labels:      pulumi.ToStringMap(a.Labels.PodLabels(launcherComponent)),
-					Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
-				},
-				Spec: &corev1.PodSpecArgs{
-					SecurityContext: meta.PodSecurity(0),
-					RestartPolicy:   pulumi.String("Never"),
-					NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
-					// The run's one coordinator: a spot node reclaimed under it ends the run.
-					Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
-					AutomountServiceAccountToken: pulumi.Bool(false),
-					Containers: corev1.ContainerArray{corev1.ContainerArgs{
-						Name:    pulumi.String(launcherComponent),
-						Image:   pulumi.String(a.Image),
-						Command: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
-						Args:    args,
-						Env: corev1.EnvVarArray{
-							env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
-							env("KOLOTOC_HOSTFILE", hostfilePath),
-							env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
-							env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(launcherWaitSeconds)),
-							// Open MPI cuts hostfile names at the first dot and then ssh-es to
-							// "tower-0", which no pod can resolve: only the full
-							// <pod>.<service>.<namespace>.svc name exists in cluster DNS.
-							env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
-						},
-						Resources:       launcherResources(a),
-						SecurityContext: noEscalation,
-						VolumeMounts:    mounts,
-					}},
-					Volumes: volumes,
-				},
+	podLabels := a.Labels.PodLabels(launcherComponent)
+	envs := corev1.EnvVarArray{
+		env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
+		env("KOLOTOC_HOSTFILE", hostfilePath),
+		env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
+		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(launcherWaitSeconds)),
+		// Open MPI cuts hostfile names at the first dot and then ssh-es to
+		// "tower-0", which no pod can resolve: only the full
+		// <pod>.<service>.<namespace>.svc name exists in cluster DNS.
+		env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+	}
+	if a.Run != "" {
+		md.Labels.(pulumi.StringMap)[meta.RunLabel] = pulumi.String(a.Run)
+		podLabels[meta.RunLabel] = a.Run
+		envs = append(envs, env("KOLOTOC_RUN", a.Run))
+	}
+	spec := &corev1.PodSpecArgs{
+		SecurityContext: meta.PodSecurity(0),
+		RestartPolicy:   pulumi.String("Never"),
+		NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
+		// The run's one coordinator: a spot node reclaimed under it ends the run.
+		Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
+		AutomountServiceAccountToken: pulumi.Bool(false),
+		InitContainers:               a.Code.InitContainers(),
+		Volumes:                      volumes,
+	}
+	if a.releases() {
+		// Its token may scale the towers, and nothing else (meta.NewReleaser).
+		envs = append(envs, env("KOLOTOC_ON_SUCCESS", meta.OnSuccessRelease), env("KOLOTOC_RELEASE", a.Name))
+		spec.ServiceAccountName = pulumi.String(a.LauncherName + "-release")
+		spec.AutomountServiceAccountToken = pulumi.Bool(true)
+	}
+	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
+		Name:            pulumi.String(launcherComponent),
+		Image:           pulumi.String(a.Image),
+		Command:         pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
+		Args:            args,
+		Env:             workloadEnv(a, envs),
+		Resources:       launcherResources(a),
+		SecurityContext: noEscalation,
+		VolumeMounts:    mounts,
+	}}
+	jobSpec := &batchv1.JobSpecArgs{
+		BackoffLimit: pulumi.Int(launcherBackoffLimit),
+		Template: &corev1.PodTemplateSpecArgs{
+			Metadata: &metav1.ObjectMetaArgs{
+				Labels:      pulumi.ToStringMap(podLabels),
+				Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
 			},
+			Spec: spec,
 		},
 	}
+	if a.Suspend {
+		jobSpec.Suspend = pulumi.Bool(true)
+	}
+	return &batchv1.JobArgs{Metadata: md, Spec: jobSpec}
+}
+
+// workloadEnv is Kolotoc's own variables, then where the code is, then the stack's.
+func workloadEnv(a *Args, own corev1.EnvVarArray) corev1.EnvVarArray {
+	for _, e := range a.Code.Env() {
+		own = append(own, e)
+	}
+	return append(own, meta.EnvArray(a.Env)...)
 }
 
 // towerResources requests the tower's CPU, memory and GPUs; a CPU tower requests no GPU.
@@ -398,6 +460,12 @@ func podVolumes(a *Args) (corev1.VolumeArray, corev1.VolumeMountArray) {
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String("/etc/kolotoc/scripts"), ReadOnly: pulumi.Bool(true)},
 		storage.Mount("shared", a.MountPath),
 		storage.Mount("scratch", a.Scratch.MountPath),
+	}
+	for _, v := range a.Code.Volumes() {
+		volumes = append(volumes, v)
+	}
+	for _, m := range a.Code.Mounts() {
+		mounts = append(mounts, m)
 	}
 	return volumes, mounts
 }

@@ -68,7 +68,8 @@ LogLevel INFO
 
 // launcherScript waits until every host of the hostfile resolves and accepts the ssh key (the most
 // common MPI failure is a launcher that starts before its workers), writes the hostfile for mpirun
-// and runs the configured command.
+// and runs the configured command; with onSuccess release, a command that succeeds then scales
+// the towers to zero.
 const launcherScript = `#!/bin/bash
 set -euo pipefail
 mkdir -p /root/.ssh
@@ -90,8 +91,19 @@ while read -r host _; do
   echo "launcher: $host is up"
 done < /etc/kolotoc/scripts/hostfile
 cp /etc/kolotoc/scripts/hostfile "${KOLOTOC_HOSTFILE}"
-echo "launcher: all hosts up; running $*"
-exec "$@"
+echo "launcher: all hosts up; running ${KOLOTOC_RUN:+run $KOLOTOC_RUN: }$*"
+if [ "${KOLOTOC_ON_SUCCESS:-keep}" != release ]; then
+  exec "$@"
+fi
+status=0
+"$@" || status=$?
+if [ "$status" = 0 ]; then
+  # onSuccess release: the run is done, its towers go and their GPUs with them. A failure to
+  # release leaves them running; the run itself succeeded, and a retry would run it again.
+  echo "launcher: ${KOLOTOC_RUN:+run $KOLOTOC_RUN }succeeded; releasing the towers (onSuccess: release)"
+  python3 /etc/kolotoc/scripts/release.py "$KOLOTOC_RELEASE" || echo "launcher: could not release the towers" >&2
+fi
+exit "$status"
 `
 
 // sshConfig lets mpirun reach every tower with the derived key on the configured port.

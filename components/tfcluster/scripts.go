@@ -15,7 +15,18 @@ esac
 TF_CONFIG=$(printf '{"cluster":%s,"task":{"type":"%s","index":%d}}' "$KOLOTOC_TF_CLUSTER" "$KOLOTOC_TF_TASK_TYPE" "$index")
 export TF_CONFIG
 echo "tfcluster: $host is $KOLOTOC_TF_TASK_TYPE $index; TF_CONFIG=$TF_CONFIG" >&2
-exec "$@"
+if [ "${KOLOTOC_ON_SUCCESS:-keep}" != release ]; then
+  exec "$@"
+fi
+status=0
+"$@" || status=$?
+if [ "$status" = 0 ]; then
+  # onSuccess release (the chief only): the run is done; every task goes, and its GPUs with it.
+  echo "tfcluster: the chief succeeded; releasing the cluster (onSuccess: release)" >&2
+  # shellcheck disable=SC2086 # one name per task type
+  python3 "$(dirname "$0")/release.py" $KOLOTOC_RELEASE || echo "tfcluster: could not release the cluster" >&2
+fi
+exit "$status"
 `
 
 // program is the built-in check, TensorFlow 2's parameter-server architecture at its smallest:

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -88,6 +89,28 @@ type Args struct {
 	Scratch       storage.ScratchArgs
 	TensorBoard   *TensorBoard // nil: the entrypoint's TensorBoard reads the shared log directory
 	Labels        meta.Labels
+
+	OnSuccess string        // meta.OnSuccessRelease: the chief, once its program succeeds, scales every task type to zero
+	Suspend   bool          // no tasks: their GPUs freed; they start again when unset
+	Env       []meta.EnvVar // the stack's variables for every task
+	Code      *meta.Code    // repository cloned into every task; nil for none
+}
+
+// releases reports whether the chief releases the cluster when it succeeds.
+func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
+
+// releaseName is the service account (and role) the chief releases the cluster with.
+func releaseName(a *Args) string { return a.ScriptsName + "-release" }
+
+// taskNames are the StatefulSets of the task types that run.
+func taskNames(a *Args) []string {
+	var names []string
+	for _, t := range a.Tasks {
+		if t.Count > 0 {
+			names = append(names, t.Name)
+		}
+	}
+	return names
 }
 
 // TFCluster is the TensorFlow cluster.
@@ -122,6 +145,14 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
+	taskDeps := []pulumi.Resource{scripts}
+	if args.releases() {
+		rel, err := meta.NewReleaser(ctx, releaseName(args), args.Namespace, args.Labels, "tfcluster", taskNames(args), pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		taskDeps = append(taskDeps, rel.Deps...)
+	}
 	for _, t := range args.Tasks {
 		if t.Count == 0 {
 			continue
@@ -136,7 +167,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		// A new pod shape replaces the task type's StatefulSet as a whole (meta.PodShape); a
 		// new count changes every task's cluster spec and rolls in place.
-		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{scripts, svc}),
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn(append([]pulumi.Resource{svc}, taskDeps...)),
 			meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
 			return nil, err
 		}
@@ -189,8 +220,9 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	return &corev1.ConfigMapArgs{
 		Metadata: a.Labels.ObjectMeta(a.ScriptsName, a.Namespace, "tfcluster"),
 		Data: pulumi.StringMap{
-			EntryScript: pulumi.String(entryScript),
-			Program:     pulumi.String(program),
+			EntryScript:  pulumi.String(entryScript),
+			Program:      pulumi.String(program),
+			"release.py": pulumi.String(meta.ReleaseScript),
 		},
 	}
 }
@@ -237,49 +269,77 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
 		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
+	chiefReleases := a.releases() && t.Type == TypeChief
+	if chiefReleases {
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
+			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(strings.Join(taskNames(a), " "))})
+	}
+	for _, e := range a.Code.Env() {
+		env = append(env, e)
+	}
+	env = append(env, meta.EnvArray(a.Env)...)
+	mounts := corev1.VolumeMountArray{
+		storage.Mount("shared", a.MountPath),
+		storage.Mount("scratch", a.Scratch.MountPath),
+		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
+	}
+	for _, m := range a.Code.Mounts() {
+		mounts = append(mounts, m)
+	}
+	volumes := corev1.VolumeArray{
+		storage.ClaimVolume("shared", a.Claim),
+		storage.ScratchVolume("scratch", a.Scratch),
+		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
+			Name: pulumi.String(a.ScriptsName),
+		}},
+	}
+	for _, v := range a.Code.Volumes() {
+		volumes = append(volumes, v)
+	}
+	replicas := t.Count
+	if a.Suspend {
+		replicas = 0
+	}
+	pod := &corev1.PodSpecArgs{
+		SecurityContext:              meta.PodSecurity(0),
+		NodeSelector:                 a.Labels.PoolSelector(t.Pool),
+		Tolerations:                  tolerations,
+		AutomountServiceAccountToken: pulumi.Bool(false),
+		InitContainers:               a.Code.InitContainers(),
+		Containers: corev1.ContainerArray{corev1.ContainerArgs{
+			Name:    pulumi.String(t.Type),
+			Image:   pulumi.String(a.Image),
+			Command: pulumi.ToStringArray(command),
+			Args:    pulumi.ToStringArray(args),
+			Env:     env,
+			Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
+				Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(a.Port),
+			}},
+			Resources: &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits},
+			// TensorFlow needs no capability, nor to gain one.
+			SecurityContext: &corev1.SecurityContextArgs{
+				AllowPrivilegeEscalation: pulumi.Bool(false),
+				Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+			},
+			VolumeMounts: mounts,
+		}},
+		Volumes: volumes,
+	}
+	if chiefReleases {
+		// Its token may scale the cluster's task types, and nothing else (meta.NewReleaser).
+		pod.ServiceAccountName = pulumi.String(releaseName(a))
+		pod.AutomountServiceAccountToken = pulumi.Bool(true)
+	}
 	return &appsv1.StatefulSetArgs{
 		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),
 		Spec: &appsv1.StatefulSetSpecArgs{
-			Replicas:            pulumi.Int(t.Count),
+			Replicas:            pulumi.Int(replicas),
 			ServiceName:         pulumi.String(t.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(t.Name))},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(t.Name))},
-				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
-					NodeSelector:                 a.Labels.PoolSelector(t.Pool),
-					Tolerations:                  tolerations,
-					AutomountServiceAccountToken: pulumi.Bool(false),
-					Containers: corev1.ContainerArray{corev1.ContainerArgs{
-						Name:    pulumi.String(t.Type),
-						Image:   pulumi.String(a.Image),
-						Command: pulumi.ToStringArray(command),
-						Args:    pulumi.ToStringArray(args),
-						Env:     env,
-						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{
-							Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(a.Port),
-						}},
-						Resources: &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits},
-						// TensorFlow needs no capability, nor to gain one.
-						SecurityContext: &corev1.SecurityContextArgs{
-							AllowPrivilegeEscalation: pulumi.Bool(false),
-							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-						},
-						VolumeMounts: corev1.VolumeMountArray{
-							storage.Mount("shared", a.MountPath),
-							storage.Mount("scratch", a.Scratch.MountPath),
-							corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
-						},
-					}},
-					Volumes: corev1.VolumeArray{
-						storage.ClaimVolume("shared", a.Claim),
-						storage.ScratchVolume("scratch", a.Scratch),
-						corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
-							Name: pulumi.String(a.ScriptsName),
-						}},
-					},
-				},
+				Spec:     pod,
 			},
 		},
 	}, nil

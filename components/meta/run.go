@@ -1,0 +1,242 @@
+package meta
+
+import (
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// What a training workload's pods share beyond their shape: the run they belong to, the
+// environment the stack gives them, the code cloned into them, and the right to release their
+// own GPUs when their run has succeeded.
+
+// RunLabel labels a run's pods (the launcher's, an elastic or TF run's) with the run's id.
+const RunLabel = "kolotoc.dev/run"
+
+// Run policies: what a workload does with its pods once its run has succeeded.
+const (
+	OnSuccessKeep    = "keep"    // the pods stay (and hold their GPUs) until the next run or a human
+	OnSuccessRelease = "release" // the run's StatefulSets are scaled to zero: every GPU is freed
+)
+
+// EnvVar is one environment variable the stack gives a workload: a plain value, or a key of a
+// Secret that already exists in the namespace (secret values are only ever referenced).
+type EnvVar struct {
+	Name       string
+	Value      string
+	SecretName string // with SecretKey: valueFrom.secretKeyRef
+	SecretKey  string
+}
+
+// EnvArray renders env as container environment variables, in order.
+func EnvArray(env []EnvVar) corev1.EnvVarArray {
+	out := corev1.EnvVarArray{}
+	for _, e := range env {
+		if e.SecretName != "" {
+			out = append(out, corev1.EnvVarArgs{Name: pulumi.String(e.Name), ValueFrom: &corev1.EnvVarSourceArgs{
+				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(e.SecretName), Key: pulumi.String(e.SecretKey)},
+			}})
+			continue
+		}
+		out = append(out, corev1.EnvVarArgs{Name: pulumi.String(e.Name), Value: pulumi.String(e.Value)})
+	}
+	return out
+}
+
+// Code is a git repository cloned into every pod of a workload before its containers start.
+type Code struct {
+	Repository string // clone URL (https://, ssh-less git://, file://)
+	Ref        string // branch, tag or commit checked out (detached)
+	Path       string // where the containers find the checkout
+	Image      string // image of the clone (needs git)
+	// CredentialsSecret names an existing Secret of the namespace with keys username and
+	// password (a token), given to git for https repositories; "" for a public repository.
+	CredentialsSecret string
+}
+
+// Names of the clone's init container and volume in every pod.
+const (
+	CodeContainer = "code"
+	codeVolume    = "code"
+	// CodeUser is the user the clone runs as (nobody): it needs no privilege, and the checkout
+	// is readable by every container.
+	CodeUser = 65534
+)
+
+// codeScript clones the repository and checks the ref out, detached: a branch, a tag (both
+// found among the clone's refs, remote branches as origin/<ref>) or a commit. It prints the
+// commit, which is what ran.
+const codeScript = `set -eu
+dir=$KOLOTOC_CODE_DIR
+if [ -n "${GIT_USERNAME:-}" ]; then
+  set -- -c 'credential.helper=!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'
+fi
+git "$@" clone --quiet --no-checkout "$KOLOTOC_CODE_REPOSITORY" "$dir"
+cd "$dir"
+git -c advice.detachedHead=false checkout --quiet --detach "$KOLOTOC_CODE_REF" 2>/dev/null ||
+  git -c advice.detachedHead=false checkout --quiet --detach "origin/$KOLOTOC_CODE_REF"
+echo "code: $KOLOTOC_CODE_REPOSITORY $KOLOTOC_CODE_REF at $(git rev-parse HEAD) in $dir"
+`
+
+// Enabled reports whether there is code to clone.
+func (c *Code) Enabled() bool { return c != nil && c.Repository != "" }
+
+// InitContainers are the pod's init containers: the clone, or none.
+func (c *Code) InitContainers() corev1.ContainerArray {
+	if !c.Enabled() {
+		return nil
+	}
+	env := corev1.EnvVarArray{
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CODE_REPOSITORY"), Value: pulumi.String(c.Repository)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CODE_REF"), Value: pulumi.String(c.Ref)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CODE_DIR"), Value: pulumi.String(c.Path)},
+		corev1.EnvVarArgs{Name: pulumi.String("HOME"), Value: pulumi.String("/tmp")},
+	}
+	if c.CredentialsSecret != "" {
+		for _, k := range []struct{ env, key string }{{"GIT_USERNAME", "username"}, {"GIT_PASSWORD", "password"}} {
+			env = append(env, corev1.EnvVarArgs{Name: pulumi.String(k.env), ValueFrom: &corev1.EnvVarSourceArgs{
+				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(c.CredentialsSecret), Key: pulumi.String(k.key)},
+			}})
+		}
+	}
+	return corev1.ContainerArray{corev1.ContainerArgs{
+		Name:    pulumi.String(CodeContainer),
+		Image:   pulumi.String(c.Image),
+		Command: pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c"), pulumi.String(codeScript)},
+		Env:     env,
+		Resources: &corev1.ResourceRequirementsArgs{
+			Requests: pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("128Mi")},
+			Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("512Mi")},
+		},
+		SecurityContext: &corev1.SecurityContextArgs{
+			RunAsUser:                pulumi.Int(CodeUser),
+			RunAsGroup:               pulumi.Int(CodeUser),
+			RunAsNonRoot:             pulumi.Bool(true),
+			AllowPrivilegeEscalation: pulumi.Bool(false),
+			Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
+		},
+		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}},
+	}}
+}
+
+// Volumes is the checkout's volume (node-local, as long-lived as the pod), or none.
+func (c *Code) Volumes() []corev1.VolumeArgs {
+	if !c.Enabled() {
+		return nil
+	}
+	return []corev1.VolumeArgs{{Name: pulumi.String(codeVolume), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}}
+}
+
+// Mounts mount the checkout where the workload's containers find it, or none.
+func (c *Code) Mounts() []corev1.VolumeMountArgs {
+	if !c.Enabled() {
+		return nil
+	}
+	return []corev1.VolumeMountArgs{{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}}
+}
+
+// Env tells the containers where the checkout is (KOLOTOC_CODE_DIR), or nothing.
+func (c *Code) Env() []corev1.EnvVarArgs {
+	if !c.Enabled() {
+		return nil
+	}
+	return []corev1.EnvVarArgs{{Name: pulumi.String("KOLOTOC_CODE_DIR"), Value: pulumi.String(c.Path)}}
+}
+
+// ReleaseScript scales StatefulSets of the pod's namespace to zero through the API server with
+// the pod's service-account token (python3's standard library only: every training image has
+// it). Arguments: the StatefulSets' names. It retries for about a minute, and exits 1 if one
+// could not be scaled.
+const ReleaseScript = `"""Kolotoc: the run succeeded; scale its StatefulSets to zero, freeing their GPUs."""
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.request
+
+SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def main(names):
+    ns = open(SA + "/namespace").read().strip()
+    token = open(SA + "/token").read().strip()
+    host = os.environ["KUBERNETES_SERVICE_HOST"]
+    if ":" in host:
+        host = "[" + host + "]"
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    tls = ssl.create_default_context(cafile=SA + "/ca.crt")
+    body = json.dumps({"spec": {"replicas": 0}}).encode()
+    status = 0
+    for name in names:
+        url = (f"https://{host}:{port}/apis/apps/v1/namespaces/{ns}/statefulsets/{name}/scale"
+               "?fieldManager=kolotoc-release")
+        for attempt in range(20):
+            req = urllib.request.Request(url, data=body, method="PATCH", headers={
+                "Authorization": "Bearer " + token, "Content-Type": "application/merge-patch+json"})
+            try:
+                urllib.request.urlopen(req, context=tls, timeout=10).read()
+                print(f"release: statefulset {name} scaled to 0", flush=True)
+                break
+            except Exception as e:  # noqa: BLE001 - every failure is retried, then reported
+                print(f"release: statefulset {name}: {e}", file=sys.stderr, flush=True)
+                time.sleep(3)
+        else:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+`
+
+// Releaser is the service account a run's pods release their StatefulSets with: it may scale
+// those StatefulSets (by name), nothing else.
+type Releaser struct {
+	ServiceAccount string
+	Deps           []pulumi.Resource // the account, its role and binding: pods wait for them
+}
+
+// NewReleaser registers the service account name, a Role that may patch the scale of the named
+// StatefulSets only, and its binding.
+func NewReleaser(ctx *pulumi.Context, name string, namespace pulumi.StringInput, l Labels, component string,
+	statefulSets []string, opts ...pulumi.ResourceOption) (*Releaser, error) {
+	sa, err := corev1.NewServiceAccount(ctx, name, &corev1.ServiceAccountArgs{
+		Metadata: l.ObjectMeta(name, namespace, component),
+		// Only the pods that release mount its token (they say so themselves).
+		AutomountServiceAccountToken: pulumi.Bool(false),
+	}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	role, err := rbacv1.NewRole(ctx, name, RenderReleaseRole(name, namespace, l, component, statefulSets), opts...)
+	if err != nil {
+		return nil, err
+	}
+	binding, err := rbacv1.NewRoleBinding(ctx, name, &rbacv1.RoleBindingArgs{
+		Metadata: l.ObjectMeta(name, namespace, component),
+		RoleRef: &rbacv1.RoleRefArgs{
+			ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("Role"), Name: pulumi.String(name),
+		},
+		Subjects: rbacv1.SubjectArray{rbacv1.SubjectArgs{
+			Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(name), Namespace: namespace,
+		}},
+	}, append(opts, pulumi.DependsOn([]pulumi.Resource{sa, role}))...)
+	if err != nil {
+		return nil, err
+	}
+	return &Releaser{ServiceAccount: name, Deps: []pulumi.Resource{sa, role, binding}}, nil
+}
+
+// RenderReleaseRole may patch the scale subresource of the named StatefulSets, and nothing else.
+func RenderReleaseRole(name string, namespace pulumi.StringInput, l Labels, component string, statefulSets []string) *rbacv1.RoleArgs {
+	return &rbacv1.RoleArgs{
+		Metadata: l.ObjectMeta(name, namespace, component),
+		Rules: rbacv1.PolicyRuleArray{rbacv1.PolicyRuleArgs{
+			ApiGroups:     pulumi.StringArray{pulumi.String("apps")},
+			Resources:     pulumi.StringArray{pulumi.String("statefulsets/scale")},
+			ResourceNames: pulumi.ToStringArray(statefulSets),
+			Verbs:         pulumi.StringArray{pulumi.String("patch")},
+		}},
+	}
+}

@@ -1,0 +1,216 @@
+package stacks
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kolotoc/components/meta"
+)
+
+// What a training team does every day with an environment: runs (towers.run, onSuccess), a
+// suspend switch for every GPU of the stack (kolotoc:suspend), code cloned into the workers
+// (kolotoc:code) and environment variables on every workload (<workload>.env).
+
+// Code is a git repository cloned into every pod of the training workloads (towers and
+// launcher, carriers and sentinels, elastic workers, TF tasks) before they start
+// (kolotoc:code).
+type Code struct {
+	Repository string `json:"repository"` // clone URL: https://…, git://…; required to clone anything
+	Ref        string `json:"ref"`        // branch, tag or commit checked out; default main
+	Path       string `json:"path"`       // where the checkout is in every pod (also $KOLOTOC_CODE_DIR); default /code
+	Image      string `json:"image"`      // image that runs the clone (needs git and sh); default DefaultGitImage
+	// CredentialsSecret: an existing Secret of the stack's namespace with keys username and
+	// password (a token) for an https repository; default none (a public repository).
+	CredentialsSecret string `json:"credentialsSecret"`
+}
+
+// EnvVar is one environment variable of a workload (kolotoc:<workload>.env[i]), shaped as in a
+// Kubernetes container: a value, or a reference to a key of an existing Secret.
+type EnvVar struct {
+	Name      string        `json:"name"`
+	Value     string        `json:"value"`
+	ValueFrom *EnvVarSource `json:"valueFrom"`
+}
+
+// EnvVarSource is where a secret variable's value comes from (valueFrom).
+type EnvVarSource struct {
+	SecretKeyRef *SecretKeyRef `json:"secretKeyRef"`
+}
+
+// SecretKeyRef names a key of a Secret in the stack's namespace (valueFrom.secretKeyRef).
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Run policies of towers.onSuccess, elastic.onSuccess and tfcluster.onSuccess.
+const (
+	OnSuccessKeep    = meta.OnSuccessKeep
+	OnSuccessRelease = meta.OnSuccessRelease
+)
+
+var allowedOnSuccess = []string{OnSuccessKeep, OnSuccessRelease}
+
+const (
+	// DefaultGitImage clones kolotoc:code (git 2.45.2 on Alpine; its entrypoint is replaced).
+	DefaultGitImage = "alpine/git:2.45.2"
+	// defaultCodeRef, defaultCodePath: the branch most repositories build from, and where the
+	// checkout lands.
+	defaultCodeRef  = "main"
+	defaultCodePath = "/code"
+)
+
+// envName is what a variable may be called: a C identifier, as every shell and Python accept.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// applyRunDefaults fills the defaults of code and the run policies.
+func (c *Config) applyRunDefaults() {
+	if c.Code.Repository != "" {
+		if c.Code.Ref == "" {
+			c.Code.Ref = defaultCodeRef
+		}
+		if c.Code.Path == "" {
+			c.Code.Path = defaultCodePath
+		}
+		if c.Code.Image == "" {
+			c.Code.Image = DefaultGitImage
+		}
+	}
+	for _, p := range []*string{&c.Towers.OnSuccess, &c.Elastic.OnSuccess, &c.TFCluster.OnSuccess} {
+		if *p == "" {
+			*p = OnSuccessKeep
+		}
+	}
+}
+
+// validateRuns checks runs, code and every workload's env.
+func (c *Config) validateRuns(v *validator) {
+	v.runID("towers.run", c.Towers.Run)
+	v.oneOf("towers.onSuccess", c.Towers.OnSuccess, allowedOnSuccess)
+	v.oneOf("elastic.onSuccess", c.Elastic.OnSuccess, allowedOnSuccess)
+	v.oneOf("tfcluster.onSuccess", c.TFCluster.OnSuccess, allowedOnSuccess)
+	if c.TFCluster.Enabled && c.TFCluster.OnSuccess == OnSuccessRelease && c.TFCluster.Chief.Count == 0 {
+		v.add("tfcluster.onSuccess", OnSuccessRelease, "the chief releases the cluster when its program succeeds; set tfcluster.chief.count 1")
+	}
+	if c.Towers.OnSuccess == OnSuccessRelease && c.Sentinels.Enabled {
+		v.add("towers.onSuccess", OnSuccessRelease, "the sentinels (Dask workers in the tower pods) would go with the towers; "+
+			"turn sentinels off, or keep the towers (onSuccess: keep)")
+	}
+
+	if code := c.Code; code.Repository != "" || code.Ref != "" || code.Path != "" || code.Image != "" || code.CredentialsSecret != "" {
+		switch {
+		case code.Repository == "":
+			v.add("code.repository", "(unset)", "required when any other code key is set: the URL git clones")
+		case strings.HasPrefix(code.Repository, "-") || strings.ContainsAny(code.Repository, " \t\n"):
+			v.add("code.repository", code.Repository, "not a clone URL; allowed: https://…, git://…, ssh-less URLs git accepts")
+		case hasUserInfo(code.Repository):
+			v.add("code.repository", "(a URL with credentials)", "credentials in the URL would sit in plain text in config and state; "+
+				"put them in a Secret and name it in code.credentialsSecret")
+		}
+		if strings.HasPrefix(code.Ref, "-") || strings.ContainsAny(code.Ref, " \t\n") {
+			v.add("code.ref", code.Ref, "not a branch, tag or commit")
+		}
+		v.absPath("code.path", code.Path)
+		for _, reserved := range []string{c.Storage.MountPath, c.Storage.Scratch.MountPath, "/etc/kolotoc"} {
+			if code.Path != "" && reserved != "" && (code.Path == reserved || strings.HasPrefix(code.Path, reserved+"/") ||
+				strings.HasPrefix(reserved, code.Path+"/")) {
+				v.add("code.path", code.Path, fmt.Sprintf("overlaps %s, which Kolotoc mounts in the same pods", reserved))
+			}
+		}
+		if path.Clean(code.Path) == "/" {
+			v.add("code.path", code.Path, "the checkout cannot replace the root directory")
+		}
+		v.image("code.image", code.Image)
+		if code.CredentialsSecret != "" {
+			v.dnsSubdomain("code.credentialsSecret", code.CredentialsSecret)
+		}
+	}
+
+	v.env("towers.env", c.Towers.Env)
+	v.env("carriers.env", c.Carriers.Env)
+	v.env("entrypoint.env", c.Entrypoint.Env)
+	v.env("elastic.env", c.Elastic.Env)
+	v.env("tfcluster.env", c.TFCluster.Env)
+}
+
+// hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token).
+func hasUserInfo(repo string) bool {
+	u, err := url.Parse(repo)
+	return err == nil && u.User != nil && (u.Scheme == "http" || u.Scheme == "https")
+}
+
+// runID checks a run id: a label value, since it labels the run's pods.
+func (v *validator) runID(key, id string) {
+	if id == "" {
+		return
+	}
+	if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
+		v.add(key, id, "not a run id: up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
+	}
+}
+
+func (v *validator) dnsSubdomain(key, name string) {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		v.add(key, name, "not a Kubernetes object name: "+strings.Join(errs, "; "))
+	}
+}
+
+// env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
+// each once, and each a value or a Secret key, not both.
+func (v *validator) env(key string, env []EnvVar) {
+	seen := map[string]bool{}
+	for i, e := range env {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case !envName.MatchString(e.Name):
+			v.add(k+".name", e.Name, "not a variable name; allowed: letters, digits and '_', not starting with a digit")
+		case strings.HasPrefix(e.Name, "KOLOTOC_"):
+			v.add(k+".name", e.Name, "KOLOTOC_* variables are Kolotoc's own; choose another name")
+		case seen[e.Name]:
+			v.add(k+".name", e.Name, "set twice in "+key)
+		}
+		seen[e.Name] = true
+		if e.ValueFrom == nil {
+			continue
+		}
+		if e.Value != "" {
+			v.add(k, e.Name, "has both value and valueFrom; give one")
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		if ref == nil {
+			v.add(k+".valueFrom", "(set)", "needs secretKeyRef: {name, key} of a Secret in the stack's namespace")
+			continue
+		}
+		v.dnsSubdomain(k+".valueFrom.secretKeyRef.name", ref.Name)
+		if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
+			v.add(k+".valueFrom.secretKeyRef.key", ref.Key, "not a Secret key: "+strings.Join(errs, "; "))
+		}
+	}
+}
+
+// envVars is a workload's env as the components take it.
+func envVars(env []EnvVar) []meta.EnvVar {
+	out := make([]meta.EnvVar, 0, len(env))
+	for _, e := range env {
+		m := meta.EnvVar{Name: e.Name, Value: e.Value}
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			m.SecretName, m.SecretKey = e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// CodeArgs is kolotoc:code as the components take it; nil when no repository is set.
+func CodeArgs(c *Config) *meta.Code {
+	if c.Code.Repository == "" {
+		return nil
+	}
+	k := c.Code
+	return &meta.Code{Repository: k.Repository, Ref: k.Ref, Path: k.Path, Image: k.Image, CredentialsSecret: k.CredentialsSecret}
+}

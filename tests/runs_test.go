@@ -1,0 +1,234 @@
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"kolotoc/stacks"
+)
+
+// runsRaw is the workloads layout with towers beside elastic and TF, each run releasing its
+// GPUs on success, code cloned from a repository and variables on every workload.
+func runsRaw(t *testing.T, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	env := `[{"name":"WANDB_PROJECT","value":"kolotoc"},{"name":"HF_TOKEN","valueFrom":{"secretKeyRef":{"name":"hf","key":"token"}}}]`
+	set := map[string]string{
+		"towers":     `{"count":2,"gpusPerTower":8,"pool":"gpu","run":"r2","onSuccess":"release","env":` + env + `}`,
+		"sentinels":  `{"enabled":false}`,
+		"carriers":   `{"count":1,"pool":"cpu","env":` + env + `}`,
+		"elastic":    `{"enabled":true,"minNodes":1,"maxNodes":2,"gpusPerNode":8,"rdzvBackend":"etcd-v2","onSuccess":"release","env":` + env + `}`,
+		"tfcluster":  `{"enabled":true,"ps":{"count":2},"workers":{"count":2,"gpus":4},"onSuccess":"release","env":` + env + `}`,
+		"entrypoint": `{"env":` + env + `}`,
+		"code":       `{"repository":"https://git.example.com/team/train.git","ref":"v1.2","credentialsSecret":"git-token"}`,
+		"sshKeySeed": testSeed,
+	}
+	for k, v := range overrides {
+		set[k] = v
+	}
+	raw := workloadsRaw(t, set)
+	raw.Secrets["kolotoc:sshKeySeed"] = true
+	return raw
+}
+
+// TestRuns checks what a run is made of: the run id on the launcher's pods (a new id replaces the
+// launcher, nothing else), the right to release each run's StatefulSets and nothing more, and the
+// release wired into each workload's entry script.
+func TestRuns(t *testing.T) {
+	rec := deploy(t, runsRaw(t, nil))
+
+	launcher := inputs(rec.one(t, tJob, "towers-launcher"))
+	if got := get(launcher, "spec", "template", "metadata", "labels", "kolotoc.dev/run"); got != "r2" {
+		t.Errorf("launcher pods labelled run %v, want r2", got)
+	}
+	pod := get(launcher, "spec", "template", "spec")
+	if get(pod, "serviceAccountName") != "launcher-release" || get(pod, "automountServiceAccountToken") != true {
+		t.Errorf("launcher: service account %v, token %v; want launcher-release with its token",
+			get(pod, "serviceAccountName"), get(pod, "automountServiceAccountToken"))
+	}
+	env := envStrings(get(pod, "containers").([]any)[0])
+	for k, want := range map[string]string{"KOLOTOC_RUN": "r2", "KOLOTOC_ON_SUCCESS": "release", "KOLOTOC_RELEASE": "tower"} {
+		if env[k] != want {
+			t.Errorf("launcher env %s = %q, want %q", k, env[k], want)
+		}
+	}
+	towers := inputs(rec.one(t, tStatefulSet, "towers"))
+	if get(towers, "metadata", "annotations", "kolotoc.dev/run") != "r2" {
+		t.Errorf("towers not annotated with the run: a new run would not bring released towers back")
+	}
+	if get(towers, "metadata", "annotations", "pulumi.com/patchForce") != "true" {
+		t.Errorf("towers without patchForce: the update after a release would conflict with the launcher's scale")
+	}
+	if get(towers, "spec", "template", "metadata", "labels", "kolotoc.dev/run") != nil {
+		t.Errorf("the run id is on the towers' pod template: a new run would restart every tower")
+	}
+
+	// Each releaser may patch the scale of its own StatefulSets, nothing else.
+	for role, want := range map[string][]string{
+		"launcher-release":   {"tower"},
+		"elastic-release":    {"elastic"},
+		"tf-scripts-release": {"tf-chief", "tf-evaluator", "tf-ps", "tf-worker"},
+	} {
+		r := inputs(rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", role))
+		rules, _ := get(r, "rules").([]any)
+		if len(rules) != 1 {
+			t.Fatalf("role %s: %d rules, want 1", role, len(rules))
+		}
+		names := strs(get(rules[0], "resourceNames"))
+		slices.Sort(names)
+		if fmt.Sprint(strs(get(rules[0], "resources"))) != "[statefulsets/scale]" || fmt.Sprint(strs(get(rules[0], "verbs"))) != "[patch]" ||
+			fmt.Sprint(strs(get(rules[0], "apiGroups"))) != "[apps]" || !slices.Equal(names, want) {
+			t.Errorf("role %s: %v, want patch of statefulsets/scale of %v only", role, rules[0], want)
+		}
+		b := inputs(rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", role))
+		if get(b, "roleRef", "name") != role || get(b, "subjects").([]any)[0].(map[string]any)["name"] != role {
+			t.Errorf("binding %s: %v", role, b)
+		}
+	}
+	// Only the chief of the TF tasks holds the token.
+	for _, name := range []string{"tfcluster-chief", "tfcluster-worker", "tfcluster-ps", "tfcluster-evaluator"} {
+		spec := get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec")
+		if token := get(spec, "automountServiceAccountToken") == true; token != (name == "tfcluster-chief") {
+			t.Errorf("%s: service account token mounted = %v", name, token)
+		}
+	}
+
+	// The release is in every entry script, run only after success.
+	for cm, script := range map[string]string{"towers-scripts": "launcher.sh", "elastic-scripts": "torchrun.sh", "tfcluster-scripts": "tf_config.sh"} {
+		data := inputs(rec.one(t, tConfigMap, cm))
+		s, _ := get(data, "data", script).(string)
+		if !strings.Contains(s, "release.py") || !strings.Contains(s, `if [ "$status" = 0 ]`) {
+			t.Errorf("%s/%s does not release on success:\n%s", cm, script, s)
+		}
+		if r, _ := get(data, "data", "release.py").(string); !strings.Contains(r, "statefulsets/{name}/scale") {
+			t.Errorf("%s has no release.py", cm)
+		}
+	}
+}
+
+// TestRunKeepIsTheDefault: without onSuccess, nothing can scale anything and no pod gets a token.
+func TestRunKeepIsTheDefault(t *testing.T) {
+	rec := deploy(t, runsRaw(t, map[string]string{
+		"towers":    `{"count":2,"gpusPerTower":8,"pool":"gpu","run":"r1"}`,
+		"elastic":   `{"enabled":true,"minNodes":1,"maxNodes":2,"gpusPerNode":8,"rdzvBackend":"etcd-v2"}`,
+		"tfcluster": `{"enabled":true,"ps":{"count":2},"workers":{"count":2,"gpus":4}}`,
+	}))
+	if roles := rec.ofType("kubernetes:rbac.authorization.k8s.io/v1:Role"); len(roles) != 0 {
+		for _, r := range roles {
+			if strings.HasSuffix(r.Name, "-release") {
+				t.Errorf("role %s registered without onSuccess release", r.Name)
+			}
+		}
+	}
+	towers := inputs(rec.one(t, tStatefulSet, "towers"))
+	if get(towers, "metadata", "annotations", "kolotoc.dev/run") != nil {
+		t.Errorf("kept towers annotated with the run: a new run would update them for nothing")
+	}
+	launcher := inputs(rec.one(t, tJob, "towers-launcher"))
+	if get(launcher, "spec", "template", "spec", "automountServiceAccountToken") != false {
+		t.Errorf("launcher mounts a token without onSuccess release")
+	}
+}
+
+// TestSuspend: kolotoc:suspend scales every GPU workload to zero and suspends the launcher;
+// nothing else changes, so that resuming brings back exactly what was there.
+func TestSuspend(t *testing.T) {
+	running := deploy(t, runsRaw(t, nil))
+	raw := runsRaw(t, map[string]string{"suspend": "true"})
+	suspended := deploy(t, raw)
+	if get(inputs(suspended.one(t, tJob, "towers-launcher")), "spec", "suspend") != true {
+		t.Errorf("launcher not suspended")
+	}
+	if get(inputs(running.one(t, tJob, "towers-launcher")), "spec", "suspend") != nil {
+		t.Errorf("a running stack's launcher carries spec.suspend")
+	}
+	gpuHolders := map[string]bool{"towers": true, "elastic": true, "tfcluster-chief": true, "tfcluster-worker": true,
+		"tfcluster-ps": true, "tfcluster-evaluator": true}
+	for _, r := range suspended.ofType(tStatefulSet) {
+		replicas := get(inputs(r), "spec", "replicas")
+		if gpuHolders[r.Name] != (replicas == float64(0)) {
+			t.Errorf("suspended %s: replicas %v", r.Name, replicas)
+		}
+		// Apart from replicas (and the launcher's suspend), the suspended stack is the running one.
+		run := inputs(running.one(t, tStatefulSet, r.Name)).(map[string]any)
+		sus := inputs(r).(map[string]any)
+		runSpec, susSpec := run["spec"].(map[string]any), sus["spec"].(map[string]any)
+		if fmt.Sprint(runSpec["template"]) != fmt.Sprint(susSpec["template"]) {
+			t.Errorf("suspending changes %s's pod template: resuming would restart it", r.Name)
+		}
+	}
+	if len(suspended.sorted()) != len(running.sorted()) {
+		t.Errorf("suspend registers %d resources, running %d: suspend must only scale", len(suspended.sorted()), len(running.sorted()))
+	}
+}
+
+// TestCodeAndEnv: the repository is cloned into every training pod and mounted in every
+// container that runs code; every workload gets its variables, secret ones by reference only.
+func TestCodeAndEnv(t *testing.T) {
+	rec := deploy(t, runsRaw(t, nil))
+	for _, p := range podTemplates(t, rec) {
+		training := map[string]bool{"tower": true, "launcher": true, "carrier": true, "elastic": true,
+			"tf-chief": true, "tf-worker": true, "tf-ps": true, "tf-evaluator": true}[p.component]
+		inits, _ := p.spec["initContainers"].([]any)
+		var clone map[string]any
+		for _, c := range inits {
+			if c.(map[string]any)["name"] == "code" {
+				clone = c.(map[string]any)
+			}
+		}
+		if (clone != nil) != training {
+			t.Errorf("%s: code clone present = %v", p.owner, clone != nil)
+			continue
+		}
+		if clone == nil {
+			continue
+		}
+		env := envStrings(clone)
+		if env["KOLOTOC_CODE_REPOSITORY"] != "https://git.example.com/team/train.git" || env["KOLOTOC_CODE_REF"] != "v1.2" ||
+			env["GIT_PASSWORD"] != "secret git-token/password" {
+			t.Errorf("%s: clone env %v", p.owner, env)
+		}
+		if get(clone, "securityContext", "runAsNonRoot") != true {
+			t.Errorf("%s: the clone runs as root", p.owner)
+		}
+		for _, c := range get(p.spec, "containers").([]any) {
+			mounts := fmt.Sprint(get(c, "volumeMounts"))
+			if !strings.Contains(mounts, "mountPath:/code") {
+				t.Errorf("%s container %v: no /code mount", p.owner, get(c, "name"))
+			}
+			env := envStrings(c)
+			if env["WANDB_PROJECT"] != "kolotoc" || env["HF_TOKEN"] != "secret hf/token" || env["KOLOTOC_CODE_DIR"] != "/code" {
+				t.Errorf("%s container %v: env %v", p.owner, get(c, "name"), env)
+			}
+		}
+	}
+	jupyter := envStrings(findContainer(t, inputs(rec.one(t, tDeployment, "entrypoint")), "jupyterlab"))
+	if jupyter["WANDB_PROJECT"] != "kolotoc" || jupyter["HF_TOKEN"] != "secret hf/token" {
+		t.Errorf("Jupyter env %v", jupyter)
+	}
+}
+
+// envStrings maps a container's variables to their values, "secret <name>/<key>" for references.
+func envStrings(c any) map[string]string {
+	out := map[string]string{}
+	for name, v := range envOf(c) {
+		if ref := get(v, "secretKeyRef"); ref != nil {
+			out[name] = fmt.Sprintf("secret %v/%v", get(ref, "name"), get(ref, "key"))
+		} else {
+			out[name] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+func findContainer(t *testing.T, workload any, name string) any {
+	t.Helper()
+	for _, c := range get(workload, "spec", "template", "spec", "containers").([]any) {
+		if get(c, "name") == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
+}
