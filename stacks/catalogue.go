@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -14,7 +15,18 @@ type MachineType struct {
 	GPUs     int    // NVIDIA GPUs per machine; 0 for a CPU machine
 	GPUType  string // GPU type in the GCP accelerator vocabulary, used on every cloud (label nvidia.com/gpu.product)
 	VCPUs    int    // logical cores
-	MemoryGi int    // memory in GiB (GCP's "GB" and Azure's "GiB" are both 2^30 bytes)
+	MemoryMi int    // memory in MiB (GCP's "GB" and Azure's "GiB" are both 2^30 bytes; GCP's API rounds to whole MiB)
+	// Attach: GPUs are attached to this CPU machine type rather than built in (GCP N1): a pool
+	// names gpusPerNode and gpuType, within the limits of n1GPUs.
+	Attach bool
+}
+
+// Memory is the machine's memory as a Kubernetes quantity: whole GiB where it is, else MiB.
+func (m MachineType) Memory() string {
+	if m.MemoryMi%1024 == 0 {
+		return fmt.Sprintf("%dGi", m.MemoryMi/1024)
+	}
+	return fmt.Sprintf("%dMi", m.MemoryMi)
 }
 
 // GPU types, named as GCP names its accelerators; the same names label the nodes of every cloud,
@@ -26,7 +38,26 @@ const (
 	GPUL4      = "nvidia-l4"         // L4 24 GB
 	GPUA10G    = "nvidia-a10g"       // A10G 24 GB (AWS g5)
 	GPUT4      = "nvidia-tesla-t4"   // T4 16 GB
+	GPUV100    = "nvidia-tesla-v100" // V100 16 GB (GCP N1, AWS p3)
+	GPUV100_32 = "nvidia-v100-32gb"  // V100 32 GB (AWS p3dn); GCP has none, so named as GCP names memory variants (nvidia-a100-80gb)
+	GPUP100    = "nvidia-tesla-p100" // P100 16 GB (GCP N1)
+	GPUP4      = "nvidia-tesla-p4"   // P4 8 GB (GCP N1)
 )
+
+// n1Limit is what GCP allows an N1 machine with some count of one attached GPU type: the vCPUs
+// and memory (GB, that is GiB) of the largest N1 machine it attaches to.
+type n1Limit struct{ vcpus, memGB int }
+
+// n1GPUs are the GPUs GCP attaches to N1 machine types, by type and count, with the largest N1
+// machine each count allows (GCP's "GPU machine types" page, N1 section). The P100 × 4 figures
+// are those of most zones; a few (us-east1-c, europe-west1-b, europe-west1-d) allow only 64 vCPUs
+// and 208 GB, which GCP reports when the pool is created.
+var n1GPUs = map[string]map[int]n1Limit{
+	GPUT4:   {1: {48, 312}, 2: {48, 312}, 4: {96, 624}},
+	GPUV100: {1: {12, 78}, 2: {24, 156}, 4: {48, 312}, 8: {96, 624}},
+	GPUP100: {1: {16, 104}, 2: {32, 208}, 4: {96, 624}},
+	GPUP4:   {1: {24, 156}, 2: {48, 312}, 4: {96, 624}},
+}
 
 // noGPUs marks a CPU machine type in the catalogue.
 const noGPUs = 0
@@ -39,7 +70,7 @@ var catalogue = buildCatalogue()
 func buildCatalogue() map[string]map[string]MachineType {
 	c := map[string]map[string]MachineType{CloudGCP: {}, CloudAWS: {}, CloudAzure: {}}
 	add := func(cloud, name string, gpus int, gpuType string, vcpus, memGi int) {
-		c[cloud][name] = MachineType{Name: name, Cloud: cloud, GPUs: gpus, GPUType: gpuType, VCPUs: vcpus, MemoryGi: memGi}
+		c[cloud][name] = MachineType{Name: name, Cloud: cloud, GPUs: gpus, GPUType: gpuType, VCPUs: vcpus, MemoryMi: memGi * 1024}
 	}
 
 	// GCP accelerator-optimized: A2 (A100 40 GB), A2 Ultra (A100 80 GB), A3 (H100), G2 (L4).
@@ -68,11 +99,33 @@ func buildCatalogue() map[string]map[string]MachineType {
 			add(CloudGCP, fmt.Sprintf("%s-%d", f.family, n), noGPUs, "", n, f.perCPU*n)
 		}
 	}
+	// GCP N1, the first generation: 3.75, 6.5 and 0.9 GB per vCPU, memory as GCP's API gives it
+	// (whole MiB, rounded). The only general-purpose machines GCP attaches GPUs to (n1GPUs).
+	for _, f := range []struct {
+		family   string
+		perCPUMi float64
+		sizes    []int
+	}{
+		{"n1-standard", 3.75 * 1024, []int{1, 2, 4, 8, 16, 32, 64, 96}},
+		{"n1-highmem", 6.5 * 1024, []int{2, 4, 8, 16, 32, 64, 96}},
+		{"n1-highcpu", 0.9 * 1024, []int{2, 4, 8, 16, 32, 64, 96}},
+	} {
+		for _, n := range f.sizes {
+			name := fmt.Sprintf("%s-%d", f.family, n)
+			c[CloudGCP][name] = MachineType{Name: name, Cloud: CloudGCP, GPUs: noGPUs, VCPUs: n,
+				MemoryMi: int(math.Round(f.perCPUMi * float64(n))), Attach: true}
+		}
+	}
 
-	// AWS GPU instances: P4d (A100 40 GB), P5 (H100), G5 (A10G), G6 (L4).
+	// AWS GPU instances: P4d (A100 40 GB), P5 (H100), P3 (V100), G5 (A10G), G6 (L4).
 	add(CloudAWS, "p4d.24xlarge", 8, GPUA100, 96, 1152)
 	add(CloudAWS, "p4de.24xlarge", 8, GPUA100_80, 96, 1152)
 	add(CloudAWS, "p5.48xlarge", 8, GPUH100_80, 192, 2048)
+	// AWS P3 (V100): 16 GB GPUs, NVLink on the 8x and 16x sizes; p3dn with 32 GB GPUs.
+	add(CloudAWS, "p3.2xlarge", 1, GPUV100, 8, 61)
+	add(CloudAWS, "p3.8xlarge", 4, GPUV100, 32, 244)
+	add(CloudAWS, "p3.16xlarge", 8, GPUV100, 64, 488)
+	add(CloudAWS, "p3dn.24xlarge", 8, GPUV100_32, 96, 768)
 	for _, s := range []struct {
 		size        string
 		vcpus, gpus int

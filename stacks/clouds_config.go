@@ -121,7 +121,7 @@ func (c *Config) applyCloudDefaults() {
 				p.CPUs = m.VCPUs
 			}
 			if p.Memory == "" {
-				p.Memory = fmt.Sprintf("%dGi", m.MemoryGi)
+				p.Memory = m.Memory()
 			}
 			if p.GPUsPerNode == 0 {
 				p.GPUsPerNode = m.GPUs
@@ -350,37 +350,41 @@ func (c *Config) validateAWSNetwork(v *validator) {
 	}
 }
 
-// validatePoolMachine checks a pool against its machine type in the catalogue.
+// validatePoolMachine checks a pool against its machine type in the catalogue. A machine type
+// the catalogue does not know stands with the shape the stack gives it (checked before defaults
+// by validateShapes, machines.go).
 func (c *Config) validatePoolMachine(v *validator, i int, p NodePool) {
 	key := fmt.Sprintf("nodePools[%d]", i)
-	if IsCloud(c.Cloud) {
-		if p.MachineType == "" {
-			v.add(key+".machineType", "(unset)", fmt.Sprintf("required with cloud %s; e.g. %s", c.Cloud, machineTypeHint(c.Cloud, "")))
-			return
-		}
-		if _, ok := LookupMachineType(c.Cloud, p.MachineType); !ok {
-			v.add(key+".machineType", p.MachineType, fmt.Sprintf("not a %s machine type Kolotoc knows; allowed: %s", c.Cloud, machineTypeHint(c.Cloud, p.MachineType)))
-			return
-		}
+	if IsCloud(c.Cloud) && p.MachineType == "" {
+		v.add(key+".machineType", "(unset)", fmt.Sprintf("required with cloud %s; e.g. %s", c.Cloud, machineTypeHint(c.Cloud, "")))
+		return
 	}
 	cloud, ok := catalogueCloud(c.Cloud, p.MachineType)
 	if !ok {
-		return // a simulated or existing pool of a machine type no cloud here names: its figures stand
+		c.validateUncatalogued(v, key, p)
+		return
 	}
 	m := catalogue[cloud][p.MachineType]
-	if p.GPUsPerNode != m.GPUs {
-		v.add(key+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), fmt.Sprintf("machine type %s has %d GPUs; allowed: %d (or leave it unset)", m.Name, m.GPUs, m.GPUs))
-	}
-	if m.GPUs > 0 && p.GPUType != m.GPUType {
-		v.add(key+".gpuType", p.GPUType, fmt.Sprintf("machine type %s carries %s; allowed: %s (or leave it unset)", m.Name, m.GPUType, m.GPUType))
+	if m.Attach {
+		validateAttachedGPUs(v, key, p, m)
+	} else {
+		if p.GPUsPerNode != m.GPUs {
+			hint := ""
+			if m.GPUs == 0 && cloud == CloudGCP {
+				hint = "; GCP attaches GPUs to N1 machine types only (e.g. n1-standard-8 with 1 × " + GPUT4 + ")"
+			}
+			v.add(key+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), fmt.Sprintf("machine type %s has %d GPUs; allowed: %d (or leave it unset)%s", m.Name, m.GPUs, m.GPUs, hint))
+		}
+		if m.GPUs > 0 && p.GPUType != m.GPUType {
+			v.add(key+".gpuType", p.GPUType, fmt.Sprintf("machine type %s carries %s; allowed: %s (or leave it unset)", m.Name, m.GPUType, m.GPUType))
+		}
 	}
 	if p.CPUs > m.VCPUs {
 		v.add(key+".cpus", strconv.Itoa(p.CPUs), fmt.Sprintf("machine type %s has %d vCPUs; allowed: 1..%d", m.Name, m.VCPUs, m.VCPUs))
 	}
 	if q, err := resource.ParseQuantity(p.Memory); err == nil {
-		limit := resource.MustParse(fmt.Sprintf("%dGi", m.MemoryGi))
-		if q.Cmp(limit) > 0 {
-			v.add(key+".memory", p.Memory, fmt.Sprintf("machine type %s has %dGi; allowed: up to %dGi", m.Name, m.MemoryGi, m.MemoryGi))
+		if q.Cmp(resource.MustParse(m.Memory())) > 0 {
+			v.add(key+".memory", p.Memory, fmt.Sprintf("machine type %s has %s; allowed: up to %s", m.Name, m.Memory(), m.Memory()))
 		}
 	}
 }

@@ -159,20 +159,33 @@ func TestAzureFilesProtocolDefault(t *testing.T) {
 // TestCatalogue: the figures users size their pools by, checked against the providers' tables.
 func TestCatalogue(t *testing.T) {
 	want := []MachineType{
-		{Name: "a2-highgpu-1g", Cloud: CloudGCP, GPUs: 1, GPUType: GPUA100, VCPUs: 12, MemoryGi: 85},
-		{Name: "a2-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 680},
-		{Name: "a2-ultragpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100_80, VCPUs: 96, MemoryGi: 1360},
-		{Name: "a3-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUH100_80, VCPUs: 208, MemoryGi: 1872},
-		{Name: "g2-standard-24", Cloud: CloudGCP, GPUs: 2, GPUType: GPUL4, VCPUs: 24, MemoryGi: 96},
-		{Name: "g2-standard-96", Cloud: CloudGCP, GPUs: 8, GPUType: GPUL4, VCPUs: 96, MemoryGi: 384},
-		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 1152},
-		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryGi: 2048},
-		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryGi: 192},
-		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryGi: 768},
-		{Name: "Standard_NC24ads_A100_v4", Cloud: CloudAzure, GPUs: 1, GPUType: GPUA100_80, VCPUs: 24, MemoryGi: 220},
-		{Name: "Standard_NC96ads_A100_v4", Cloud: CloudAzure, GPUs: 4, GPUType: GPUA100_80, VCPUs: 96, MemoryGi: 880},
-		{Name: "Standard_ND96asr_v4", Cloud: CloudAzure, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryGi: 900},
-		{Name: "Standard_NC64as_T4_v3", Cloud: CloudAzure, GPUs: 4, GPUType: GPUT4, VCPUs: 64, MemoryGi: 440},
+		{Name: "a2-highgpu-1g", Cloud: CloudGCP, GPUs: 1, GPUType: GPUA100, VCPUs: 12, MemoryMi: 85 * 1024},
+		{Name: "a2-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 680 * 1024},
+		{Name: "a2-ultragpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100_80, VCPUs: 96, MemoryMi: 1360 * 1024},
+		{Name: "a3-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUH100_80, VCPUs: 208, MemoryMi: 1872 * 1024},
+		{Name: "g2-standard-24", Cloud: CloudGCP, GPUs: 2, GPUType: GPUL4, VCPUs: 24, MemoryMi: 96 * 1024},
+		{Name: "g2-standard-96", Cloud: CloudGCP, GPUs: 8, GPUType: GPUL4, VCPUs: 96, MemoryMi: 384 * 1024},
+		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024},
+		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024},
+		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024},
+		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryMi: 768 * 1024},
+		{Name: "Standard_NC24ads_A100_v4", Cloud: CloudAzure, GPUs: 1, GPUType: GPUA100_80, VCPUs: 24, MemoryMi: 220 * 1024},
+		{Name: "Standard_NC96ads_A100_v4", Cloud: CloudAzure, GPUs: 4, GPUType: GPUA100_80, VCPUs: 96, MemoryMi: 880 * 1024},
+		{Name: "Standard_ND96asr_v4", Cloud: CloudAzure, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 900 * 1024},
+		{Name: "Standard_NC64as_T4_v3", Cloud: CloudAzure, GPUs: 4, GPUType: GPUT4, VCPUs: 64, MemoryMi: 440 * 1024},
+		// N1 (GPUs attached, not built in), memory as GCP's machineTypes API reports memoryMb.
+		{Name: "n1-standard-1", Cloud: CloudGCP, VCPUs: 1, MemoryMi: 3840, Attach: true},
+		{Name: "n1-standard-4", Cloud: CloudGCP, VCPUs: 4, MemoryMi: 15 * 1024, Attach: true},
+		{Name: "n1-standard-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 360 * 1024, Attach: true},
+		{Name: "n1-highmem-2", Cloud: CloudGCP, VCPUs: 2, MemoryMi: 13312, Attach: true},
+		{Name: "n1-highmem-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 624 * 1024, Attach: true},
+		{Name: "n1-highcpu-2", Cloud: CloudGCP, VCPUs: 2, MemoryMi: 1843, Attach: true},
+		{Name: "n1-highcpu-8", Cloud: CloudGCP, VCPUs: 8, MemoryMi: 7373, Attach: true},
+		{Name: "n1-highcpu-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 88474, Attach: true},
+		{Name: "p3.2xlarge", Cloud: CloudAWS, GPUs: 1, GPUType: GPUV100, VCPUs: 8, MemoryMi: 61 * 1024},
+		{Name: "p3.8xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUV100, VCPUs: 32, MemoryMi: 244 * 1024},
+		{Name: "p3.16xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100, VCPUs: 64, MemoryMi: 488 * 1024},
+		{Name: "p3dn.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100_32, VCPUs: 96, MemoryMi: 768 * 1024},
 	}
 	for _, w := range want {
 		if got, ok := LookupMachineType(w.Cloud, w.Name); !ok || got != w {
@@ -181,7 +194,7 @@ func TestCatalogue(t *testing.T) {
 	}
 	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
 		for _, m := range MachineTypes(cloud) {
-			if m.VCPUs < 1 || m.MemoryGi < 1 || (m.GPUs > 0) != (m.GPUType != "") {
+			if m.VCPUs < 1 || m.MemoryMi < 1 || (m.GPUs > 0) != (m.GPUType != "") || (m.Attach && (m.GPUs > 0 || cloud != CloudGCP)) {
 				t.Errorf("%s %s: %+v", cloud, m.Name, m)
 			}
 		}

@@ -87,8 +87,9 @@ func Load(raw Raw) (*Config, error) {
 		return nil, &ConfigError{Stack: raw.Stack, Errors: errs}
 	}
 
+	shapes := c.validateShapes() // before defaults: only a shape the stack gives counts
 	c.applyDefaults()
-	if errs := c.Validate(); len(errs) > 0 {
+	if errs := append(shapes, c.Validate()...); len(errs) > 0 {
 		return nil, &ConfigError{Stack: raw.Stack, Errors: errs}
 	}
 	return c, nil

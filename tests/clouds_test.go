@@ -692,8 +692,8 @@ func TestExamplesMirrored(t *testing.T) {
 					if m.GPUs > 0 {
 						gpus = fmt.Sprint(m.GPUs)
 					}
-					if capacity["cpu"] != fmt.Sprint(m.VCPUs) || capacity["memory"] != fmt.Sprintf("%dGi", m.MemoryGi) || capacity["nvidia.com/gpu"] != gpus {
-						t.Errorf("node %s capacity %v, want %s's %d vCPUs, %dGi, %d GPUs", n.Name, capacity, m.Name, m.VCPUs, m.MemoryGi, m.GPUs)
+					if capacity["cpu"] != fmt.Sprint(m.VCPUs) || capacity["memory"] != m.Memory() || capacity["nvidia.com/gpu"] != gpus {
+						t.Errorf("node %s capacity %v, want %s's %d vCPUs, %s, %d GPUs", n.Name, capacity, m.Name, m.VCPUs, m.Memory(), m.GPUs)
 					}
 				}
 			}
