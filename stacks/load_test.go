@@ -162,7 +162,6 @@ func TestBadConfigs(t *testing.T) {
 		{name: "cloud without region", set: map[string]string{"cloud": "gcp"}, wantKey: "cluster.region", wantMsg: "required"},
 		{name: "run id not a label value", set: map[string]string{"towers": `{"run":"run #2"}`}, wantKey: "towers.run", wantMsg: "not a run id"},
 		{name: "unknown run policy", set: map[string]string{"towers": `{"onSuccess":"delete"}`}, wantKey: "towers.onSuccess", wantMsg: "allowed: keep, release"},
-		{name: "releasing towers take the sentinels", set: map[string]string{"towers": `{"onSuccess":"release"}`, "sentinels": `{"enabled":true}`}, wantKey: "towers.onSuccess", wantMsg: "sentinels"},
 		{name: "suspend not a bool", set: map[string]string{"suspend": `"yes"`}, wantKey: "suspend", wantMsg: "want true or false"},
 		{name: "env name with a dash", set: map[string]string{"towers": `{"env":[{"name":"MY-VAR","value":"x"}]}`}, wantKey: "towers.env[0].name", wantMsg: "not a variable name"},
 		{name: "env name of Kolotoc's", set: map[string]string{"carriers": `{"env":[{"name":"KOLOTOC_NP","value":"9"}]}`}, wantKey: "carriers.env[0].name", wantMsg: "Kolotoc's own"},

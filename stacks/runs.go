@@ -97,10 +97,6 @@ func (c *Config) validateRuns(v *validator) {
 	if c.TFCluster.Enabled && c.TFCluster.OnSuccess == OnSuccessRelease && c.TFCluster.Chief.Count == 0 {
 		v.add("tfcluster.onSuccess", OnSuccessRelease, "the chief releases the cluster when its program succeeds; set tfcluster.chief.count 1")
 	}
-	if c.Towers.OnSuccess == OnSuccessRelease && c.Sentinels.Enabled {
-		v.add("towers.onSuccess", OnSuccessRelease, "the sentinels (Dask workers in the tower pods) would go with the towers; "+
-			"turn sentinels off, or keep the towers (onSuccess: keep)")
-	}
 
 	if code := c.Code; code.Repository != "" || code.Ref != "" || code.Path != "" || code.Image != "" || code.CredentialsSecret != "" {
 		switch {

@@ -113,6 +113,23 @@ func TestDevStackRunsForReal(t *testing.T) {
 			}
 		}
 		t.Logf("launcher: %s", m[0])
+		// Every rank ran the code cloned from the test bed's repository (kolotoc:code), and got
+		// the variable the stack gives the towers (towers.env).
+		served := servedCommit(t)
+		for i := 0; i < towers; i++ {
+			want := fmt.Sprintf("on tower-%d code=%s greeting=hello from Pulumi.dev.yaml", i, served)
+			if !strings.Contains(logs, want) {
+				t.Errorf("launcher log lacks %q (code of the served commit, env of the stack):\n%s", want, tail(logs))
+			}
+		}
+	})
+
+	t.Run("interactive mpirun from a tower, as the README shows", func(t *testing.T) {
+		s := s.sub(t)
+		out := s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--", "bash", "-c", interactiveMpirun)
+		if !strings.Contains(out, "allreduce: sum=3 expected=3 ranks=2") {
+			t.Errorf("mpirun from tower-0 did not run over both towers:\n%s", tail(out))
+		}
 	})
 
 	t.Run("towers: Kolotoc's sshd takes the key only, under seccomp", func(t *testing.T) {
@@ -239,33 +256,6 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		}
 	})
 
-	// A new launcher (here: another mpirun option) replaces the finished one under the same name.
-	// On the real node the old Job's pod takes its grace period to go; the replacement must not
-	// trip over the Job it replaces.
-	t.Run("a changed launcher replaces the finished one and runs", func(t *testing.T) {
-		s := s.sub(t)
-		towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
-		cmd, _ := towers["command"].([]any)
-		if len(cmd) < 2 || cmd[0] != "mpirun" {
-			t.Fatalf("dev's towers.command is not an mpirun command: %v", cmd)
-		}
-		towers["command"] = append([]any{"mpirun", "--tag-output"}, cmd[1:]...)
-		s.reconfigure("dev", map[string]any{"towers": towers, "entrypoint": entry})
-		steps, _ := s.preview()
-		if len(steps) != 1 || steps["kubernetes:batch/v1:Job::towers-launcher"] != "replace" {
-			t.Errorf("preview of a new launcher command: %s, want exactly the launcher replaced", fmtMap(steps))
-		}
-		s.up()
-		job := s.waitJob(t, ns, "launcher", 5*time.Minute)
-		if job.Status.Succeeded == 0 {
-			t.Fatalf("the new launcher failed: %+v", job.Status)
-		}
-		logs := s.shell(t, str("launcherLogs"), "")
-		if !strings.Contains(logs, "<stdout>:allreduce: sum=3 expected=3 ranks=2") {
-			t.Errorf("the new launcher's log lacks its tagged allreduce line:\n%s", tail(logs))
-		}
-	})
-
 	t.Run("every printed command works as printed", func(t *testing.T) {
 		s := s.sub(t)
 		for _, k := range slices.Sorted(maps.Keys(out)) {
@@ -328,6 +318,124 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 			{From: carrier, To: metadata, Port: 80},                // a Dask worker (runs anyone's code) likewise
 			{From: entry, To: metadata6, Port: 80},                 // Jupyter, over IPv6
 		})
+	})
+
+	// Last, since it takes the towers away: a day of runs.
+	t.Run("runs: suspend and resume, a run that frees its towers, a new run", func(t *testing.T) {
+		s := s.sub(t)
+		s.runLifecycle(t, ns, entry)
+	})
+}
+
+// interactiveMpirun is the README's command for mpirun from a tower's shell (gotoTower): the
+// hostfile and the rank count are in every tower's environment.
+const interactiveMpirun = `mpirun --allow-run-as-root -np "$KOLOTOC_NP" --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
+
+// servedCommit is the commit the test bed's git daemon serves as demo.git's main.
+func servedCommit(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net=/run/netns/kolotoc-kolotoc", "--", "git", "ls-remote", "git://10.213.0.1/demo.git", "refs/heads/main").Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) == 0 || len(f[0]) != 40 {
+		t.Fatalf("git ls-remote of the served demo repository: %q %v", out, err)
+	}
+	return f[0]
+}
+
+// runLifecycle takes the dev stack through a day of runs: every GPU suspended and brought back
+// unchanged; a run whose launcher frees the towers on success, which the next up leaves alone;
+// a new run id that starts exactly a new launcher and brings the towers back.
+func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
+	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
+	reconfigure := func(extra map[string]any) {
+		o := map[string]any{"towers": towers, "entrypoint": entry}
+		for k, v := range extra {
+			o[k] = v
+		}
+		s.reconfigure("dev", o)
+	}
+	sts := func() (spec, ready int32, revision string) {
+		st, err := s.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "tower", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *st.Spec.Replicas, st.Status.ReadyReplicas, st.Status.UpdateRevision
+	}
+	towerPods := func() int {
+		pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()+",app.kubernetes.io/component=tower"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pods.Items)
+	}
+	_, _, revision := sts()
+
+	// Suspended: no tower, a suspended launcher; the rest (Jupyter, the carriers) still runs.
+	reconfigure(map[string]any{"suspend": true})
+	s.up()
+	waitFor(t, "the towers gone", 2*time.Minute, func() (bool, string) { n := towerPods(); return n == 0, fmt.Sprint(n, " tower pods") })
+	job, err := s.kube.BatchV1().Jobs(ns).Get(context.Background(), "launcher", metav1.GetOptions{})
+	if err != nil || job.Spec.Suspend == nil || !*job.Spec.Suspend {
+		t.Errorf("launcher not suspended: %v", err)
+	}
+	if c, err := s.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "carrier", metav1.GetOptions{}); err != nil || c.Status.ReadyReplicas != 1 {
+		t.Errorf("suspend took the carriers too: %v", err)
+	}
+	// Resumed: the towers come back as they were (the same revision of their pod template).
+	reconfigure(nil)
+	steps, _ := s.preview()
+	if len(steps) != 2 || steps["kubernetes:apps/v1:StatefulSet::towers"] != "update" || steps["kubernetes:batch/v1:Job::towers-launcher"] != "update" {
+		t.Errorf("resume previews %s, want the towers and the launcher updated in place", fmtMap(steps))
+	}
+	s.up()
+	if spec, ready, rev := sts(); spec != 2 || ready != 2 || rev != revision {
+		t.Errorf("resumed towers: %d/%d ready, revision %s (was %s)", ready, spec, rev, revision)
+	}
+
+	// A run that frees its towers when it succeeds.
+	towers["run"], towers["onSuccess"] = "r2", "release"
+	reconfigure(nil)
+	s.up()
+	job = s.waitJob(t, ns, "launcher", 5*time.Minute)
+	logs := s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded == 0 || job.Labels["kolotoc.dev/run"] != "r2" {
+		t.Fatalf("run r2: succeeded %d, labels %v\n%s", job.Status.Succeeded, job.Labels, tail(logs))
+	}
+	waitFor(t, "the towers released by run r2", 2*time.Minute, func() (bool, string) {
+		spec, _, _ := sts()
+		n := towerPods()
+		return spec == 0 && n == 0, fmt.Sprintf("replicas %d, %d pods", spec, n)
+	})
+	if !strings.Contains(logs, "releasing the towers") || !strings.Contains(logs, "statefulset tower scaled to 0") {
+		t.Errorf("launcher log does not show the release:\n%s", tail(logs))
+	}
+	// The next up, with nothing changed, leaves the released towers alone.
+	if steps, _ := s.preview(); len(steps) != 0 {
+		t.Errorf("preview after the release: %s, want no change", fmtMap(steps))
+	}
+	if summary := s.up(); summary["update"]+summary["replace"]+summary["create"]+summary["delete"] != 0 {
+		t.Errorf("up after the release: %v, want nothing changed", summary)
+	}
+	if spec, _, _ := sts(); spec != 0 {
+		t.Errorf("the up after the release brought %d towers back", spec)
+	}
+
+	// A new run: exactly a new launcher, and the towers brought back for it.
+	towers["run"] = "r3"
+	reconfigure(nil)
+	steps, _ = s.preview()
+	if len(steps) != 2 || steps["kubernetes:batch/v1:Job::towers-launcher"] != "replace" || steps["kubernetes:apps/v1:StatefulSet::towers"] != "update" {
+		t.Errorf("preview of run r3: %s, want the launcher replaced and the released towers updated (brought back)", fmtMap(steps))
+	}
+	s.up()
+	job = s.waitJob(t, ns, "launcher", 5*time.Minute)
+	logs = s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded == 0 || job.Labels["kolotoc.dev/run"] != "r3" || !strings.Contains(logs, "allreduce: sum=3 expected=3 ranks=2") {
+		t.Fatalf("run r3: succeeded %d, labels %v\n%s", job.Status.Succeeded, job.Labels, tail(logs))
+	}
+	waitFor(t, "the towers released by run r3", 2*time.Minute, func() (bool, string) {
+		spec, _, _ := sts()
+		return spec == 0, fmt.Sprintf("replicas %d", spec)
 	})
 }
 
