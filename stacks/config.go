@@ -70,6 +70,11 @@ type Config struct {
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 
+	// AwaitTimeout (kolotoc:awaitTimeout): how long `pulumi up` waits for each awaited workload,
+	// Service and claim (Pulumi customTimeouts), and the launcher for its towers; a Go duration
+	// of whole seconds, 1m to 24h; default 30m, 10m on the simulated cloud (timeouts.go).
+	AwaitTimeout string
+
 	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
 	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled

@@ -67,6 +67,8 @@ func (c *Config) Validate() []FieldError {
 	c.validateEntrypoint(v)
 	c.validateWorkloads(v)
 	c.validateIsolation(v)
+	c.validateTimeouts(v)
+	c.validateKubeAccess(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {
