@@ -29,6 +29,9 @@ set -euo pipefail
 umask 077  # the passphrase, state and secrets files are for this user only
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# pulumi finds the project (Pulumi.yaml) from its working directory: run from the checkout,
+# wherever the script is called from.
+cd "$root"
 state_dir=$root/.kolotoc
 stack=${STACK:-dev}
 shadow=$state_dir/stacks/$stack
@@ -206,9 +209,13 @@ cmd_down() {
   fi
   rm -f "$shadow/cluster-uid"
   # The local cluster is shared by every local stack: it goes only when no other stack still has
-  # resources in it.
-  local others
-  others=$(pulumi stack ls --json 2>/dev/null | jq -r --arg s "$stack" '.[] | select(.name != $s and (.resourceCount // 0) > 0) | .name' 2>/dev/null | paste -sd' ' - || true)
+  # resources in it. When that cannot be told, it stays.
+  local listing others
+  if ! listing=$(pulumi stack ls --json 2>/dev/null) \
+    || ! others=$(printf '%s\n' "$listing" | jq -r --arg s "$stack" '.[] | select(.name != $s and (.resourceCount // 0) > 0) | .name' | paste -sd' ' -); then
+    log "keeping the local cluster: could not list the other stacks of $PULUMI_BACKEND_URL ('pulumi stack ls --json' and jq); 'make cluster-down' deletes it with whatever runs there"
+    return
+  fi
   if [ -n "$others" ]; then
     log "keeping the local cluster: stack(s) $others still deployed in it ('make down STACK=<name>' for each, or 'make cluster-down' to delete it with them)"
     return

@@ -50,7 +50,8 @@ go_bin_name() {
 }
 
 # build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
-# cache unless every binary is already there.
+# cache unless every binary is already there. MINUTES is the cold build measured on 2 cores (all
+# of them: 28 minutes; README "The two commands", Makefile's tools target).
 build() {
   local tool=$1 version=$2 minutes=$3 ldflags=$4; shift 4
   local dest=$tools_dir/$tool-$version missing=() pair
@@ -76,7 +77,7 @@ build() {
 
 tool_pulumi() {
   on_path pulumi "$PULUMI_VERSION" version && return
-  build pulumi "$PULUMI_VERSION" 10 \
+  build pulumi "$PULUMI_VERSION" 6 \
     "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
     github.com/pulumi/pulumi/pkg/v3/cmd/pulumi=pulumi
 }
@@ -89,7 +90,7 @@ tool_langhost() {
 
 tool_etcd() {
   on_path etcd "etcd Version: ${ETCD_VERSION#v}" --version && return
-  build etcd "$ETCD_VERSION" 2 "-s -w" go.etcd.io/etcd/server/v3=etcd
+  build etcd "$ETCD_VERSION" 3 "-s -w" go.etcd.io/etcd/server/v3=etcd
 }
 
 tool_kube() {
@@ -104,7 +105,7 @@ tool_kube() {
     return
   fi
   # The control plane, kubectl, and the real node's kubelet and kube-proxy: one build.
-  build kube "$KUBE_VERSION" 18 "$flags" \
+  build kube "$KUBE_VERSION" 12 "$flags" \
     k8s.io/kubernetes/cmd/kube-apiserver=kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager=kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler=kube-scheduler \
@@ -115,7 +116,7 @@ tool_kube() {
 
 # CoreDNS for the real node's cluster DNS, with only the plugins it needs (hack/tools/coredns).
 tool_coredns() {
-  build coredns "$COREDNS_VERSION" 3 "-s -w" kolotoc.dev/hack/tools/coredns=coredns
+  build coredns "$COREDNS_VERSION" 2 "-s -w" kolotoc.dev/hack/tools/coredns=coredns
 }
 
 tool_kwok() {

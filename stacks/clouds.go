@@ -34,6 +34,7 @@ const (
 type cloudResult struct {
 	storage func(*storage.Args)
 	outputs pulumi.Map
+	kube    KubeAccess // how a user's kubectl reaches the cluster (kubeaccess.go)
 }
 
 // applyStorage points the shared volume at the cloud's file store.
@@ -122,7 +123,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	deps := []pulumi.Resource{cl}
-	res := &cloudResult{outputs: pulumi.Map{}}
+	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, cl.Project)}
 	if s := c.Storage; s.Type == StorageFilestore {
 		location := s.Zone
 		if s.Tier == FilestoreRegional {
@@ -197,7 +198,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	deps := []pulumi.Resource{cl}
-	res := &cloudResult{outputs: pulumi.Map{}}
+	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
 	if s := c.Storage; s.Type == StorageEFS {
 		nodes := []pulumi.Resource{cl.PodIdentity}
 		for _, ng := range cl.NodeGroups {
@@ -246,7 +247,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		}
 	}
 	cl, err := aks.NewCluster(ctx, cloudClusterName, &aks.ClusterArgs{
-		Name: k.Name, ResourceGroup: k.Name + "-rg", NodeResourceGroup: k.Name + "-nodes", Location: k.Region,
+		Name: k.Name, ResourceGroup: azureResourceGroup(k), NodeResourceGroup: k.Name + "-nodes", Location: k.Region,
 		KubernetesVersion: k.KubernetesVersion, SystemVMSize: k.SystemVMSize, SystemNodes: k.SystemNodes,
 		Pools: pools, Tags: cloudLabels(c),
 		SubnetID: k.SubnetID, Subscription: k.AzureSubscription(),
@@ -257,7 +258,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	deps := []pulumi.Resource{cl}
-	res := &cloudResult{outputs: pulumi.Map{}}
+	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
 	if s := c.Storage; s.Type == StorageAzureFiles {
 		nfs := s.Protocol == AzureFilesNFS
 		protocol := aks.SMB

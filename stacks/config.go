@@ -73,6 +73,11 @@ type Config struct {
 	Code    Code // kolotoc:code — a git repository cloned into every training pod (runs.go)
 	Suspend bool // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
 
+	// AwaitTimeout (kolotoc:awaitTimeout): how long `pulumi up` waits for each awaited workload,
+	// Service and claim (Pulumi customTimeouts), and the launcher for its towers; a Go duration
+	// of whole seconds, 1m to 24h; default 30m, 10m on the simulated cloud (timeouts.go).
+	AwaitTimeout string
+
 	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
 	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled

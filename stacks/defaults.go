@@ -93,6 +93,7 @@ func (c *Config) applyDefaults() {
 	if c.Cluster.Kubeconfig == "" && c.Cloud == CloudSimulated {
 		c.Cluster.Kubeconfig = defaultKubeconfig
 	}
+	c.applyTimeoutDefaults()
 	c.applyCloudDefaults() // machine-type figures first, before the generic pool defaults below
 	c.applyRunDefaults()
 	for i := range c.NodePools {

@@ -36,9 +36,17 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 	return raw, nil
 }
 
-// Deploy registers the whole environment described by a validated Config.
-func Deploy(ctx *pulumi.Context, c *Config) error {
+// Deploy registers the whole environment described by a validated Config and exports its
+// outputs.
+func Deploy(ctx *pulumi.Context, c *Config) error { return DeployTo(ctx, c, ctx.Export) }
+
+// DeployTo is Deploy handing each stack output to export (tests collect them).
+func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input)) error {
 	labels := stackLabels(c)
+	// Every awaited workload, Service and claim waits kolotoc:awaitTimeout (timeouts.go).
+	if err := registerAwaitTimeouts(ctx, c); err != nil {
+		return err
+	}
 
 	// Before anything is registered: a change that would replace protected storage stops here.
 	if err := guardStorage(ctx, c); err != nil {
@@ -46,6 +54,10 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	}
 
 	provider, clusterDeps, cloud, err := deployClusterOrCloud(ctx, c, labels)
+	if err != nil {
+		return err
+	}
+	kube, err := stackKubeAccess(c, cloud)
 	if err != nil {
 		return err
 	}
@@ -104,7 +116,8 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 	if c.EntrypointTLSKey.IsSet() {
 		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
 	}
-	if _, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withStorage); err != nil {
+	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withStorage)
+	if err != nil {
 		return err
 	}
 
@@ -124,6 +137,7 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 			KeyBinding: ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace},
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
+			WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		}, k8s, withStorage)
 		if err != nil {
 			return err
@@ -145,11 +159,15 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		return err
 	}
 
-	for k, v := range StackOutputs(c, entryArgs) {
-		ctx.Export(k, v)
-	}
-	for k, v := range cloud.exports() { // clusterName, kubeconfig (a secret), the file store
-		ctx.Export(k, v)
+	for _, outs := range []pulumi.Map{
+		StackOutputs(c, entryArgs, kube), WorkloadOutputs(c, kube),
+		kube.outputs(),                  // kubeContext, kubeconfigCommand
+		publicOutputs(entry, entryArgs), // the LoadBalancer's address
+		cloud.exports(),                 // clusterName, kubeconfig (a secret), the file store
+	} {
+		for k, v := range outs {
+			export(k, v)
+		}
 	}
 	return nil
 }
@@ -300,7 +318,7 @@ func ShowSecretCommand(c *Config, output string) string {
 // helpers and the tower hostnames. The one secret among them, the Jupyter password, is a secret
 // output (encrypted in state, shown only with --show-secrets): the printed command reads it from
 // the stack, which works wherever the stack's config is kept (a shadow config file included).
-func StackOutputs(c *Config, e *entrypoint.Args) pulumi.Map {
+func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{"namespace": pulumi.String(c.Namespace)}
 	if agents := c.GPUAgentsNamespace(); agents != "" {
 		out["gpuAgentsNamespace"] = pulumi.String(agents) // the device plugin and DCGM exporter (security.go)
@@ -311,7 +329,7 @@ func StackOutputs(c *Config, e *entrypoint.Args) pulumi.Map {
 			continue
 		}
 		out[name+"Url"] = pulumi.String(ep.URL)
-		out[name+"PortForward"] = pulumi.String(ep.PortForward)
+		out[name+"PortForward"] = kube.Kubectl(ep.PortForwardArgs)
 		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 	}
 	if c.Towers.Enabled {
@@ -319,12 +337,12 @@ func StackOutputs(c *Config, e *entrypoint.Args) pulumi.Map {
 		// prints the hostfile itself (for mpirun from a tower or Jupyter's terminal).
 		out["towerHostnamePattern"] = pulumi.String(ring.HostnamePattern(TowerName, c.Namespace, c.Towers.Count))
 		out["towerCount"] = pulumi.Int(c.Towers.Count)
-		out["towerHostfile"] = pulumi.String(fmt.Sprintf("kubectl -n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", c.Namespace, TowerName))
-		out["gotoTower"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName))
-		out["launcherLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", c.Namespace, LauncherName))
+		out["towerHostfile"] = kube.Kubectlf("-n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", c.Namespace, TowerName)
+		out["gotoTower"] = kube.Kubectlf("-n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName)
+		out["launcherLogs"] = kube.Kubectlf("-n %s logs -f job/%s", c.Namespace, LauncherName)
 	}
 	if c.Carriers.Enabled {
-		out["gotoCarrier"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -- bash", c.Namespace, CarrierName))
+		out["gotoCarrier"] = kube.Kubectlf("-n %s exec -it %s-0 -- bash", c.Namespace, CarrierName)
 	}
 	if c.Entrypoint.Jupyter {
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))
@@ -332,10 +350,11 @@ func StackOutputs(c *Config, e *entrypoint.Args) pulumi.Map {
 	}
 	if c.Entrypoint.ServiceType == ServiceLoadBalancer {
 		// The LoadBalancer's address is the cloud's to assign once the Service exists; the
-		// command prints Jupyter's public URL from it.
-		out["jupyterPublicUrlCommand"] = pulumi.String(fmt.Sprintf(
-			`echo "https://$(kubectl -n %s get svc %s -o jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}')%s"`,
-			c.Namespace, entrypoint.PublicName(EntryName), entrypoint.JupyterPath(e)))
+		// command prints Jupyter's public URL from it as it is now (jupyterPublicUrl is the one
+		// the last update saw).
+		get := kube.Kubectlf(`-n %s get svc %s -o jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}'`,
+			c.Namespace, entrypoint.PublicName(EntryName))
+		out["jupyterPublicUrlCommand"] = pulumi.Sprintf(`echo "https://$(%s)%s"`, get, entrypoint.JupyterPath(e))
 	}
 	pools := make([]string, 0, len(c.NodePools))
 	for _, p := range c.NodePools {

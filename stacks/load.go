@@ -24,6 +24,7 @@ type Raw struct {
 var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"cloud":            decodeString(func(c *Config) *string { return &c.Cloud }),
 	"namespace":        decodeString(func(c *Config) *string { return &c.Namespace }),
+	"awaitTimeout":     decodeString(func(c *Config) *string { return &c.AwaitTimeout }),
 	"cluster":          decodeObject(func(c *Config) any { return &c.Cluster }),
 	"nodePools":        decodeObject(func(c *Config) any { return &c.NodePools }),
 	"storage":          decodeObject(func(c *Config) any { return &c.Storage }),

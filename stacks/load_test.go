@@ -176,6 +176,12 @@ func TestBadConfigs(t *testing.T) {
 		{name: "tower memory larger than node", set: map[string]string{"towers": `{"memory":"1Ti"}`}, wantKey: "towers.memory", wantMsg: "more than a node"},
 		{name: "empty command argument", set: map[string]string{"towers": `{"command":["mpirun",""]}`}, wantKey: "towers.command[1]", wantMsg: "empty"},
 		{name: "not JSON", set: map[string]string{"towers": `{count: 2`}, wantKey: "towers", wantMsg: "not a YAML/JSON value"},
+		// How long `pulumi up` waits (timeouts.go) and how kubectl reaches the cluster (kubeaccess.go).
+		{name: "await timeout not a duration", set: map[string]string{"awaitTimeout": "soon"}, wantKey: "awaitTimeout", wantMsg: "not a duration; allowed: a Go duration of whole seconds from 1m to 24h, e.g. 30m"},
+		{name: "await timeout under a minute", set: map[string]string{"awaitTimeout": "30s"}, wantKey: "awaitTimeout", wantMsg: "allowed: a Go duration of whole seconds from 1m to 24h"},
+		{name: "await timeout over a day", set: map[string]string{"awaitTimeout": "48h"}, wantKey: "awaitTimeout", wantMsg: "allowed: a Go duration of whole seconds from 1m to 24h"},
+		{name: "await timeout in fractions of a second", set: map[string]string{"awaitTimeout": "90.5s"}, wantKey: "awaitTimeout", wantMsg: "whole seconds"},
+		{name: "kube context on gcp", set: map[string]string{"cloud": "gcp", "cluster": `{"region":"us-central1","zone":"us-central1-a","context":"prod"}`}, wantKey: "cluster.context", wantMsg: "gcloud names a GKE cluster's context gke_<project>_<location>_<name>"},
 		// The clouds (clouds_config.go, catalogue.go).
 		{name: "unknown machine type", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "nodePools": `[{"name":"gpu","machineType":"a2-highgpu-3g"},{"name":"cpu","machineType":"n2-standard-16"}]`}, wantKey: "nodePools[0].machineType", wantMsg: "not in Kolotoc's gcp catalogue; give its shape with kolotoc:nodePools[0].cpus, .memory (and .gpusPerNode, .gpuType for GPUs); unset here: cpus, memory; catalogued types near it: a2-highgpu-1g, a2-highgpu-2g"},
 		// Machine types the catalogue does not know, and GPUs attached to GCP N1 (machines.go).

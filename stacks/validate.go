@@ -68,6 +68,8 @@ func (c *Config) Validate() []FieldError {
 	c.validateWorkloads(v)
 	c.validateIsolation(v)
 	c.validateRuns(v)
+	c.validateTimeouts(v)
+	c.validateKubeAccess(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

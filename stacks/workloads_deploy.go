@@ -13,7 +13,8 @@ import (
 	"kolotoc/components/tfcluster"
 )
 
-// deployWorkloads registers the optional workloads the stack enables and exports their outputs.
+// deployWorkloads registers the optional workloads the stack enables (their outputs are
+// WorkloadOutputs).
 // agents is the GPU agents' namespace (the DCGM exporter's), nil when there is none. opts carry
 // the Kubernetes provider and the dependencies every workload waits for (the namespace, the
 // shared storage, the simulated nodes).
@@ -56,9 +57,6 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
 			return err
 		}
-	}
-	for k, v := range WorkloadOutputs(c) {
-		ctx.Export(k, v)
 	}
 	return nil
 }
@@ -149,7 +147,7 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach
 // them, and what a training script needs to know. The one secret, Grafana's admin password, is a
 // secret output (encrypted in state); the printed command shows it from the stack's state.
-func WorkloadOutputs(c *Config) pulumi.Map {
+func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
 	ns := c.Namespace
 	if c.Etcd.Enabled {
@@ -159,8 +157,8 @@ func WorkloadOutputs(c *Config) pulumi.Map {
 		a := ElasticArgs(c)
 		out["elasticRendezvousEndpoint"] = pulumi.String(elastic.Endpoint(a))
 		out["elasticNnodes"] = pulumi.String(elastic.NNodes(a))
-		out["gotoElastic"] = pulumi.String(fmt.Sprintf("kubectl -n %s exec -it %s-0 -- bash", ns, ElasticName))
-		out["elasticLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f %s-0", ns, ElasticName))
+		out["gotoElastic"] = kube.Kubectlf("-n %s exec -it %s-0 -- bash", ns, ElasticName)
+		out["elasticLogs"] = kube.Kubectlf("-n %s logs -f %s-0", ns, ElasticName)
 	}
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)
@@ -168,18 +166,18 @@ func WorkloadOutputs(c *Config) pulumi.Map {
 			out["tfClusterSpec"] = pulumi.String(spec)
 		}
 		if c.TFCluster.Chief.Count > 0 {
-			out["tfChiefLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f %s-0", ns, TFChiefName))
+			out["tfChiefLogs"] = kube.Kubectlf("-n %s logs -f %s-0", ns, TFChiefName)
 		}
 		if a.TensorBoard != nil {
 			out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", TFTensorBoard, ns, tfcluster.TensorBoardPort))
-			out["tfTensorboardPortForward"] = pulumi.String(fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", ns, TFTensorBoard, tfcluster.TensorBoardPort, tfcluster.TensorBoardPort))
+			out["tfTensorboardPortForward"] = kube.Kubectlf("-n %s port-forward svc/%s %d:%d", ns, TFTensorBoard, tfcluster.TensorBoardPort, tfcluster.TensorBoardPort)
 			out["tfTensorboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/", tfcluster.TensorBoardPort))
 		}
 	}
 	if c.Monitoring.Enabled {
 		for name, ep := range monitoring.Endpoints(ns, *c.Monitoring.Grafana) {
 			out[name+"Url"] = pulumi.String(ep.URL)
-			out[name+"PortForward"] = pulumi.String(ep.PortForward)
+			out[name+"PortForward"] = kube.Kubectl(ep.PortForwardArgs)
 			out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 		}
 		if *c.Monitoring.Grafana {

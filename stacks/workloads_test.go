@@ -66,8 +66,8 @@ func TestWorkloadsOffByDefault(t *testing.T) {
 	if c.Etcd.Enabled || c.Elastic.Enabled || c.TFCluster.Enabled || c.Monitoring.Enabled {
 		t.Error("a workload is on in the dev stack, which enables none")
 	}
-	if len(WorkloadOutputs(c)) != 0 {
-		t.Errorf("outputs for workloads that are off: %v", WorkloadOutputs(c))
+	if len(WorkloadOutputs(c, KubeAccess{})) != 0 {
+		t.Errorf("outputs for workloads that are off: %v", WorkloadOutputs(c, KubeAccess{}))
 	}
 }
 

@@ -48,6 +48,7 @@ const (
 // secrets among them must reach the registered inputs only as secrets.
 const (
 	fakeGKEEndpoint     = "203.0.113.10"
+	fakeGCPProject      = "test-project" // the gcp provider's default project (gcloud's, GOOGLE_PROJECT)
 	fakeEKSEndpoint     = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
 	fakeCA              = "ZmFrZS1jbHVzdGVyLWNh"
 	fakeFilestoreIP     = "10.20.0.2"
@@ -70,13 +71,16 @@ func cloudState(token string, state resource.PropertyMap) {
 	set := func(k resource.PropertyKey, v any) { state[k] = resource.NewPropertyValue(v) }
 	switch token {
 	case tGKECluster:
+		if str("project") == "" {
+			set("project", fakeGCPProject) // the provider's default project
+		}
 		set("endpoint", fakeGKEEndpoint)
 		set("masterAuth", map[string]any{"clusterCaCertificate": fakeCA})
 	case tGCPAccount:
 		email := str("accountId") + "@test-project.iam.gserviceaccount.com"
 		set("email", email)
 		set("member", "serviceAccount:"+email)
-		set("project", "test-project")
+		set("project", fakeGCPProject)
 	case tFilestore:
 		set("networks", []any{map[string]any{"network": "default", "ipAddresses": []any{fakeFilestoreIP}}})
 	case tEKSCluster:

@@ -338,12 +338,7 @@ func TestStorageProtection(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			raw := layoutRaw(t, i)
-			cfg, err := stacks.Load(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			outs := resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg)))
+			_, outs := deployOutputs(t, layoutRaw(t, i))
 			for _, k := range []string{"namespace", "jupyterUrl", "jupyterPortForward", "jupyterPassword", "jupyterPasswordCommand",
 				"daskSchedulerAddress", "gotoTower", "gotoCarrier", "towerHostnamePattern", "towerCount", "towerHostfile", "launcherLogs"} {
 				if _, ok := outs[k]; !ok {

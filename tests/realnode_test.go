@@ -41,19 +41,35 @@ func renderedPods(t *testing.T, rec *recorder) []renderedPod {
 		}
 		rp := renderedPod{tolerations: p.spec["tolerations"]}
 		rp.selector, _ = p.spec["nodeSelector"].(map[string]any)
-		for _, c := range containers(p.spec) {
+		// A pod's request, as the scheduler counts it: its containers' together, or its largest
+		// init container's (they run one at a time, before the containers), whichever is more.
+		requests := func(c any) (cpu, mem, gpus int64) {
 			req, _ := get(c, "resources", "requests").(map[string]any)
 			for k, v := range req {
 				q := k8sresource.MustParse(v.(string))
 				switch k {
 				case "cpu":
-					rp.cpuMilli += q.MilliValue()
+					cpu = q.MilliValue()
 				case "memory":
-					rp.memory += q.Value()
+					mem = q.Value()
 				case "nvidia.com/gpu":
-					rp.gpus += q.Value()
+					gpus = q.Value()
 				}
 			}
+			return
+		}
+		regular, _ := p.spec["containers"].([]any)
+		for _, c := range regular {
+			cpu, mem, gpus := requests(c)
+			rp.cpuMilli, rp.memory, rp.gpus = rp.cpuMilli+cpu, rp.memory+mem, rp.gpus+gpus
+		}
+		inits, _ := p.spec["initContainers"].([]any)
+		for _, c := range inits {
+			if get(c, "restartPolicy") == "Always" {
+				t.Fatalf("%s: sidecar init containers are not counted here", p.owner)
+			}
+			cpu, mem, gpus := requests(c)
+			rp.cpuMilli, rp.memory, rp.gpus = max(rp.cpuMilli, cpu), max(rp.memory, mem), max(rp.gpus, gpus)
 		}
 		for i := 0; i < replicas; i++ {
 			rp.name = fmt.Sprintf("%s-%d", p.owner, i)

@@ -27,7 +27,9 @@ const (
 	testSeed     = "4cb085380e5f9d8f58cea32480fb882e55eaab5516bd7148cd01c02c3597e20e" // 256 bits (sha256 of "kolotoc test seed")
 	// fakeClusterIP is what the mock API server assigns to every ClusterIP Service.
 	fakeClusterIP = "10.96.0.42"
-	secretMarker  = "[secret]"
+	// fakeLoadBalancerIP is the address the mocked cloud gives every LoadBalancer Service.
+	fakeLoadBalancerIP = "198.51.100.7"
+	secretMarker       = "[secret]"
 )
 
 // registered is one resource as the program registered it.
@@ -39,6 +41,8 @@ type registered struct {
 	DeleteBeforeReplace bool
 	ReplaceOnChanges    []string // pulumi.ReplaceOnChanges' property paths
 	CreateTimeout       string   // pulumi.Timeouts' create timeout, if any
+	UpdateTimeout       string   // pulumi.Timeouts' update timeout, if any
+	DeleteTimeout       string   // pulumi.Timeouts' delete timeout, if any
 	DependsOn           []string // names of the resources named in pulumi.DependsOn
 	Inputs              resource.PropertyMap
 }
@@ -49,6 +53,9 @@ type recorder struct {
 	mu    sync.Mutex
 	all   []registered
 	calls []string
+	// lbIngress is the status.loadBalancer.ingress[0] of LoadBalancer Services; default
+	// {ip: fakeLoadBalancerIP}.
+	lbIngress map[string]any
 }
 
 func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
@@ -61,6 +68,8 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
 		rec.ReplaceOnChanges = rpc.GetReplaceOnChanges()
 		rec.CreateTimeout = rpc.GetCustomTimeouts().GetCreate()
+		rec.UpdateTimeout = rpc.GetCustomTimeouts().GetUpdate()
+		rec.DeleteTimeout = rpc.GetCustomTimeouts().GetDelete()
 		for _, urn := range rpc.GetDependencies() {
 			rec.DependsOn = append(rec.DependsOn, urn[strings.LastIndex(urn, "::")+2:])
 		}
@@ -79,6 +88,14 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 			spec["clusterIP"] = resource.NewProperty(fakeClusterIP)
 		}
 		state["spec"] = resource.NewProperty(spec)
+		if t, ok := spec["type"]; ok && t.IsString() && t.StringValue() == "LoadBalancer" {
+			// The cloud's load balancer controller gives it an address.
+			ingress := r.lbIngress
+			if ingress == nil {
+				ingress = map[string]any{"ip": fakeLoadBalancerIP}
+			}
+			state["status"] = resource.NewPropertyValue(map[string]any{"loadBalancer": map[string]any{"ingress": []any{ingress}}})
+		}
 	}
 	cloudState(args.TypeToken, state) // what a cloud reports once a resource exists (clouds_test.go)
 	return args.Name + "-id", state, nil

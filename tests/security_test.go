@@ -282,7 +282,7 @@ func TestPodSecurityLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantPrivileged := map[string]bool{ // the stack namespace, by layout
-		"prod-simulated": true, "workloads": true, "workloads-variant": true, "dev-options": true, // in-cluster NFS (+ options)
+		"prod-simulated": true, "workloads": true, "workloads-variant": true, "dev-options": true, "runs": true, // in-cluster NFS (+ options)
 		"dev": false, "dev-baseline": false, "prod": false, "aws": false, "azure": false, // local directory, external NFS, cloud file stores
 	}
 	for name, raw := range securityLayouts(t) {

@@ -342,11 +342,9 @@ func TestTFTensorBoard(t *testing.T) {
 			}
 		}
 	}
-	cfg, err := stacks.Load(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range resolveOutputs(t, raw, stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg))) {
+	// Every output of the stack (the workloads' among them).
+	_, outs := deployOutputs(t, raw)
+	for k := range outs {
 		if strings.HasPrefix(k, "tfTensorboard") {
 			t.Errorf("tfcluster.tensorboard false still outputs %s", k)
 		}
@@ -836,7 +834,7 @@ func TestGrafanaPasswordIsSecret(t *testing.T) {
 	}
 	// Only the secret output grafanaPassword carries it (encrypted in state); the printed
 	// command shows it from the stack's state, not from the config file.
-	outs := resolveOutputs(t, raw, stacks.WorkloadOutputs(cfg))
+	outs := resolveOutputs(t, raw, stacks.WorkloadOutputs(cfg, localAccess(t, cfg)))
 	for k, o := range outs {
 		if k == stacks.GrafanaPasswordOutput {
 			if !o.secret || o.value != grafanaTestPassword {
@@ -880,7 +878,7 @@ func TestMonitoringWithoutGrafana(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := resolveOutputs(t, raw, stacks.WorkloadOutputs(cfg))
+	outs := resolveOutputs(t, raw, stacks.WorkloadOutputs(cfg, localAccess(t, cfg)))
 	for k := range outs {
 		if strings.HasPrefix(k, "grafana") {
 			t.Errorf("output %s with monitoring.grafana false", k)

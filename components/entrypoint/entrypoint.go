@@ -1,6 +1,6 @@
 // Package entrypoint runs the scheduler node: dask-scheduler (with the Dask dashboard),
 // Jupyter (JupyterLab, or the classic Notebook) and TensorBoard in one Deployment behind one
-// Service, and computes the URLs and `kubectl port-forward` commands that reach them.
+// Service, and computes the URLs and the `kubectl port-forward` arguments that reach them.
 package entrypoint
 
 import (
@@ -81,9 +81,11 @@ type Args struct {
 
 // Endpoint is one service of the entrypoint as users reach it.
 type Endpoint struct {
-	URL         string // in-cluster URL
-	PortForward string // command that makes it reachable on localhost
-	LocalURL    string // URL once the port-forward runs
+	URL      string // in-cluster URL
+	LocalURL string // URL once the port-forward runs
+	// PortForwardArgs are the kubectl arguments that make it reachable on localhost
+	// (`-n <ns> port-forward svc/<name> <port>:<port>`); the stack binds kubectl to its cluster.
+	PortForwardArgs string
 }
 
 // Entrypoint is the scheduler node.
@@ -99,6 +101,23 @@ func (a *Args) TLS() bool { return a.TLSCertificate != "" }
 
 // PublicName is the LoadBalancer Service's name.
 func PublicName(name string) string { return name + "-public" }
+
+// PublicAddress is the address the cloud gave the LoadBalancer Service (the first ingress point's
+// IP, or its hostname where the cloud's load balancers are DNS-based, as on AWS); "" while it has
+// none. The provider waits for it before it reports the Service created.
+func PublicAddress(svc *corev1.Service) pulumi.StringOutput {
+	return svc.Status.LoadBalancer().Ingress().ApplyT(func(ingress []corev1.LoadBalancerIngress) string {
+		for _, in := range ingress {
+			if in.Ip != nil && *in.Ip != "" {
+				return *in.Ip
+			}
+			if in.Hostname != nil && *in.Hostname != "" {
+				return *in.Hostname
+			}
+		}
+		return ""
+	}).(pulumi.StringOutput)
+}
 
 // PublicPort is the LoadBalancer's port, forwarded to Jupyter.
 const PublicPort = 443
@@ -166,9 +185,9 @@ func Endpoints(a *Args) map[string]Endpoint {
 	out := map[string]Endpoint{}
 	add := func(key, scheme string, port int, path string) {
 		out[key] = Endpoint{
-			URL:         fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, a.Name, a.NamespaceDNS, port, path),
-			PortForward: fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", a.NamespaceDNS, a.Name, port, port),
-			LocalURL:    fmt.Sprintf("%s://localhost:%d%s", scheme, port, path),
+			URL:             fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, a.Name, a.NamespaceDNS, port, path),
+			PortForwardArgs: fmt.Sprintf("-n %s port-forward svc/%s %d:%d", a.NamespaceDNS, a.Name, port, port),
+			LocalURL:        fmt.Sprintf("%s://localhost:%d%s", scheme, port, path),
 		}
 	}
 	if a.Jupyter {

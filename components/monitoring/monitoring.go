@@ -60,9 +60,11 @@ type Args struct {
 
 // Endpoint is one user-facing service.
 type Endpoint struct {
-	URL         string // in-cluster URL
-	PortForward string // command that makes it reachable on localhost
-	LocalURL    string // URL once the port-forward runs
+	URL      string // in-cluster URL
+	LocalURL string // URL once the port-forward runs
+	// PortForwardArgs are the kubectl arguments that make it reachable on localhost; the stack
+	// binds kubectl to its cluster.
+	PortForwardArgs string
 }
 
 // Monitoring is Prometheus, Grafana and the DCGM exporter.
@@ -157,13 +159,13 @@ func newGrafana(ctx *pulumi.Context, name string, args *Args, parent pulumi.Reso
 	return err
 }
 
-// Endpoints are Prometheus's and (with grafana) Grafana's URLs and the port-forwards that reach them.
+// Endpoints are Prometheus's and (with grafana) Grafana's URLs and the port-forward arguments that reach them.
 func Endpoints(namespace string, grafana bool) map[string]Endpoint {
 	ep := func(svc string, port int, path string) Endpoint {
 		return Endpoint{
-			URL:         fmt.Sprintf("http://%s.%s.svc:%d%s", svc, namespace, port, path),
-			PortForward: fmt.Sprintf("kubectl -n %s port-forward svc/%s %d:%d", namespace, svc, port, port),
-			LocalURL:    fmt.Sprintf("http://localhost:%d%s", port, path),
+			URL:             fmt.Sprintf("http://%s.%s.svc:%d%s", svc, namespace, port, path),
+			PortForwardArgs: fmt.Sprintf("-n %s port-forward svc/%s %d:%d", namespace, svc, port, port),
+			LocalURL:        fmt.Sprintf("http://localhost:%d%s", port, path),
 		}
 	}
 	eps := map[string]Endpoint{"prometheus": ep(PrometheusName, PrometheusPort, "/")}

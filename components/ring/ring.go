@@ -83,6 +83,7 @@ type Args struct {
 	LauncherPool   string             // pool of the launcher (needs no GPU; never spot: it also keeps off every cloud's spot nodes)
 	LauncherCPU    string             // CPU request of the launcher (quantity)
 	LauncherMemory string             // memory request of the launcher (quantity)
+	WaitSeconds    int                // how long the launcher waits for every tower to accept ssh (seconds); default 900
 	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
 	KeyBinding     Binding            // what the keys are bound to (project, stack, namespace)
 	Claim          string             // shared claim name
@@ -312,6 +313,14 @@ func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
 	return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 0)
 }
 
+// waitSeconds is how long the launcher waits for the towers.
+func waitSeconds(a *Args) int {
+	if a.WaitSeconds > 0 {
+		return a.WaitSeconds
+	}
+	return launcherWaitSeconds
+}
+
 // RenderLauncher builds the launcher Job. `pulumi up` does not wait for it to finish
 // (pulumi.com/skipAwait): a training run lasts hours. The hostfile's hash in the pod template
 // makes a change of towers or slots start a new launcher, and so does a new run id. Suspended,
@@ -336,7 +345,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
 		env("KOLOTOC_HOSTFILE", hostfilePath),
 		env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
-		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(launcherWaitSeconds)),
+		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(waitSeconds(a))),
 		// Open MPI cuts hostfile names at the first dot and then ssh-es to
 		// "tower-0", which no pod can resolve: only the full
 		// <pod>.<service>.<namespace>.svc name exists in cluster DNS.

@@ -6,7 +6,8 @@ import (
 )
 
 // launcherWaitSeconds is how long the launcher waits for every tower to resolve and accept ssh
-// before it fails (seconds): long enough for a GPU node to pull a multi-GB image.
+// before it fails (seconds) when Args.WaitSeconds is 0: long enough for a GPU node to pull a
+// multi-GB image. The stack sets it to its await timeout (kolotoc:awaitTimeout).
 const launcherWaitSeconds = 900
 
 // Hostfile renders the MPI hostfile: one line per tower, `<pod>.<service>.<namespace>.svc slots=N`.

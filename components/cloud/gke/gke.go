@@ -110,6 +110,7 @@ type Maintenance struct {
 type Cluster struct {
 	pulumi.ResourceState
 	ClusterName    pulumi.StringOutput
+	Project        pulumi.StringOutput // the cluster's project: args.Project, or the provider's default
 	Endpoint       pulumi.StringOutput
 	Kubeconfig     pulumi.StringOutput // secret
 	ServiceAccount pulumi.StringOutput // the nodes' service account email
@@ -185,6 +186,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 
 	c.ClusterName = cluster.Name
+	c.Project = cluster.Project
 	c.Endpoint = cluster.Endpoint
 	c.ServiceAccount = sa.Email
 	c.Kubeconfig = pulumi.ToSecret(pulumi.All(cluster.Name, cluster.Endpoint, cluster.MasterAuth.ClusterCaCertificate()).ApplyT(

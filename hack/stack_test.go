@@ -1,0 +1,89 @@
+package hack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakePulumi plays the CLI for hack/stack.sh: like the real one it needs Pulumi.yaml in its
+// working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
+const fakePulumi = `#!/usr/bin/env bash
+echo "pulumi $*" >>"$FAKE_LOG"
+[ -f Pulumi.yaml ] || { echo "error: no Pulumi.yaml project file found" >&2; exit 255; }
+case "$1 $2" in
+  "stack ls") [ -z "${FAKE_LS_FAIL:-}" ] || exit 1; printf '%s\n' "$FAKE_STACKS" ;;
+  "config get") echo 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ;;
+esac
+exit 0
+`
+
+// fakeCluster plays hack/cluster.sh: it records its calls; the cluster runs (status 0).
+const fakeCluster = `#!/usr/bin/env bash
+echo "cluster $*" >>"$FAKE_LOG"
+exit 0
+`
+
+// TestDownKeepsSharedCluster: `make down` (hack/stack.sh down) destroys its stack and deletes the
+// local cluster only when no other stack still has resources in it, wherever it is run from; when
+// it cannot tell (the stack list fails), the cluster stays.
+func TestDownKeepsSharedCluster(t *testing.T) {
+	script, err := os.ReadFile("stack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is not installed")
+	}
+	for _, tc := range []struct {
+		name, stacks string
+		lsFails      bool
+		wantDown     bool
+	}{
+		{name: "another stack deployed", stacks: `[{"name":"dev","resourceCount":0},{"name":"e2e-shape","resourceCount":12}]`},
+		{name: "only empty stacks left", stacks: `[{"name":"dev","resourceCount":0},{"name":"old"}]`, wantDown: true},
+		{name: "the stack list fails", lsFails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for path, content := range map[string]string{
+				"hack/stack.sh":       string(script),
+				"hack/cluster.sh":     fakeCluster,
+				".kolotoc/bin/pulumi": fakePulumi,
+				"Pulumi.yaml":         "name: kolotoc\nruntime: go\n",
+			} {
+				p := filepath.Join(root, path)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log := filepath.Join(root, "calls.log")
+			cmd := exec.Command("bash", filepath.Join(root, "hack", "stack.sh"), "down")
+			cmd.Dir = t.TempDir() // not the checkout: the script must find its project itself
+			cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS="+tc.stacks, "KOLOTOC_KUBECONFIG=")
+			if tc.lsFails {
+				cmd.Env = append(cmd.Env, "FAKE_LS_FAIL=1")
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("stack.sh down: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(log)
+			calls := string(b)
+			if !strings.Contains(calls, "pulumi destroy --yes --stack dev") {
+				t.Errorf("the stack was not destroyed; calls:\n%s\noutput:\n%s", calls, out)
+			}
+			if down := strings.Contains(calls, "cluster down"); down != tc.wantDown {
+				t.Errorf("cluster deleted: %v, want %v; calls:\n%s\noutput:\n%s", down, tc.wantDown, calls, out)
+			}
+			if !tc.wantDown && !strings.Contains(string(out), "keeping the local cluster") {
+				t.Errorf("does not say it keeps the cluster:\n%s", out)
+			}
+		})
+	}
+}
