@@ -338,7 +338,7 @@ serve_code() {
   git clone -q --bare "$work" "$git_dir/demo.git"
   rm -rf "$work"
   chown -R nobody:nogroup "$git_dir"
-  start git-daemon git daemon --reuseaddr --export-all --user=nobody --group=nogroup \
+  start git-daemon env HOME="$git_dir" git daemon --reuseaddr --export-all --user=nobody --group=nogroup \
     --base-path="$git_dir" --listen="$NODE_IP" --port="$GIT_PORT" --informative-errors
   wait_for 30 "git daemon on $NODE_IP:$GIT_PORT" in_ns bash -c "exec 3<>/dev/tcp/$NODE_IP/$GIT_PORT"
 }

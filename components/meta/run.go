@@ -65,17 +65,21 @@ const (
 
 // codeScript clones the repository and checks the ref out, detached: a branch, a tag (both
 // found among the clone's refs, remote branches as origin/<ref>) or a commit. It prints the
-// commit, which is what ran.
+// commit, which is what ran. The checkout's directory (the volume's root) belongs to root, the
+// clone to nobody: git is told the directory is safe (command-line configuration is protected
+// configuration, which git reads safe.directory from). A restarted clone starts from an empty
+// directory again.
 const codeScript = `set -eu
 dir=$KOLOTOC_CODE_DIR
 if [ -n "${GIT_USERNAME:-}" ]; then
   set -- -c 'credential.helper=!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'
 fi
-git "$@" clone --quiet --no-checkout "$KOLOTOC_CODE_REPOSITORY" "$dir"
+rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?*
+git -c safe.directory="$dir" "$@" clone --quiet --no-checkout "$KOLOTOC_CODE_REPOSITORY" "$dir"
 cd "$dir"
-git -c advice.detachedHead=false checkout --quiet --detach "$KOLOTOC_CODE_REF" 2>/dev/null ||
-  git -c advice.detachedHead=false checkout --quiet --detach "origin/$KOLOTOC_CODE_REF"
-echo "code: $KOLOTOC_CODE_REPOSITORY $KOLOTOC_CODE_REF at $(git rev-parse HEAD) in $dir"
+git -c safe.directory="$dir" -c advice.detachedHead=false checkout --quiet --detach "$KOLOTOC_CODE_REF" 2>/dev/null ||
+  git -c safe.directory="$dir" -c advice.detachedHead=false checkout --quiet --detach "origin/$KOLOTOC_CODE_REF"
+echo "code: $KOLOTOC_CODE_REPOSITORY $KOLOTOC_CODE_REF at $(git -c safe.directory="$dir" rev-parse HEAD) in $dir"
 `
 
 // Enabled reports whether there is code to clone.
@@ -100,10 +104,11 @@ func (c *Code) InitContainers() corev1.ContainerArray {
 		}
 	}
 	return corev1.ContainerArray{corev1.ContainerArgs{
-		Name:    pulumi.String(CodeContainer),
-		Image:   pulumi.String(c.Image),
-		Command: pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c"), pulumi.String(codeScript)},
-		Env:     env,
+		Name:       pulumi.String(CodeContainer),
+		Image:      pulumi.String(c.Image),
+		Command:    pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c"), pulumi.String(codeScript)},
+		WorkingDir: pulumi.String(c.Path), // the image's own may be closed to nobody (/root)
+		Env:        env,
 		Resources: &corev1.ResourceRequirementsArgs{
 			Requests: pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("128Mi")},
 			Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("512Mi")},

@@ -1,0 +1,101 @@
+package meta
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestCodeScriptClonesAsNobody runs the clone as a pod does: as nobody, in a directory that
+// belongs to root (an emptyDir's root), left with files by an earlier attempt (a restarted init
+// container), with the image's working directory closed to nobody. It needs root (to run as
+// nobody) and git.
+func TestCodeScriptClonesAsNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the clone as nobody")
+	}
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git")
+	}
+	base, err := os.MkdirTemp("/tmp", "kolotoc-code-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	src := filepath.Join(base, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "train.py"), []byte("print('hi')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(src, "init", "-q", "-b", "main")
+	run(src, "add", "-A")
+	run(src, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "code")
+	commit := run(src, "rev-parse", "HEAD")
+	run(base, "clone", "-q", "--bare", src, filepath.Join(base, "repo.git"))
+	// The remote belongs to nobody, as the test bed's git daemon serves it.
+	if err := filepath.Walk(filepath.Join(base, "repo.git"), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, CodeUser, CodeUser)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The checkout's volume: root's, writable by all, with an earlier attempt's leftovers.
+	dir := filepath.Join(base, "code")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".leftover"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	closed := filepath.Join(base, "closed") // the image's working directory, like /root
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	for attempt := 1; attempt <= 2; attempt++ { // the second: a restarted init container
+		cmd := exec.Command("/bin/sh", "-c", codeScript)
+		cmd.Dir = dir // the container's workingDir (InitContainers sets it to the path)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp",
+			"KOLOTOC_CODE_REPOSITORY=file://" + filepath.Join(base, "repo.git"), "KOLOTOC_CODE_REF=main", "KOLOTOC_CODE_DIR=" + dir}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: CodeUser, Gid: CodeUser}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("attempt %d: the clone failed as nobody: %v\n%s", attempt, err, out)
+		}
+		if !strings.Contains(string(out), "at "+commit+" in "+dir) {
+			t.Errorf("attempt %d: the clone does not print its commit %s:\n%s", attempt, commit, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "train.py")); err != nil || string(b) != "print('hi')\n" {
+			t.Errorf("attempt %d: train.py not checked out: %v", attempt, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".leftover")); !os.IsNotExist(err) {
+		t.Errorf("an earlier attempt's file survived the clone: %v", err)
+	}
+}
