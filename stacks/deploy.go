@@ -39,6 +39,9 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 // Deploy registers the whole environment described by a validated Config.
 func Deploy(ctx *pulumi.Context, c *Config) error {
 	labels := stackLabels(c)
+	if err := registerFit(ctx, c); err != nil { // make fit's throw-away stacks only (fit.go)
+		return err
+	}
 
 	// Before anything is registered: a change that would replace protected storage stops here.
 	if err := guardStorage(ctx, c); err != nil {
