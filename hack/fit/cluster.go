@@ -275,18 +275,37 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 		nodePool[n.Name] = name
 	}
 	// Every pod on the mirror's nodes takes room, whoever made it (the nodes are the mirror's own,
-	// but a pod that selects nothing may land anywhere).
+	// but a pod that selects nothing may land anywhere). The mirror's own pods count whatever
+	// their phase: kwok completes a Job's pods at once (their containers do not run), while on
+	// the cloud the MPI launcher holds its room for the whole training run.
+	mine := map[string]bool{}
+	for _, ns := range c2ns(m) {
+		mine[ns] = true
+	}
 	all, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
+	used := map[string]Resources{}
 	for i := range all.Items {
 		p := &all.Items[i]
-		if pool, ok := nodePool[p.Spec.NodeName]; ok && p.DeletionTimestamp == nil &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			pools[pool].Requested = pools[pool].Requested.add(podRequests(p))
+		pool, ok := nodePool[p.Spec.NodeName]
+		if !ok || p.DeletionTimestamp != nil {
+			continue
+		}
+		if !mine[p.Namespace] && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			continue
+		}
+		pools[pool].Requested = pools[pool].Requested.add(podRequests(p))
+		used[p.Spec.NodeName] = used[p.Spec.NodeName].add(podRequests(p))
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if alloc, u := nodeAllocatable(n), used[n.Name]; !u.within(alloc) {
+			r.Overcommitted = append(r.Overcommitted, Overcommit{Node: n.Name, Used: u, Allocatable: alloc})
 		}
 	}
+	sort.Slice(r.Overcommitted, func(a, b int) bool { return r.Overcommitted[a].Node < r.Overcommitted[b].Node })
 	for _, d := range m.Pools { // the stack file's order
 		if p, ok := pools[d.Name]; ok {
 			r.Pools = append(r.Pools, *p)
@@ -313,6 +332,12 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 	}
 	r.Missing = s.missing
 	return nil
+}
+
+// c2ns: the mirror's namespaces: the stack's, and the GPU agents'.
+func c2ns(m *Mirror) []string {
+	ns := "kolotoc-" + m.Name
+	return []string{ns, ns + "-gpu-agents"}
 }
 
 // leftovers: what of the mirror is still in the cluster (after its destroy, nothing should be).

@@ -192,10 +192,7 @@ func (c *check) lock() error {
 
 func (c *check) unlock() { _ = os.Remove(c.lockPath()) }
 
-func (c *check) namespaces() []string {
-	ns := "kolotoc-" + c.m.Name
-	return []string{ns, ns + "-gpu-agents"}
-}
+func (c *check) namespaces() []string { return c2ns(c.m) }
 
 // check deploys the mirror, waits for the scheduler and prints the report; it returns the exit
 // status. Clean-up is the caller's.
@@ -237,7 +234,9 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 			r.Write(c.out)
 			return r.ExitCode()
 		}
-		fmt.Fprintf(c.errw, "fit: pulumi up of %s failed: %v\n%s\n(log: %s)\n", c.m.Name, err, tail(out, 30), c.logPath())
+		if ctx.Err() == nil { // an interrupted update says why itself
+			fmt.Fprintf(c.errw, "fit: pulumi up of %s failed: %v\n%s\n(log: %s)\n", c.m.Name, err, tail(out, 30), c.logPath())
+		}
 		return exitCannot
 	}
 	logf("waiting for the scheduler (at most %s)", wait)

@@ -62,6 +62,13 @@ type Missing struct {
 	Created, Wanted int
 }
 
+// Overcommit is a node whose pods together ask more than it has: the scheduler placed each in
+// room that a pod kwok had completed at once (a Job's) had left, room that pod holds on a cloud.
+type Overcommit struct {
+	Node              string
+	Used, Allocatable Resources
+}
+
 // Report is the answer of one fit check.
 type Report struct {
 	Stack   string   // the stack checked (prod, aws, …)
@@ -72,13 +79,15 @@ type Report struct {
 	Pools   []Pool
 	Pods    []Pod
 	Missing []Missing
-	Deploy  time.Duration // pulumi up of the mirror
-	Decide  time.Duration // until the scheduler had decided every pod
+	// Overcommitted: nodes that hold more than they have once every pod of the stack runs.
+	Overcommitted []Overcommit
+	Deploy        time.Duration // pulumi up of the mirror
+	Decide        time.Duration // until the scheduler had decided every pod
 }
 
 // Fits: every pod of the stack was placed, and nothing was refused or left undecided.
 func (r *Report) Fits() bool {
-	if r.Refused != "" || len(r.Missing) > 0 || len(r.Pods) == 0 {
+	if r.Refused != "" || len(r.Missing) > 0 || len(r.Overcommitted) > 0 || len(r.Pods) == 0 {
 		return false
 	}
 	for _, p := range r.Pods {
@@ -157,6 +166,12 @@ func (r *Report) Write(w io.Writer) {
 	}
 	_ = tw.Flush()
 
+	if len(r.Overcommitted) > 0 {
+		fmt.Fprintf(w, "\nOver-committed once every pod runs (kwok completes a Job's pods at once, which freed their room to others)\n")
+		for _, o := range r.Overcommitted {
+			fmt.Fprintf(w, "  %s: asked %s of %s allocatable\n", strings.TrimPrefix(o.Node, r.Mirror+"-"), perPod(o.Used), perPod(o.Allocatable))
+		}
+	}
 	if pending := r.pending(); len(pending) > 0 || len(r.Missing) > 0 {
 		fmt.Fprintf(w, "\nNot placed (the scheduler's own reason)\n")
 		for _, g := range groupByReason(pending) {
@@ -184,6 +199,11 @@ func (r *Report) Write(w io.Writer) {
 	notPlaced := len(r.pending())
 	for _, m := range r.Missing {
 		notPlaced += m.Wanted - m.Created
+	}
+	if notPlaced == 0 && len(r.Overcommitted) > 0 {
+		fmt.Fprintf(w, "\nDOES NOT FIT: %d node(s) over-committed once every pod runs (deployed in %s, scheduled in %s).\n",
+			len(r.Overcommitted), round(r.Deploy), round(r.Decide))
+		return
 	}
 	fmt.Fprintf(w, "\nDOES NOT FIT: %d of %d pods not placed (deployed in %s, scheduler waited %s).\n",
 		notPlaced, len(r.Pods)+notPlaced-len(r.pending()), round(r.Deploy), round(r.Decide))

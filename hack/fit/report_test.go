@@ -120,6 +120,24 @@ func TestReportNotFitting(t *testing.T) {
 	}
 }
 
+// TestReportOvercommitted: kwok completes a Job's pods at once, so the scheduler may fill the room
+// a launcher holds on a cloud; a node whose pods together ask more than it has does not fit.
+func TestReportOvercommitted(t *testing.T) {
+	r := shortReport()
+	r.Pods[1].Node, r.Pods[1].Reason = "fit-short-gpu-1", ""
+	r.Overcommitted = []Overcommit{{Node: "fit-short-cpu-0", Used: Resources{MilliCPU: 16500, Memory: 20 * gi}, Allocatable: n2}}
+	if r.Fits() {
+		t.Fatal("an over-committed node fits")
+	}
+	var b strings.Builder
+	r.Write(&b)
+	for _, want := range []string{"Over-committed once every pod runs", "cpu-0: asked 16.5 CPU, 20Gi of 16 CPU, 64Gi allocatable", "DOES NOT FIT: 1 node(s) over-committed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestCompressNodes(t *testing.T) {
 	for _, tc := range []struct {
 		in   []string
