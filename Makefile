@@ -68,7 +68,8 @@ preview: tools cluster
 fit:
 	@echo "==> fit: will stack $(STACK) fit? (a throw-away mirror on the local cluster)"
 	hack/tools.sh pulumi langhost standin
-	$(STACK_ENV); go run ./hack/fit $(STACK)
+	go build -o .kolotoc/bin/kolotoc-fit ./hack/fit
+	$(STACK_ENV); .kolotoc/bin/kolotoc-fit $(STACK)
 
 outputs:
 	hack/stack.sh outputs

@@ -4,7 +4,8 @@
 // scheduler has placed or refused every pod, prints a report, and destroys the throw-away stack.
 // The stack's own file and state are only read (the file) or never touched (the state).
 //
-//	go run ./hack/fit [-wait 60s] <stack name | path of a stack file>
+//	make fit STACK=<stack name | path of a stack file>
+//	go run ./hack/fit [-wait 60s] <stack name | path of a stack file>   (after eval "$(hack/stack.sh env)")
 //
 // A stack name is Pulumi.<name>.yaml in the project, else examples/<name>/Pulumi.<name>.yaml.
 // Exit status: 0 every pod placed; 1 it does not fit (pods Pending, or the program refuses the
@@ -112,6 +113,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer c.unlock()
 
 	code := c.check(ctx, stack, source, *wait)
+	defer func() {
+		if c.log != nil {
+			_ = c.log.Close()
+		}
+	}()
 	if ctx.Err() != nil {
 		logf("interrupted: cleaning up")
 	}
@@ -207,10 +213,6 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 		c.deployed = true
 		if err := c.cleanup(ctx); err != nil {
 			fmt.Fprintf(c.errw, "fit: removing the leftovers of %s failed: %v (log: %s)\n", c.m.Name, err, c.logPath())
-			return exitCannot
-		}
-		if c.log, err = os.OpenFile(c.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
-			fmt.Fprintf(c.errw, "fit: %v\n", err)
 			return exitCannot
 		}
 	}
