@@ -60,6 +60,8 @@ func TestFit(t *testing.T) {
 		{name: "fits", file: "examples/gpu-dev/Pulumi.gpu-dev.yaml", mirror: "fit-gpu-dev", code: 0, want: []string{
 			"make fit: stack gpu-dev (examples/gpu-dev/Pulumi.gpu-dev.yaml), mirrored on the local cluster as fit-gpu-dev",
 			"  gpu   2      a2-highgpu-8g   16/16 ",
+			// The launcher's 0.5 CPU counts though kwok completes a Job's pods at once.
+			"  cpu   1      n2-standard-16  -                3/16 ",
 			"  StatefulSet/tower               2     2       0        8 GPU, 4.5 CPU, 20Gi  gpu-{0..1}",
 			"FITS: all 8 pods placed on 3 nodes",
 		}},
