@@ -2,6 +2,7 @@
 #
 #   make up        tools + local cluster (with its real node) + pulumi up of the dev stack, outputs
 #   make preview   pulumi preview --diff            (STACK=<name> selects another stack)
+#   make fit       will stack STACK fit? mirrored on the local cluster, the scheduler's verdict, cleaned up
 #   make down      pulumi destroy, then the cluster down
 #   make test      unit tests, then the end-to-end suite on a local cluster (what CI runs)
 #
@@ -23,10 +24,11 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
 STACK_ENV = eval "$$(hack/stack.sh env)"
 
-.PHONY: help tools cluster cluster-down up down preview outputs unit e2e test fmt lint workflows
+.PHONY: help tools cluster cluster-down up down preview fit outputs unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
+	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
 	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
@@ -57,6 +59,17 @@ up: tools cluster
 preview: tools cluster
 	@echo "==> preview: pulumi preview --diff of stack $(STACK)"
 	hack/stack.sh preview
+
+# Will the stack fit, before a GPU is paid for? Its pools are mirrored node for node on the local
+# cluster and its workloads deployed there as a throw-away stack fit-<name>, which is destroyed
+# after the report (hack/fit). The stack's file and state are never touched; the cluster must be
+# up already (make cluster): fit neither starts nor stops it. STACK is Pulumi.<name>.yaml, or
+# examples/<name>/Pulumi.<name>.yaml, or a stack file's path.
+fit:
+	@echo "==> fit: will stack $(STACK) fit? (a throw-away mirror on the local cluster)"
+	hack/tools.sh pulumi langhost standin
+	go build -o .kolotoc/bin/kolotoc-fit ./hack/fit
+	$(STACK_ENV); .kolotoc/bin/kolotoc-fit $(STACK)
 
 outputs:
 	hack/stack.sh outputs

@@ -82,6 +82,8 @@ type Config struct {
 	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
+
+	Fit bool // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).

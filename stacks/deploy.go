@@ -47,6 +47,9 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err := registerAwaitTimeouts(ctx, c); err != nil {
 		return err
 	}
+	if err := registerFit(ctx, c); err != nil { // make fit's throw-away stacks only (fit.go)
+		return err
+	}
 
 	// Before anything is registered: a change that would replace protected storage stops here.
 	if err := guardStorage(ctx, c); err != nil {

@@ -43,6 +43,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"entrypointTLSKey": decodeSecret(func(c *Config) *Secret { return &c.EntrypointTLSKey }),
 	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
 	"sshKeySeed":       decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
+	"fit":              decodeObject(func(c *Config) any { return &c.Fit }),
 }
 
 // secretKeys must be set with --secret: a plaintext value would sit unencrypted in

@@ -282,6 +282,11 @@ func TestBadConfigs(t *testing.T) {
 		{name: "launcher on the entrypoint's spot pool", set: map[string]string{"nodePools": `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16","spot":true}]`}, wantKey: "towers.launcherPool", wantMsg: "(towers.launcherPool defaults to entrypoint.pool): the launcher coordinates the whole run, and a reclaimed node ends it; allowed: a CPU pool without spot, and nodePools declares none"},
 		{name: "launcher on a GPU pool", set: map[string]string{"towers": `{"launcherPool":"gpu"}`}, wantKey: "towers.launcherPool", wantMsg: "is a GPU pool: the launcher requests no GPU and does not tolerate the GPU taint; allowed: a CPU pool without spot: cpu"},
 		{name: "launcher pool not declared", set: map[string]string{"towers": `{"launcherPool":"ops"}`}, wantKey: "towers.launcherPool", wantMsg: "pool not declared in nodePools; declared: gpu, cpu"},
+		// make fit's switch (fit.go): never on a stack with real infrastructure or a real node.
+		{name: "fit on a cloud", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "fit": "true"}, wantKey: "fit", wantMsg: "allowed with cloud gcp: false"},
+		{name: "fit on an existing cluster", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "fit": "true"}, wantKey: "fit", wantMsg: "allowed with cloud existing: false"},
+		{name: "fit beside a real pool", set: map[string]string{"fit": "true", "nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2},{"name":"cpu","real":true,"cpus":16,"memory":"64Gi"}]`}, wantKey: "nodePools[1].real", wantMsg: "allowed with kolotoc:fit: false"},
+		{name: "fit not a bool", set: map[string]string{"fit": "1"}, wantKey: "fit", wantMsg: "want true or false"},
 		{name: "launcher memory larger than its node", set: map[string]string{"towers": `{"launcherMemory":"1Ti"}`}, wantKey: "towers.launcherMemory", wantMsg: "more than a node of pool \"cpu\""},
 	}
 	if len(cases) < 20 {

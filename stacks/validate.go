@@ -70,6 +70,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateRuns(v)
 	c.validateTimeouts(v)
 	c.validateKubeAccess(v)
+	c.validateFit(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

@@ -392,8 +392,15 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 		t.Errorf("resumed towers: %d/%d ready, revision %s (was %s)", ready, spec, rev, revision)
 	}
 
+	// A new run id alone (the towers kept): exactly the launcher replaced.
+	towers["run"] = "r2"
+	reconfigure(nil)
+	if steps, _ := s.preview(); len(steps) != 1 || steps["kubernetes:batch/v1:Job::towers-launcher"] != "replace" {
+		t.Errorf("preview of run r2 (towers kept): %s, want exactly the launcher replaced", fmtMap(steps))
+	}
+
 	// A run that frees its towers when it succeeds.
-	towers["run"], towers["onSuccess"] = "r2", "release"
+	towers["onSuccess"] = "release"
 	reconfigure(nil)
 	s.up()
 	job = s.waitJob(t, ns, "launcher", 5*time.Minute)

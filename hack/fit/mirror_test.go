@@ -1,0 +1,164 @@
+package main
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+const cloudStack = `config:
+  gcp:project: my-project
+  kolotoc:cloud: gcp
+  kolotoc:namespace: training
+  kolotoc:jupyterPassword:
+    secure: v1:abc:def
+  kolotoc:cluster:
+    name: prod-cluster
+    region: us-central1
+    context: prod
+    protect: true
+  kolotoc:nodePools:
+    - name: gpu
+      machineType: a2-highgpu-8g
+      nodes: 8
+      zones: [us-central1-a]
+    - name: cpu
+      machineType: n2-standard-32
+      nodes: 2
+      maxNodes: 4
+  kolotoc:storage:
+    type: filestore
+    protect: true
+    allowReplace: true
+  kolotoc:entrypoint:
+    serviceType: LoadBalancer
+    sourceRanges: [203.0.113.0/24]
+    tlsCertificate: |
+      -----BEGIN CERTIFICATE-----
+      MIIB
+      -----END CERTIFICATE-----
+`
+
+func TestNewMirror(t *testing.T) {
+	m, err := NewMirror("prod", []byte(cloudStack), "/abs/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != "fit-prod" {
+		t.Errorf("name %q, want fit-prod", m.Name)
+	}
+	c := m.Config
+	if c["kolotoc:cloud"] != "simulated" || c["kolotoc:fit"] != true {
+		t.Errorf("cloud %v, fit %v; want simulated, true", c["kolotoc:cloud"], c["kolotoc:fit"])
+	}
+	for _, k := range []string{"gcp:project", "kolotoc:namespace", "kolotoc:jupyterPassword"} {
+		if _, ok := c[k]; ok {
+			t.Errorf("%s kept: %v", k, c[k])
+		}
+	}
+	wantCluster := map[string]any{"name": "fit-prod", "region": "us-central1", "kubeconfig": "/abs/kubeconfig"}
+	if got := c["kolotoc:cluster"]; !reflect.DeepEqual(got, wantCluster) {
+		t.Errorf("cluster %v, want %v (no context, no protect)", got, wantCluster)
+	}
+	if st := c["kolotoc:storage"].(map[string]any); st["protect"] != nil || st["allowReplace"] != nil || st["type"] != "filestore" {
+		t.Errorf("storage %v: want the type kept, protect and allowReplace gone", st)
+	}
+	if want := []PoolDecl{{Name: "gpu", Index: 0, Nodes: 8}, {Name: "cpu", Index: 1, Nodes: 2, MaxNodes: 4}}; !reflect.DeepEqual(m.Pools, want) {
+		t.Errorf("pools %+v, want %+v", m.Pools, want)
+	}
+	// Throw-away secrets, a certificate that matches its throw-away key.
+	for _, k := range []string{"kolotoc:jupyterPassword", "kolotoc:sshKeySeed", "kolotoc:grafanaPassword", "kolotoc:entrypointTLSKey"} {
+		if len(m.Secrets[k]) < 64 {
+			t.Errorf("secret %s: %d characters", k, len(m.Secrets[k]))
+		}
+	}
+	cert := c["kolotoc:entrypoint"].(map[string]any)["tlsCertificate"].(string)
+	if _, err := tls.X509KeyPair([]byte(cert), []byte(m.Secrets["kolotoc:entrypointTLSKey"])); err != nil {
+		t.Errorf("throw-away certificate and key do not match: %v", err)
+	}
+	notes := strings.Join(m.Notes, "\n")
+	for _, want := range []string{"cloud gcp → simulated", "left out (nothing of theirs runs locally): gcp:project", "tlsCertificate → a throw-away one"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	// The config file holds no secret.
+	b, err := m.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range m.Secrets {
+		if strings.Contains(string(b), v) {
+			t.Errorf("config file holds %s", k)
+		}
+	}
+	if strings.Contains(string(b), "secure") {
+		t.Errorf("config file holds a secure value:\n%s", b)
+	}
+}
+
+func TestMirrorRealPool(t *testing.T) {
+	m, err := NewMirror("dev", []byte("config:\n  kolotoc:cloud: simulated\n  kolotoc:nodePools:\n    - name: node\n      real: true\n      cpus: 2\n      memory: 8Gi\n"), "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := m.Config["kolotoc:nodePools"].([]any)[0].(map[string]any)
+	if pool["real"] != false || !m.Pools[0].Real {
+		t.Errorf("real pool: config %v, decl %+v; want real: false in the mirror, remembered as real", pool, m.Pools[0])
+	}
+	if len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "pool node (real: the local real node) → simulated nodes") {
+		t.Errorf("notes %q", m.Notes)
+	}
+}
+
+func TestMirrorRefusesNonStackFiles(t *testing.T) {
+	for _, src := range []string{"", "name: kolotoc\nruntime: go\n", "config: [1, 2"} {
+		if _, err := NewMirror("x", []byte(src), "/k"); err == nil {
+			t.Errorf("%q accepted", src)
+		}
+	}
+}
+
+func TestMirrorName(t *testing.T) {
+	for in, want := range map[string]string{"prod": "fit-prod", "My_Stack.v2": "fit-my-stack-v2", "--": "fit-stack"} {
+		if got := MirrorName(in); got != want {
+			t.Errorf("MirrorName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMirrorEveryStackFile: every committed stack file mirrors, and its mirror keeps every
+// workload key of the original.
+func TestMirrorEveryStackFile(t *testing.T) {
+	files, _ := filepath.Glob("../../Pulumi.*.yaml")
+	ex, _ := filepath.Glob("../../examples/*/Pulumi.*.yaml")
+	files = append(files, ex...)
+	if len(files) < 5 {
+		t.Fatalf("only %d stack files", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := NewMirror(stackFileName.FindStringSubmatch(filepath.Base(f))[1], b, "/k")
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		var doc struct {
+			Config map[string]any `yaml:"config"`
+		}
+		_ = yaml.Unmarshal(b, &doc)
+		for _, k := range []string{"kolotoc:towers", "kolotoc:carriers", "kolotoc:sentinels", "kolotoc:etcd", "kolotoc:elastic", "kolotoc:tfcluster", "kolotoc:monitoring"} {
+			if !reflect.DeepEqual(doc.Config[k], m.Config[k]) {
+				t.Errorf("%s: %s changed: %v → %v", f, k, doc.Config[k], m.Config[k])
+			}
+		}
+	}
+}
