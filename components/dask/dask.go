@@ -213,17 +213,13 @@ func workerEnv(w WorkerArgs) corev1.EnvVarArray {
 		Name:      pulumi.String("POD_NAME"),
 		ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")}},
 	}}
-	for _, e := range w.Code.Env() {
-		env = append(env, e)
-	}
+	env = append(env, w.Code.Env()...)
 	return append(env, meta.EnvArray(w.Env)...)
 }
 
 func workerMounts(w WorkerArgs) corev1.VolumeMountArray {
 	mounts := append(corev1.VolumeMountArray{}, w.Mounts...)
-	for _, m := range w.Code.Mounts() {
-		mounts = append(mounts, m)
-	}
+	mounts = append(mounts, w.Code.Mounts()...)
 	return mounts
 }
 

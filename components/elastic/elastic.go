@@ -250,9 +250,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(a.Name)})
 	}
-	for _, e := range a.Code.Env() {
-		env = append(env, e)
-	}
+	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := corev1.VolumeMountArray{
 		storage.Mount("shared", a.MountPath),
@@ -260,9 +258,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		storage.Mount("shm", "/dev/shm"),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
 	}
-	for _, m := range a.Code.Mounts() {
-		mounts = append(mounts, m)
-	}
+	mounts = append(mounts, a.Code.Mounts()...)
 	volumes := corev1.VolumeArray{
 		storage.ClaimVolume("shared", a.Claim),
 		storage.ScratchVolume("scratch", a.Scratch),
@@ -273,9 +269,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			Name: pulumi.String(a.Name + "-scripts"),
 		}},
 	}
-	for _, v := range a.Code.Volumes() {
-		volumes = append(volumes, v)
-	}
+	volumes = append(volumes, a.Code.Volumes()...)
 	replicas := a.Nodes
 	if a.Suspend {
 		replicas = 0

@@ -125,27 +125,27 @@ func (c *Code) InitContainers() corev1.ContainerArray {
 }
 
 // Volumes is the checkout's volume (node-local, as long-lived as the pod), or none.
-func (c *Code) Volumes() []corev1.VolumeArgs {
+func (c *Code) Volumes() corev1.VolumeArray {
 	if !c.Enabled() {
 		return nil
 	}
-	return []corev1.VolumeArgs{{Name: pulumi.String(codeVolume), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}}
+	return corev1.VolumeArray{corev1.VolumeArgs{Name: pulumi.String(codeVolume), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}}}
 }
 
 // Mounts mount the checkout where the workload's containers find it, or none.
-func (c *Code) Mounts() []corev1.VolumeMountArgs {
+func (c *Code) Mounts() corev1.VolumeMountArray {
 	if !c.Enabled() {
 		return nil
 	}
-	return []corev1.VolumeMountArgs{{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}}
+	return corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}}
 }
 
 // Env tells the containers where the checkout is (KOLOTOC_CODE_DIR), or nothing.
-func (c *Code) Env() []corev1.EnvVarArgs {
+func (c *Code) Env() corev1.EnvVarArray {
 	if !c.Enabled() {
 		return nil
 	}
-	return []corev1.EnvVarArgs{{Name: pulumi.String("KOLOTOC_CODE_DIR"), Value: pulumi.String(c.Path)}}
+	return corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CODE_DIR"), Value: pulumi.String(c.Path)}}
 }
 
 // ReleaseScript scales StatefulSets of the pod's namespace to zero through the API server with

@@ -400,9 +400,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 
 // workloadEnv is Kolotoc's own variables, then where the code is, then the stack's.
 func workloadEnv(a *Args, own corev1.EnvVarArray) corev1.EnvVarArray {
-	for _, e := range a.Code.Env() {
-		own = append(own, e)
-	}
+	own = append(own, a.Code.Env()...)
 	return append(own, meta.EnvArray(a.Env)...)
 }
 
@@ -470,11 +468,7 @@ func podVolumes(a *Args) (corev1.VolumeArray, corev1.VolumeMountArray) {
 		storage.Mount("shared", a.MountPath),
 		storage.Mount("scratch", a.Scratch.MountPath),
 	}
-	for _, v := range a.Code.Volumes() {
-		volumes = append(volumes, v)
-	}
-	for _, m := range a.Code.Mounts() {
-		mounts = append(mounts, m)
-	}
+	volumes = append(volumes, a.Code.Volumes()...)
+	mounts = append(mounts, a.Code.Mounts()...)
 	return volumes, mounts
 }

@@ -274,18 +274,14 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(strings.Join(taskNames(a), " "))})
 	}
-	for _, e := range a.Code.Env() {
-		env = append(env, e)
-	}
+	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := corev1.VolumeMountArray{
 		storage.Mount("shared", a.MountPath),
 		storage.Mount("scratch", a.Scratch.MountPath),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
 	}
-	for _, m := range a.Code.Mounts() {
-		mounts = append(mounts, m)
-	}
+	mounts = append(mounts, a.Code.Mounts()...)
 	volumes := corev1.VolumeArray{
 		storage.ClaimVolume("shared", a.Claim),
 		storage.ScratchVolume("scratch", a.Scratch),
@@ -293,9 +289,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 			Name: pulumi.String(a.ScriptsName),
 		}},
 	}
-	for _, v := range a.Code.Volumes() {
-		volumes = append(volumes, v)
-	}
+	volumes = append(volumes, a.Code.Volumes()...)
 	replicas := t.Count
 	if a.Suspend {
 		replicas = 0
