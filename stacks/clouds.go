@@ -114,7 +114,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	cl, err := gke.NewCluster(ctx, cloudClusterName, &gke.ClusterArgs{
 		Name: k.Name, Project: k.Project, Region: k.Region, Zone: k.Zone, Network: k.Network,
 		ReleaseChannel: k.ReleaseChannel, KubernetesVersion: k.KubernetesVersion,
-		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c),
+		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c), RegistryProjects: k.RegistryProjects,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		Maintenance: gkeMaintenance(k.MaintenanceWindow),
 	}, onGCP)
@@ -252,6 +252,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		SubnetID: k.SubnetID, Subscription: k.AzureSubscription(),
 		ServiceCIDR: k.ServiceCIDR, DNSServiceIP: k.AKSDNSServiceIP(), PodCIDR: k.PodCIDR,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
+		ACRID: k.ACRID, ACRSubscription: k.ACRSubscription(),
 	}, onAzure)
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err

@@ -74,6 +74,9 @@ type Config struct {
 	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
+
+	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
+	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
@@ -117,6 +120,12 @@ type Cluster struct {
 	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and the
 	// GKE provider's deletionProtection); default false.
 	Protect bool `json:"protect"`
+	// ACRID (azure): ARM ID of an Azure Container Registry the cluster's kubelet identity may pull
+	// from (AcrPull, as `az aks --attach-acr`); default none.
+	ACRID string `json:"acrId"`
+	// RegistryProjects (gcp): further projects whose Artifact Registry the node service account
+	// reads (roles/artifactregistry.reader there; it always holds it on the cluster's own); default none.
+	RegistryProjects []string `json:"registryProjects"`
 	// PodMetadataAccess: the stack's pods may reach the clouds' node metadata endpoints
 	// (169.254.169.254 and the like: the node's credentials, or GKE Workload Identity's and EKS
 	// Pod Identity's token endpoints); default false, every Kolotoc namespace denies egress to

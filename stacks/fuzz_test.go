@@ -184,6 +184,8 @@ func withTestSecrets(raw Raw) {
 		raw.Secrets[ConfigNamespace+":"+k] = true
 	}
 	raw.Values[ConfigNamespace+":sshKeySeed"] = testSeed
+	// The registries' passwords are a map of server to password (no registry here).
+	raw.Values[ConfigNamespace+":registryPasswords"] = "{}"
 }
 
 // writeFuzzSeed adds raw to the committed corpus of FuzzLoad when KOLOTOC_WRITE_FUZZ_SEEDS=1

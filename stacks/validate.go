@@ -67,6 +67,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateEntrypoint(v)
 	c.validateWorkloads(v)
 	c.validateIsolation(v)
+	c.validateRegistries(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

@@ -236,6 +236,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	spec := &corev1.PodSpecArgs{
 		SecurityContext:              meta.PodSecurity(0),
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
@@ -308,6 +309,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 					NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
 					// The run's one coordinator: a spot node reclaimed under it ends the run.
 					Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:    pulumi.String(launcherComponent),
