@@ -206,11 +206,16 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		fs, err := eks.NewEFS(ctx, cloudStoreName, &eks.EFSArgs{
 			Name: k.Name + "-efs", ClusterName: cl.ClusterName, VPCID: vpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: cl.NodeSecurityGroupID, ThroughputMode: s.Tier, Protect: s.Protect, DependsOn: nodes,
+			FileSystemID: s.FileSystemID, // an existing one: only its CSI driver is installed (storage_existing.go mounts it)
 		}, onAWS)
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
 		deps = append(deps, fs)
+		res.outputs["efsFileSystemId"] = fs.FileSystemID
+		if s.FileSystemID != "" {
+			return cl.Kubeconfig, deps, res, nil
+		}
 		res.storage = func(a *storage.Args) {
 			a.InCluster = false
 			// tls: efs-utils encrypts NFS in transit.
@@ -223,7 +228,6 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 				},
 			}
 		}
-		res.outputs["efsFileSystemId"] = fs.FileSystemID
 	}
 	return cl.Kubeconfig, deps, res, nil
 }
@@ -259,7 +263,10 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 	}
 	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}}
-	if s := c.Storage; s.Type == StorageAzureFiles {
+	if s := c.Storage; s.Type == StorageAzureFiles && s.Share != "" {
+		// An existing share: nothing to create, AKS mounts it with its built-in driver (storage_existing.go).
+		res.outputs["storageAccount"] = pulumi.String(s.Account)
+	} else if s.Type == StorageAzureFiles {
 		nfs := s.Protocol == AzureFilesNFS
 		protocol := aks.SMB
 		if nfs {

@@ -77,6 +77,7 @@ type Config struct {
 
 	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
 	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
+	StorageAccountKey Secret            // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
@@ -191,6 +192,13 @@ type Storage struct {
 	// required on another cluster.network.
 	ClientRanges []string `json:"clientRanges"`
 	Scratch      Scratch  `json:"scratch"`
+
+	// Existing stores (storage_existing.go): Kolotoc mounts them and creates nothing cloud-side.
+	FileSystemID  string   `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one
+	AccessPointID string   `json:"accessPointId"` // efs with fileSystemId: mount through this access point (fsap-…); default none
+	Share         string   `json:"share"`         // azurefiles: an existing share in storage.account to mount instead of creating one
+	ResourceGroup string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
+	MountOptions  []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
 
 	// AllowReplace lets one update replace storage deployed with protect (guard.go); default false.
 	AllowReplace bool `json:"allowReplace"`

@@ -88,6 +88,8 @@ func Deploy(ctx *pulumi.Context, c *Config) error {
 		storageArgs.HostPath = s.Path
 	}
 	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
+	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
+	applyExistingStorage(c, storageArgs)
 	storageAfter := after
 	if c.InClusterNFS() { // the server's pod pulls its image; nothing of it can be protected
 		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, clusterDeps...), pullSecrets...))
