@@ -115,7 +115,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	cl, err := gke.NewCluster(ctx, cloudClusterName, &gke.ClusterArgs{
 		Name: k.Name, Project: k.Project, Region: k.Region, Zone: k.Zone, Network: k.Network,
 		ReleaseChannel: k.ReleaseChannel, KubernetesVersion: k.KubernetesVersion,
-		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c),
+		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c), RegistryProjects: k.RegistryProjects,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		Maintenance: gkeMaintenance(k.MaintenanceWindow),
 	}, onGCP)
@@ -207,11 +207,16 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		fs, err := eks.NewEFS(ctx, cloudStoreName, &eks.EFSArgs{
 			Name: k.Name + "-efs", ClusterName: cl.ClusterName, VPCID: vpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: cl.NodeSecurityGroupID, ThroughputMode: s.Tier, Protect: s.Protect, DependsOn: nodes,
+			FileSystemID: s.FileSystemID, // an existing one: only its CSI driver is installed (storage_existing.go mounts it)
 		}, onAWS)
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
 		deps = append(deps, fs)
+		res.outputs["efsFileSystemId"] = fs.FileSystemID
+		if s.FileSystemID != "" {
+			return cl.Kubeconfig, deps, res, nil
+		}
 		res.storage = func(a *storage.Args) {
 			a.InCluster = false
 			// tls: efs-utils encrypts NFS in transit.
@@ -224,7 +229,6 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 				},
 			}
 		}
-		res.outputs["efsFileSystemId"] = fs.FileSystemID
 	}
 	return cl.Kubeconfig, deps, res, nil
 }
@@ -253,13 +257,17 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		SubnetID: k.SubnetID, Subscription: k.AzureSubscription(),
 		ServiceCIDR: k.ServiceCIDR, DNSServiceIP: k.AKSDNSServiceIP(), PodCIDR: k.PodCIDR,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
+		ACRID: k.ACRID, ACRSubscription: k.ACRSubscription(),
 	}, onAzure)
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
-	if s := c.Storage; s.Type == StorageAzureFiles {
+	if s := c.Storage; s.Type == StorageAzureFiles && s.Share != "" {
+		// An existing share: nothing to create, AKS mounts it with its built-in driver (storage_existing.go).
+		res.outputs["storageAccount"] = pulumi.String(s.Account)
+	} else if s.Type == StorageAzureFiles {
 		nfs := s.Protocol == AzureFilesNFS
 		protocol := aks.SMB
 		if nfs {

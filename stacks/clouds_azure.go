@@ -37,7 +37,7 @@ var (
 // SMB otherwise, as before the key existed. Zero values only.
 func (c *Config) applyAzureDefaults() {
 	s := &c.Storage
-	if s.Type != StorageAzureFiles || s.Protocol != "" {
+	if s.Type != StorageAzureFiles || s.Protocol != "" || s.Share != "" { // an existing share's protocol is named (storage_existing.go)
 		return
 	}
 	s.Protocol = AzureFilesSMB
@@ -124,6 +124,9 @@ func (c *Config) validateAzureNetwork(v *validator) {
 			v.add("storage.protocol", s.Protocol, "only for storage.type azurefiles")
 		}
 		return
+	}
+	if s.Share != "" {
+		return // an existing share: its protocol is checked with it (storage_existing.go)
 	}
 	v.oneOf("storage.protocol", s.Protocol, allowedAzureFilesProtocols)
 	if s.Protocol != AzureFilesNFS {

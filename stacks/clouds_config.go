@@ -155,10 +155,13 @@ func (c *Config) applyCloudDefaults() {
 			}
 		}
 	case StorageEFS:
-		if s.Tier == "" {
+		if s.Tier == "" && s.FileSystemID == "" { // an existing file system's throughput is its own
 			s.Tier = defaultEFSThroughput
 		}
 	case StorageAzureFiles:
+		if s.Share != "" {
+			break // an existing share: its account, tier and protocol are named, never derived
+		}
 		if s.Tier == "" {
 			s.Tier = defaultAzureFilesTier
 		}
@@ -432,7 +435,7 @@ func (c *Config) validatePoolZones(v *validator, i int, p NodePool) {
 
 func (c *Config) validateCloudStorage(v *validator) {
 	s := c.Storage
-	if want := storageCloud(s.Type); want != "" && want != c.Cloud && c.Cloud != CloudSimulated && c.Cloud != "" {
+	if want := storageCloud(s.Type); want != "" && want != c.Cloud && c.Cloud != CloudSimulated && c.Cloud != "" && !c.mountsExistingStore() {
 		v.add("storage.type", s.Type, fmt.Sprintf("needs cloud %s (a simulated stack stands it in with an in-cluster NFS server); allowed on %s: %s",
 			want, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
 	}
@@ -459,8 +462,13 @@ func (c *Config) validateCloudStorage(v *validator) {
 			}
 		}
 	case StorageEFS:
-		v.oneOf("storage.tier", s.Tier, allowedEFSThroughput)
+		if s.FileSystemID == "" {
+			v.oneOf("storage.tier", s.Tier, allowedEFSThroughput)
+		}
 	case StorageAzureFiles:
+		if s.Share != "" {
+			break // an existing share (validateExistingStorage)
+		}
 		v.oneOf("storage.tier", s.Tier, allowedAzureFilesTiers)
 		if min, ok := azureFilesMinGiB[s.Tier]; ok && sizeErr == nil && (gib < min || gib > azureFilesMaxGiB) {
 			v.add("storage.size", s.Size, fmt.Sprintf("an Azure Files %s share holds %dGi to %dGi; allowed: %dGi..%dGi", s.Tier, min, azureFilesMaxGiB, min, azureFilesMaxGiB))
@@ -473,6 +481,7 @@ func (c *Config) validateCloudStorage(v *validator) {
 			v.add("storage.tier", s.Tier, "only for storage.type filestore, efs or azurefiles")
 		}
 	}
+	c.validateExistingStorage(v)
 }
 
 // storageTypesFor lists the storage types a stack's cloud can use.
@@ -486,6 +495,9 @@ func (c *Config) storageTypesFor() []string {
 		if storageCloud(t) == c.Cloud {
 			out = append(out, t)
 		}
+	}
+	if c.Cloud == CloudExisting {
+		out = append(out, existingStoreTypes...)
 	}
 	return out
 }

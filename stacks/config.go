@@ -83,7 +83,10 @@ type Config struct {
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
-	Fit bool // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
+	Fit               bool              // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
+	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
+	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
+	StorageAccountKey Secret            // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
@@ -127,6 +130,12 @@ type Cluster struct {
 	// Protect (gcp, aws, azure): refuse `pulumi destroy` of the cluster (Pulumi protect, and the
 	// GKE provider's deletionProtection); default false.
 	Protect bool `json:"protect"`
+	// ACRID (azure): ARM ID of an Azure Container Registry the cluster's kubelet identity may pull
+	// from (AcrPull, as `az aks --attach-acr`); default none.
+	ACRID string `json:"acrId"`
+	// RegistryProjects (gcp): further projects whose Artifact Registry the node service account
+	// reads (roles/artifactregistry.reader there; it always holds it on the cluster's own); default none.
+	RegistryProjects []string `json:"registryProjects"`
 	// PodMetadataAccess: the stack's pods may reach the clouds' node metadata endpoints
 	// (169.254.169.254 and the like: the node's credentials, or GKE Workload Identity's and EKS
 	// Pod Identity's token endpoints); default false, every Kolotoc namespace denies egress to
@@ -192,6 +201,13 @@ type Storage struct {
 	// required on another cluster.network.
 	ClientRanges []string `json:"clientRanges"`
 	Scratch      Scratch  `json:"scratch"`
+
+	// Existing stores (storage_existing.go): Kolotoc mounts them and creates nothing cloud-side.
+	FileSystemID  string   `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one
+	AccessPointID string   `json:"accessPointId"` // efs with fileSystemId: mount through this access point (fsap-…); default none
+	Share         string   `json:"share"`         // azurefiles: an existing share in storage.account to mount instead of creating one
+	ResourceGroup string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
+	MountOptions  []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
 
 	// AllowReplace lets one update replace storage deployed with protect (guard.go); default false.
 	AllowReplace bool `json:"allowReplace"`

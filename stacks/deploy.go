@@ -77,9 +77,13 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 	after := pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...))
-	// Pods wait for their NetworkPolicies; the storage does not, so that `pulumi destroy
-	// --exclude-protected` keeps only the protected storage and what it truly needs.
-	podDeps := append(append([]pulumi.Resource{}, clusterDeps...), policies...)
+	pullSecrets, err := deployRegistries(ctx, c, namespace, agents, k8s, after)
+	if err != nil {
+		return err
+	}
+	// Pods wait for their NetworkPolicies and pull Secrets; the storage does not, so that `pulumi
+	// destroy --exclude-protected` keeps only the protected storage and what it truly needs.
+	podDeps := append(append(append([]pulumi.Resource{}, clusterDeps...), policies...), pullSecrets...)
 
 	if *c.DevicePlugin.Enabled {
 		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
@@ -99,7 +103,13 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		storageArgs.HostPath = s.Path
 	}
 	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
-	shared, err := storage.New(ctx, "storage", storageArgs, k8s, after)
+	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
+	applyExistingStorage(c, storageArgs)
+	storageAfter := after
+	if c.InClusterNFS() { // the server's pod pulls its image; nothing of it can be protected
+		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, clusterDeps...), pullSecrets...))
+	}
+	shared, err := storage.New(ctx, "storage", storageArgs, k8s, storageAfter)
 	if err != nil {
 		return err
 	}
@@ -179,7 +189,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 // share one local cluster, so pools are selected within the stack's own nodes; a real pool is
 // the local cluster's real node(s), selected by their own label.
 func stackLabels(c *Config) meta.Labels {
-	l := meta.Labels{Instance: c.Stack, Version: Version}
+	l := meta.Labels{Instance: c.Stack, Version: Version, PullSecrets: PullSecrets(c)}
 	if c.Cloud == CloudSimulated {
 		l.Cluster = c.Cluster.Name
 		for _, p := range c.NodePools {

@@ -184,6 +184,10 @@ func withTestSecrets(raw Raw) {
 		raw.Secrets[ConfigNamespace+":"+k] = true
 	}
 	raw.Values[ConfigNamespace+":sshKeySeed"] = testSeed
+	// The registries' passwords are a map of server to password (no registry here), and an
+	// account key goes only with an existing SMB share, which no committed stack mounts.
+	raw.Values[ConfigNamespace+":registryPasswords"] = "{}"
+	delete(raw.Values, ConfigNamespace+":storageAccountKey")
 }
 
 // writeFuzzSeed adds raw to the committed corpus of FuzzLoad when KOLOTOC_WRITE_FUZZ_SEEDS=1

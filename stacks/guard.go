@@ -62,6 +62,7 @@ func StorageIdentity(c *Config) map[string]string {
 		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
 		id["storage.protocol"] = s.Protocol
 	}
+	existingStoreIdentity(c, id) // storage.fileSystemId, .accessPointId, .share, .resourceGroup (storage_existing.go)
 	return id
 }
 

@@ -44,11 +44,15 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
 	"sshKeySeed":       decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
 	"fit":              decodeObject(func(c *Config) any { return &c.Fit }),
+	// Private registries and existing stores (registries.go, storage_existing.go).
+	"registries":        decodeObject(func(c *Config) any { return &c.Registries }),
+	"registryPasswords": decodeRegistryPasswords,
+	"storageAccountKey": decodeSecret(func(c *Config) *Secret { return &c.StorageAccountKey }),
 }
 
 // secretKeys must be set with --secret: a plaintext value would sit unencrypted in
 // Pulumi.<stack>.yaml and in the state file.
-var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword", "entrypointTLSKey"}
+var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword", "entrypointTLSKey", "registryPasswords", "storageAccountKey"}
 
 // Load decodes, defaults and validates a stack's configuration. The error lists every problem at
 // once, each naming its key; nothing is registered before Load has returned without error.

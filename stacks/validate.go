@@ -71,6 +71,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateTimeouts(v)
 	c.validateKubeAccess(v)
 	c.validateFit(v)
+	c.validateRegistries(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
 
 	if c.Entrypoint.Jupyter {

@@ -55,6 +55,7 @@ const (
 	fakeNodeSG          = "sg-0nodes0000000000"
 	fakeAzureStorageKey = "azure-storage-key-that-must-stay-secret"
 	fakeAKSPrincipal    = "11111111-2222-3333-4444-555555555555"
+	fakeKubeletObjectID = "66666666-7777-8888-9999-000000000000"
 	// listKeys is the invoke that reads a storage account's keys.
 	listKeys = "azure-native:storage:listStorageAccountKeys"
 )
@@ -93,6 +94,7 @@ func cloudState(token string, state resource.PropertyMap) {
 	case tAKSCluster:
 		set("name", str("resourceName"))
 		set("identity", map[string]any{"type": "SystemAssigned", "principalId": fakeAKSPrincipal})
+		set("identityProfile", map[string]any{"kubeletidentity": map[string]any{"objectId": fakeKubeletObjectID}})
 	case tResourceGroup:
 		set("name", str("resourceGroupName"))
 	case tStorageAcct:

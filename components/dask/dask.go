@@ -127,6 +127,7 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					InitContainers:               a.Code.InitContainers(),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{

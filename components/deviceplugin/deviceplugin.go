@@ -61,6 +61,7 @@ func RenderDaemonSet(a *Args) *appsv1.DaemonSetArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.GPUNodeSelector(),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{

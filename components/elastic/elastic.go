@@ -277,6 +277,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	spec := &corev1.PodSpecArgs{
 		SecurityContext:               meta.PodSecurity(0),
 		NodeSelector:                  a.Labels.PoolSelector(a.Pool),
+		ImagePullSecrets:              a.Labels.ImagePullSecrets(),
 		Tolerations:                   tolerations,
 		AutomountServiceAccountToken:  pulumi.Bool(false),
 		TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),

@@ -401,6 +401,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers:                   containers,
 					Volumes:                      volumes,

@@ -247,6 +247,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
 						// Members on different nodes, where the pool allows it: one node's loss

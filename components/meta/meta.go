@@ -71,6 +71,23 @@ type Labels struct {
 	// RealPools names the pools that are the local cluster's real nodes (simulated cloud, pools
 	// with real: true); they are selected by RealNodeLabel instead of pool and cluster labels.
 	RealPools map[string]bool
+	// PullSecrets names the image pull Secrets every pod of the stack references (kolotoc:registries);
+	// each namespace with Kolotoc pods holds them. Empty: no imagePullSecrets.
+	PullSecrets []string
+}
+
+// ImagePullSecrets is every pod's imagePullSecrets: the stack's registry credentials, or nil (the
+// field left out) when the stack names no registry. Every pod spec Kolotoc renders sets it, so a
+// private image pulls wherever Kolotoc runs it.
+func (l Labels) ImagePullSecrets() corev1.LocalObjectReferenceArrayInput {
+	if len(l.PullSecrets) == 0 {
+		return nil
+	}
+	refs := make(corev1.LocalObjectReferenceArray, len(l.PullSecrets))
+	for i, name := range l.PullSecrets {
+		refs[i] = corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}
+	}
+	return refs
 }
 
 // For returns every label of an object of the given component.

@@ -122,6 +122,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 				},
 				Spec: &corev1.PodSpecArgs{
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					SecurityContext:              meta.PodSecurity(472),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{

@@ -201,6 +201,7 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 				Spec: &corev1.PodSpecArgs{
 					NodeSelector:       a.Labels.PoolSelector(a.Pool),
 					ServiceAccountName: pulumi.String(PrometheusName),
+					ImagePullSecrets:   a.Labels.ImagePullSecrets(),
 					// Service discovery talks to the API server with the account's token.
 					AutomountServiceAccountToken: pulumi.Bool(true),
 					SecurityContext:              meta.PodSecurity(65534),
@@ -258,6 +259,7 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.GPUNodeSelector(),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{

@@ -263,6 +263,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	spec := &corev1.PodSpecArgs{
 		SecurityContext:              meta.PodSecurity(0),
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		InitContainers:               a.Code.InitContainers(),
@@ -357,9 +358,10 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		envs = append(envs, env("KOLOTOC_RUN", a.Run))
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext: meta.PodSecurity(0),
-		RestartPolicy:   pulumi.String("Never"),
-		NodeSelector:    a.Labels.PoolSelector(a.LauncherPool),
+		SecurityContext:  meta.PodSecurity(0),
+		RestartPolicy:    pulumi.String("Never"),
+		NodeSelector:     a.Labels.PoolSelector(a.LauncherPool),
+		ImagePullSecrets: a.Labels.ImagePullSecrets(),
 		// The run's one coordinator: a spot node reclaimed under it ends the run.
 		Affinity:                     &corev1.AffinityArgs{NodeAffinity: meta.NotOnSpot()},
 		AutomountServiceAccountToken: pulumi.Bool(false),

@@ -62,6 +62,10 @@ type Args struct {
 	// pod of the stack shares it, which is shared storage only on a one-node cluster. The
 	// kubelet creates it if missing; the volume keeps it when released (Retain).
 	HostPath string
+	// External: the store is not the stack's (an external NFS server, an existing EFS file system
+	// or Azure Files share). The volume keeps it when released (Retain) whatever Protect says, so
+	// that deleting the claim or the stack can never ask a driver to delete it.
+	External bool
 }
 
 // Storage is the shared claim and whatever backs it.
@@ -136,7 +140,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 // RenderVolume builds the PersistentVolume (NFS, CSI or a host directory), pre-bound to the claim.
 func RenderVolume(a *Args, server pulumi.StringInput) *corev1.PersistentVolumeArgs {
 	reclaim := "Delete"
-	if a.Protect || a.HostPath != "" {
+	if a.Protect || a.HostPath != "" || a.External {
 		// A hostPath volume has no deleter: Delete would leave it Failed once released.
 		reclaim = "Retain"
 	}
@@ -211,6 +215,7 @@ func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(a.ServerPool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String("nfs-server"),

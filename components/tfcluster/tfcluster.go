@@ -297,6 +297,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	pod := &corev1.PodSpecArgs{
 		SecurityContext:              meta.PodSecurity(0),
 		NodeSelector:                 a.Labels.PoolSelector(t.Pool),
+		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		InitContainers:               a.Code.InitContainers(),
@@ -363,6 +364,7 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 				Spec: &corev1.PodSpecArgs{
 					SecurityContext:              meta.PodSecurity(0),
 					NodeSelector:                 a.Labels.PoolSelector(tb.Pool),
+					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String("tensorboard"),

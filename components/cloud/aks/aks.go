@@ -41,6 +41,12 @@ const (
 	// a subnet it brings: AKS joins the node scale sets' interfaces to it (creation, autoscaling)
 	// and reads it. Granted on that subnet alone.
 	NetworkContributorRole = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+	// AcrPullRole is the built-in role that pulls images from a container registry and nothing
+	// else; `az aks update --attach-acr` grants it to the cluster's kubelet identity.
+	AcrPullRole = "7f951dda-4ed3-4680-a7ca-43fe172d538d"
+	// KubeletIdentity is the key of the nodes' managed identity in the cluster's identityProfile:
+	// the identity the kubelets pull images as.
+	KubeletIdentity = "kubeletidentity"
 )
 
 // AgentPoolTimeouts: an agent pool of ND96asr_v4 VMs has taken over 30 minutes to provision when
@@ -89,6 +95,11 @@ type ClusterArgs struct {
 	AuthorizedNetworks []string // CIDRs allowed to reach the API server; empty = any
 	PrivateEndpoint    bool     // a private cluster: the API server has an address in the cluster's network only
 	Protect            bool     // refuse `pulumi destroy` of the cluster (Pulumi protect)
+
+	// ACRID is the ARM ID of a container registry the nodes pull from (AcrPull for the kubelet
+	// identity); ACRSubscription is its subscription. Empty = none.
+	ACRID           string
+	ACRSubscription string
 }
 
 // Cluster is the resource group, the AKS cluster and its agent pools.
@@ -100,6 +111,8 @@ type Cluster struct {
 	AgentPools    []*containerservice.AgentPool
 	// SubnetAccess is the cluster identity's role on SubnetID; nil without a subnet.
 	SubnetAccess *authorization.RoleAssignment
+	// RegistryAccess is the kubelet identity's AcrPull on ACRID; nil without a registry.
+	RegistryAccess *authorization.RoleAssignment
 }
 
 // NewCluster registers the resource group, the cluster and its pools.
@@ -141,6 +154,13 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 		poolDeps = append(poolDeps, c.SubnetAccess)
 	}
+	if args.ACRID != "" {
+		kubelet := cluster.IdentityProfile.MapIndex(pulumi.String(KubeletIdentity)).ObjectId().Elem()
+		c.RegistryAccess, err = authorization.NewRoleAssignment(ctx, name+"-acr", RenderRegistryAccess(args, kubelet), parent)
+		if err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range args.Pools {
 		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name), parent,
 			pulumi.Timeouts(AgentPoolTimeouts), pulumi.DependsOn(poolDeps),
@@ -177,6 +197,18 @@ func RenderSubnetAccess(a *ClusterArgs, principal pulumi.StringInput) *authoriza
 		PrincipalType:    pulumi.String("ServicePrincipal"),
 		RoleDefinitionId: pulumi.String(fmt.Sprintf("/subscriptions/%s/providers/Microsoft.Authorization/roleDefinitions/%s", a.Subscription, NetworkContributorRole)),
 		Description:      pulumi.String("kolotoc: AKS " + a.Name + " joins its node pools to this subnet (kolotoc:cluster.subnetId)"),
+	}
+}
+
+// RenderRegistryAccess lets the nodes pull from the registry ACRID: AcrPull for the kubelet
+// identity, scoped to that registry alone, as `az aks update --attach-acr` grants it.
+func RenderRegistryAccess(a *ClusterArgs, kubelet pulumi.StringInput) *authorization.RoleAssignmentArgs {
+	return &authorization.RoleAssignmentArgs{
+		Scope:            pulumi.String(a.ACRID),
+		PrincipalId:      kubelet,
+		PrincipalType:    pulumi.String("ServicePrincipal"),
+		RoleDefinitionId: pulumi.String(fmt.Sprintf("/subscriptions/%s/providers/Microsoft.Authorization/roleDefinitions/%s", a.ACRSubscription, AcrPullRole)),
+		Description:      pulumi.String("kolotoc: the nodes of AKS " + a.Name + " pull images from this registry (kolotoc:cluster.acrId)"),
 	}
 }
 

@@ -33,6 +33,10 @@ type EFSArgs struct {
 	ThroughputMode      string               // elastic | bursting
 	Protect             bool                 // refuse `pulumi destroy` of the file system (it holds the checkpoints)
 	DependsOn           []pulumi.Resource    // what the add-on needs first: the node groups and the pod identity agent
+	// FileSystemID, when set, is an existing file system to mount: no file system, mount target
+	// or security group is created (the file system's own mount targets must admit NFS from the
+	// nodes), only the CSI driver that mounts it.
+	FileSystemID string
 }
 
 // EFS is the file system, its mount targets and the CSI driver that mounts it.
@@ -44,12 +48,13 @@ type EFS struct {
 	MountTargets  []*efs.MountTarget
 }
 
-// NewEFS registers the file system, reachable over NFS from the nodes only, and the CSI driver.
+// NewEFS registers the file system, reachable over NFS from the nodes only, and the CSI driver;
+// with FileSystemID, the driver alone.
 func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.ResourceOption) (*EFS, error) {
 	if args == nil {
 		return nil, errors.New("efs: args are required")
 	}
-	if len(args.SubnetIDs) == 0 {
+	if len(args.SubnetIDs) == 0 && args.FileSystemID == "" {
 		return nil, fmt.Errorf("efs %q: at least one subnet is required", name)
 	}
 	e := &EFS{}
@@ -57,35 +62,11 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 		return nil, err
 	}
 	parent := pulumi.Parent(e)
-
-	sg, err := ec2.NewSecurityGroup(ctx, name, RenderSecurityGroup(args), parent)
-	if err != nil {
-		return nil, err
-	}
-	e.SecurityGroup = sg
-	fs, err := efs.NewFileSystem(ctx, name, &efs.FileSystemArgs{
-		CreationToken:   pulumi.String(args.Name),
-		Encrypted:       pulumi.Bool(true),
-		PerformanceMode: pulumi.String("generalPurpose"),
-		ThroughputMode:  pulumi.String(args.ThroughputMode),
-		Tags:            pulumi.StringMap{"Name": pulumi.String(args.Name)},
-	}, parent, pulumi.Protect(args.Protect))
-	if err != nil {
-		return nil, err
-	}
-	e.FileSystemID = fs.ID().ToStringOutput()
 	deps := append([]pulumi.Resource(nil), args.DependsOn...)
-	for i, subnet := range args.SubnetIDs {
-		mt, err := efs.NewMountTarget(ctx, fmt.Sprintf("%s-%d", name, i), &efs.MountTargetArgs{
-			FileSystemId:   fs.ID(),
-			SubnetId:       subnet,
-			SecurityGroups: pulumi.StringArray{sg.ID()},
-		}, parent)
-		if err != nil {
-			return nil, err
-		}
-		e.MountTargets = append(e.MountTargets, mt)
-		deps = append(deps, mt)
+	if args.FileSystemID != "" {
+		e.FileSystemID = pulumi.String(args.FileSystemID).ToStringOutput()
+	} else if err := e.newFileSystem(ctx, name, args, &deps); err != nil {
+		return nil, err
 	}
 
 	// Pod Identity assumes the role with sts:TagSession besides sts:AssumeRole.
@@ -105,6 +86,41 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 		return nil, err
 	}
 	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"fileSystemId": e.FileSystemID})
+}
+
+// newFileSystem registers the file system, its security group and a mount target in each subnet;
+// the driver waits for the mount targets (deps).
+func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, deps *[]pulumi.Resource) error {
+	parent := pulumi.Parent(e)
+	sg, err := ec2.NewSecurityGroup(ctx, name, RenderSecurityGroup(args), parent)
+	if err != nil {
+		return err
+	}
+	e.SecurityGroup = sg
+	fs, err := efs.NewFileSystem(ctx, name, &efs.FileSystemArgs{
+		CreationToken:   pulumi.String(args.Name),
+		Encrypted:       pulumi.Bool(true),
+		PerformanceMode: pulumi.String("generalPurpose"),
+		ThroughputMode:  pulumi.String(args.ThroughputMode),
+		Tags:            pulumi.StringMap{"Name": pulumi.String(args.Name)},
+	}, parent, pulumi.Protect(args.Protect))
+	if err != nil {
+		return err
+	}
+	e.FileSystemID = fs.ID().ToStringOutput()
+	for i, subnet := range args.SubnetIDs {
+		mt, err := efs.NewMountTarget(ctx, fmt.Sprintf("%s-%d", name, i), &efs.MountTargetArgs{
+			FileSystemId:   fs.ID(),
+			SubnetId:       subnet,
+			SecurityGroups: pulumi.StringArray{sg.ID()},
+		}, parent)
+		if err != nil {
+			return err
+		}
+		e.MountTargets = append(e.MountTargets, mt)
+		*deps = append(*deps, mt)
+	}
+	return nil
 }
 
 // RenderSecurityGroup builds the mount targets' security group: NFS in from the nodes' security

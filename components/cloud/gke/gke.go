@@ -92,6 +92,9 @@ type ClusterArgs struct {
 	ServiceAccountID  string            // account id of the node service account (6-30 characters)
 	Pools             []Pool            // node pools
 	ResourceLabels    map[string]string // GCP labels on the cluster and its nodes
+	// RegistryProjects are further projects whose Artifact Registry the node account reads
+	// (RegistryRole there); the cluster's own project is always granted.
+	RegistryProjects []string
 
 	AuthorizedNetworks []string     // CIDRs allowed to reach the control plane; empty = any (with a public endpoint)
 	PrivateEndpoint    bool         // private nodes and a private control-plane endpoint only
@@ -160,6 +163,14 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 		roles = append(roles, role)
 	}
+	for _, project := range args.RegistryProjects {
+		role, err := projects.NewIAMMember(ctx, name+"-nodes-registry-"+strings.ReplaceAll(project, ":", "-"),
+			RenderRegistryReader(project, sa.Member), parent)
+		if err != nil {
+			return nil, err
+		}
+		roles = append(roles, role)
+	}
 
 	// Workload Identity's pool is the project's; the account's project is the provider's
 	// default when args.Project is empty.
@@ -197,6 +208,12 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "serviceAccount": c.ServiceAccount,
 	})
+}
+
+// RenderRegistryReader lets the node account pull from another project's Artifact Registry (a
+// team's shared images): the registry role there, nothing else.
+func RenderRegistryReader(project string, member pulumi.StringInput) *projects.IAMMemberArgs {
+	return &projects.IAMMemberArgs{Project: pulumi.String(project), Role: pulumi.String(RegistryRole), Member: member}
 }
 
 // RenderCluster builds the cluster: VPC-native with Dataplane V2 (NetworkPolicy enforced), on a
