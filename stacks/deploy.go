@@ -352,10 +352,10 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 		out["towerCount"] = pulumi.Int(c.Towers.Count)
 		out["towerHostfile"] = kube.Kubectlf("-n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", c.Namespace, TowerName)
 		out["gotoTower"] = kube.Kubectlf("-n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName)
-		out["launcherLogs"] = kube.Kubectlf("-n %s logs -f job/%s", c.Namespace, LauncherName)
+		out["launcherLogs"] = kube.Kubectlf("-n %s logs -f job/%s -c launcher", c.Namespace, LauncherName)
 	}
 	if c.Carriers.Enabled {
-		out["gotoCarrier"] = kube.Kubectlf("-n %s exec -it %s-0 -- bash", c.Namespace, CarrierName)
+		out["gotoCarrier"] = kube.Kubectlf("-n %s exec -it %s-0 -c dask-worker -- bash", c.Namespace, CarrierName)
 	}
 	if c.Entrypoint.Jupyter {
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))

@@ -157,8 +157,8 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 		a := ElasticArgs(c)
 		out["elasticRendezvousEndpoint"] = pulumi.String(elastic.Endpoint(a))
 		out["elasticNnodes"] = pulumi.String(elastic.NNodes(a))
-		out["gotoElastic"] = kube.Kubectlf("-n %s exec -it %s-0 -- bash", ns, ElasticName)
-		out["elasticLogs"] = kube.Kubectlf("-n %s logs -f %s-0", ns, ElasticName)
+		out["gotoElastic"] = kube.Kubectlf("-n %s exec -it %s-0 -c worker -- bash", ns, ElasticName)
+		out["elasticLogs"] = kube.Kubectlf("-n %s logs -f %s-0 -c worker", ns, ElasticName)
 	}
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)
@@ -166,7 +166,7 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 			out["tfClusterSpec"] = pulumi.String(spec)
 		}
 		if c.TFCluster.Chief.Count > 0 {
-			out["tfChiefLogs"] = kube.Kubectlf("-n %s logs -f %s-0", ns, TFChiefName)
+			out["tfChiefLogs"] = kube.Kubectlf("-n %s logs -f %s-0 -c chief", ns, TFChiefName)
 		}
 		if a.TensorBoard != nil {
 			out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", TFTensorBoard, ns, tfcluster.TensorBoardPort))

@@ -250,7 +250,7 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 		name := "/shared/e2e-" + randomHex(t, 6)
 		want := randomHex(t, 16)
 		s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--", "sh", "-c", "echo "+want+" >"+name)
-		got := s.kubectl(t, "", "-n", ns, "exec", "carrier-0", "--", "cat", name)
+		got := s.kubectl(t, "", "-n", ns, "exec", "carrier-0", "-c", "dask-worker", "--", "cat", name)
 		if strings.TrimSpace(got) != want {
 			t.Errorf("carrier-0 read %q from %s, tower-0 wrote %q", got, name, want)
 		}
