@@ -221,7 +221,7 @@ func TestKubeAccessDefaultKubeconfig(t *testing.T) {
 	if got, want := str(t, outs, stacks.KubeconfigCommandOutput), "export KUBECONFIG="+path; got != want {
 		t.Errorf("kubeconfigCommand %q, want %q", got, want)
 	}
-	if got, want := str(t, outs, "launcherLogs"), "kubectl --kubeconfig "+path+" --context kwok-kolotoc -n kolotoc-dev logs -f job/launcher"; got != want {
+	if got, want := str(t, outs, "launcherLogs"), "kubectl --kubeconfig "+path+" --context kwok-kolotoc -n kolotoc-dev logs -f job/launcher -c launcher"; got != want {
 		t.Errorf("launcherLogs %q, want %q", got, want)
 	}
 }
@@ -246,7 +246,7 @@ func TestKubeAccessQuoting(t *testing.T) {
 		}
 		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	}
-	want := []string{"kubectl", "--kubeconfig", path, "--context", "team's cluster", "-n", "kolotoc-workloads", "exec", "-it", "elastic-0", "--", "bash"}
+	want := []string{"kubectl", "--kubeconfig", path, "--context", "team's cluster", "-n", "kolotoc-workloads", "exec", "-it", "elastic-0", "-c", "worker", "--", "bash"}
 	if got := words(str(t, outs, "gotoElastic")); !slices.Equal(got, want) {
 		t.Errorf("gotoElastic is %q to bash, want %q", got, want)
 	}
