@@ -232,3 +232,18 @@ func findContainer(t *testing.T, workload any, name string) any {
 	t.Fatalf("no container %s", name)
 	return nil
 }
+
+// TestTowerCountKeepsThePodTemplate: a new towers.count is an in-place scale. Anything in the
+// towers' pod template that depends on the count (as KOLOTOC_NP once did) makes it a new template,
+// which replaces the whole ring (meta.PodSpec).
+func TestTowerCountKeepsThePodTemplate(t *testing.T) {
+	template := func(count int) string {
+		rec := deploy(t, runsRaw(t, map[string]string{
+			"towers": fmt.Sprintf(`{"count":%d,"gpusPerTower":4,"pool":"gpu","run":"r1","env":[{"name":"A","value":"1"}]}`, count),
+		}))
+		return fmt.Sprint(get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template"))
+	}
+	if two, three := template(2), template(3); two != three {
+		t.Errorf("towers.count 2 → 3 changes the towers' pod template:\n%s\n%s", two, three)
+	}
+}

@@ -229,10 +229,11 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Image:   pulumi.String(a.Image),
 		Command: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/sshd.sh")},
 		// With these, mpirun from a tower's shell (gotoTower) runs over every tower as the
-		// launcher does: `mpirun -np $KOLOTOC_NP --hostfile $KOLOTOC_HOSTFILE …`.
+		// launcher does: `mpirun --hostfile $KOLOTOC_HOSTFILE …` (one rank per slot). Nothing
+		// here may depend on the number of towers: a new count must stay an in-place scale, not
+		// a new pod template (which replaces the ring, meta.PodSpec).
 		Env: workloadEnv(a, corev1.EnvVarArray{
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_SSH_PORT"), Value: pulumi.String(fmt.Sprint(a.SSHPort))},
-			env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
 			env("KOLOTOC_HOSTFILE", TowerHostfilePath),
 			env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
 		}),

@@ -328,8 +328,8 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 }
 
 // interactiveMpirun is the README's command for mpirun from a tower's shell (gotoTower): the
-// hostfile and the rank count are in every tower's environment.
-const interactiveMpirun = `mpirun --allow-run-as-root -np "$KOLOTOC_NP" --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
+// hostfile's path is in every tower's environment, and without -np mpirun starts a rank per slot.
+const interactiveMpirun = `mpirun --allow-run-as-root --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
 
 // servedCommit is the commit the test bed's git daemon serves as demo.git's main.
 func servedCommit(t *testing.T) string {
