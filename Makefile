@@ -83,6 +83,8 @@ HACK_MODULES = hack/flowcheck
 
 unit: workflows
 	@echo "==> unit: go vet and go test"
+	@# The test bed's Debian packages (once per machine): hack's tests run hack/stack.sh with jq.
+	hack/node.sh packages
 	go vet ./...
 	go test ./...
 	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m test ./...; done

@@ -58,8 +58,9 @@ READY_TIMEOUT=120
 
 # The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins,
 # the packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
-# and mmdebstrap, which builds the local images (hack/images.sh).
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap)
+# mmdebstrap, which builds the local images (hack/images.sh), and jq, with which hack/stack.sh
+# reads the CLI's JSON (`make down` keeps a cluster other stacks still use).
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq)
 
 log() { printf '[node] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }

@@ -35,7 +35,7 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("jq is not installed")
+		t.Fatal("jq is not installed: hack/stack.sh needs it; `make unit` installs it (hack/node.sh packages)")
 	}
 	for _, tc := range []struct {
 		name, stacks string
