@@ -114,10 +114,10 @@ func TestRunKeepIsTheDefault(t *testing.T) {
 		"elastic":   `{"enabled":true,"minNodes":1,"maxNodes":2,"gpusPerNode":8,"rdzvBackend":"etcd-v2"}`,
 		"tfcluster": `{"enabled":true,"ps":{"count":2},"workers":{"count":2,"gpus":4}}`,
 	}))
-	if roles := rec.ofType("kubernetes:rbac.authorization.k8s.io/v1:Role"); len(roles) != 0 {
-		for _, r := range roles {
+	for _, token := range []string{"kubernetes:rbac.authorization.k8s.io/v1:Role", "kubernetes:core/v1:ServiceAccount"} {
+		for _, r := range rec.ofType(token) {
 			if strings.HasSuffix(r.Name, "-release") {
-				t.Errorf("role %s registered without onSuccess release", r.Name)
+				t.Errorf("%s %s registered without onSuccess release", token, r.Name)
 			}
 		}
 	}
