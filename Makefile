@@ -24,11 +24,12 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
 STACK_ENV = eval "$$(hack/stack.sh env)"
 
-.PHONY: help tools cluster cluster-down up down preview fit outputs unit e2e test fmt lint workflows
+.PHONY: help tools cluster cluster-down up down preview fit outputs bench-scale unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
 	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
+	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
 	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
@@ -73,6 +74,14 @@ fit:
 
 outputs:
 	hack/stack.sh outputs
+
+# How the deploy scales: N ranks through pulumi up, side by side with kubectl apply --server-side
+# of the same objects (bench/scale says what each figure is). The cluster must be up (make cluster).
+SIZES ?= 128,1024,4096
+bench-scale:
+	@echo "==> bench-scale: N=$(SIZES) ranks, pulumi up vs the kubectl floor, on the local cluster"
+	hack/tools.sh pulumi langhost standin kube
+	$(STACK_ENV); go run ./bench/scale -sizes $(SIZES)
 
 down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"

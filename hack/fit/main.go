@@ -17,9 +17,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,8 +31,9 @@ import (
 	"syscall"
 	"time"
 
-	"gopkg.in/yaml.v3"
 	"k8s.io/client-go/kubernetes"
+
+	"kolotoc/hack/throwaway"
 )
 
 // Exit statuses.
@@ -106,6 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	c := &check{root: root, m: m, kube: kube, out: stdout, errw: stderr}
 	c.dir = filepath.Join(root, ".kolotoc", "fit", m.Name)
+	c.st = &throwaway.Stack{Root: root, Dir: c.dir, Name: m.Name,
+		Description: fmt.Sprintf("make fit's throw-away mirror of stack %s (hack/fit), destroyed after the check", m.Stack)}
 	if err := c.lock(); err != nil {
 		fmt.Fprintf(stderr, "fit: %v\n", err)
 		return exitCannot
@@ -165,6 +166,7 @@ func resolve(root, arg string) (stack, rel string, err error) {
 // check is one run of make fit.
 type check struct {
 	root, dir string
+	st        *throwaway.Stack
 	m         *Mirror
 	kube      *kubernetes.Clientset
 	out, errw io.Writer
@@ -208,6 +210,7 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 		fmt.Fprintf(c.errw, "fit: %v\n", err)
 		return exitCannot
 	}
+	c.st.Log = c.log
 	if _, err := os.Stat(c.dir); err == nil {
 		logf("a fit of %s was interrupted before it cleaned up: removing what it left", stack)
 		c.deployed = true
@@ -228,7 +231,7 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 	}
 	logf("%s: pulumi up of %s (%d simulated nodes) on the local cluster", stack, c.m.Name, nodes)
 	start := time.Now()
-	out, err := c.pulumi("", "up", "--yes", "--skip-preview")
+	out, err := c.st.Pulumi("", "up", "--yes", "--skip-preview")
 	r.Deploy = time.Since(start)
 	if err != nil {
 		if refused := configProblems(out); refused != "" {
@@ -237,7 +240,7 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 			return r.ExitCode()
 		}
 		if ctx.Err() == nil { // an interrupted update says why itself
-			fmt.Fprintf(c.errw, "fit: pulumi up of %s failed: %v\n%s\n(log: %s)\n", c.m.Name, err, tail(out, 30), c.logPath())
+			fmt.Fprintf(c.errw, "fit: pulumi up of %s failed: %v\n%s\n(log: %s)\n", c.m.Name, err, throwaway.Tail(out, 30), c.logPath())
 		}
 		return exitCannot
 	}
@@ -257,84 +260,33 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 	return r.ExitCode()
 }
 
-// prepare writes the mirror's project directory (Pulumi.yaml naming the built program, its config
-// file, a passphrase and a state backend of its own), builds the program and creates the stack
-// with throw-away secrets.
+// prepare creates the mirror's throw-away stack (its own project directory naming the program,
+// its config file, backend and passphrase) with throw-away secrets.
 func (c *check) prepare(ctx context.Context) error {
-	if err := os.MkdirAll(filepath.Join(c.dir, "state"), 0o700); err != nil {
-		return err
-	}
-	pass, err := randomHex(32)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(c.dir, "passphrase"), []byte(pass), 0o600); err != nil {
-		return err
-	}
-	project, err := os.ReadFile(filepath.Join(c.root, "Pulumi.yaml"))
-	if err != nil {
-		return err
-	}
-	var proj struct {
-		Name string `yaml:"name"`
-	}
-	if err := yaml.Unmarshal(project, &proj); err != nil || proj.Name == "" {
-		return fmt.Errorf("Pulumi.yaml: no project name (%v)", err)
-	}
-	shadow, err := yaml.Marshal(map[string]any{
-		"name":        proj.Name,
-		"description": fmt.Sprintf("make fit's throw-away mirror of stack %s (hack/fit), destroyed after the check", c.m.Stack),
-		"runtime":     "go",
-		"main":        c.root, // the program itself; this directory holds the mirror's config alone
-	})
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(c.dir, "Pulumi.yaml"), shadow, 0o600); err != nil {
-		return err
-	}
 	cfg, err := c.m.ConfigFile()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, "Pulumi."+c.m.Name+".yaml"), cfg, 0o600); err != nil {
-		return err
-	}
-
-	if out, err := c.pulumi("", "stack", "init"); err != nil {
-		return fmt.Errorf("pulumi stack init: %w\n%s", err, tail(out, 10))
-	}
-	c.deployed = true
-	for k, v := range c.m.Secrets {
-		if out, err := c.pulumi(v, "config", "set", "--secret", k); err != nil {
-			return fmt.Errorf("pulumi config set --secret %s: %w\n%s", k, err, tail(out, 10))
-		}
-	}
-	return nil
+	c.deployed = true // from here on a failure may leave a stack to destroy
+	return c.st.Create(cfg, c.m.Secrets)
 }
 
 // cleanup destroys the mirror, removes its stack and directory, and checks that none of its nodes
 // and namespaces are left in the cluster.
 func (c *check) cleanup(ctx context.Context) error {
 	if c.deployed {
-		if _, err := os.Stat(filepath.Join(c.dir, "Pulumi.yaml")); err == nil {
+		if c.st.Exists() {
 			logf("destroying %s", c.m.Name)
 			// Its namespaces start terminating now, while pulumi walks the dependency chain
 			// down to them: the destroy then waits for them once, not one after the other.
 			startDeletingNamespaces(ctx, c.kube, c.namespaces())
-			if out, err := c.pulumi("", "destroy", "--yes", "--skip-preview"); err != nil {
-				// A run killed mid-update leaves its lock; take it away and try again.
-				_, _ = c.pulumi("", "cancel", "--yes")
-				if _, err2 := c.pulumi("", "destroy", "--yes", "--skip-preview"); err2 != nil &&
-					!strings.Contains(out, "no stack named") {
-					return fmt.Errorf("pulumi destroy: %w\n%s", err, tail(out, 20))
-				}
+			if err := c.st.Destroy(); err != nil {
+				return err
 			}
-			_, _ = c.pulumi("", "stack", "rm", "--yes", "--force")
 		}
 		c.deployed = false
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
+	if err := c.st.Remove(); err != nil {
 		return err
 	}
 	left, err := leftovers(ctx, c.kube, c.m, c.namespaces())
@@ -345,56 +297,6 @@ func (c *check) cleanup(ctx context.Context) error {
 		return fmt.Errorf("still in the cluster after destroy: %s (remove them with kubectl delete)", strings.Join(left, " "))
 	}
 	return nil
-}
-
-// pulumi runs the CLI on the mirror's project and stack, with its own backend and passphrase;
-// the output goes to the log and is returned.
-func (c *check) pulumi(stdin string, args ...string) (string, error) {
-	args = append(args, "--cwd", c.dir, "--stack", c.m.Name, "--non-interactive")
-	cmd := exec.Command("pulumi", args...)
-	cmd.Env = c.env()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	w := io.Writer(&out)
-	if c.log != nil {
-		fmt.Fprintf(c.log, "\n$ pulumi %s\n", strings.Join(args, " "))
-		w = io.MultiWriter(&out, c.log)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	// Never killed by make fit: an interrupted update must finish writing its state (the
-	// terminal's Ctrl-C reaches pulumi too, which stops it cleanly), so that the destroy is exact.
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		err = fmt.Errorf("exit status %d", exit.ExitCode())
-	}
-	return out.String(), err
-}
-
-// env: the caller's environment with the mirror's backend and passphrase in place of any other.
-func (c *check) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		switch k, _, _ := strings.Cut(kv, "="); k {
-		case "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE":
-		default:
-			env = append(env, kv)
-		}
-	}
-	env = append(env,
-		"PULUMI_BACKEND_URL=file://"+filepath.Join(c.dir, "state"),
-		"PULUMI_CONFIG_PASSPHRASE_FILE="+filepath.Join(c.dir, "passphrase"),
-		// The test bed's Go language host (v3.66, hack/tools.sh) builds the program with `go
-		// build` at every command, which links it again (about 40 s); with this it uses `go run`,
-		// whose executable Go caches, so only the first fit after a change pays the link.
-		"PULUMI_GO_USE_RUN=true",
-	)
-	for _, kv := range []string{"PULUMI_SKIP_UPDATE_CHECK=true", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"} {
-		if k, _, _ := strings.Cut(kv, "="); os.Getenv(k) == "" {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // configProblems extracts the program's refusal of a configuration from pulumi's output: the
@@ -420,12 +322,4 @@ func configProblems(out string) string {
 		return strings.Join(problems, "\n")
 	}
 	return ""
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"kolotoc/hack/throwaway"
 )
 
 // ns is the program's config namespace (stacks.ConfigNamespace; not imported: package stacks
@@ -141,7 +142,7 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 	}
 
 	for _, k := range []string{"jupyterPassword", "sshKeySeed", "grafanaPassword"} {
-		s, err := randomHex(32)
+		s, err := throwaway.RandomHex(32)
 		if err != nil {
 			return nil, err
 		}
@@ -189,14 +190,6 @@ func orUnset(s string) string {
 		return "(unset)"
 	}
 	return s
-}
-
-func randomHex(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // throwAwayCertificate: a self-signed certificate and its PEM key, valid for a day.
