@@ -191,20 +191,13 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 		return r, fmt.Errorf("pulumi preview: %w\n%s", err, throwaway.Tail(out, 20))
 	}
 	logf("N=%d: pulumi up (%d nodes, %d towers)", n, r.Nodes, n/gpusPerNode)
-	start := time.Now()
-	// The up's lines are stamped with the time since its start in the log: where the time goes
-	// (each resource's "creating" and "created" line).
-	plain := st.Log
-	st.Log = &stamped{w: plain, start: start}
-	out, err := st.Pulumi("", "up", "--yes", "--skip-preview")
-	st.Log = plain
-	if err != nil {
+	var out string
+	if r.Up, out, err = timed(st, "up", "--yes", "--skip-preview"); err != nil {
 		return r, fmt.Errorf("pulumi up: %w\n%s", err, throwaway.Tail(out, 30))
 	}
-	r.Up = time.Since(start)
 
 	logf("N=%d: no-change preview", n)
-	start = time.Now()
+	start := time.Now()
 	out, err = st.Pulumi("", "preview", "--expect-no-changes")
 	if err != nil {
 		return r, fmt.Errorf("the no-change preview: %w\n%s", err, throwaway.Tail(out, 30))
@@ -228,18 +221,37 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 	r.Resources, r.NodeResources, r.Objects = state.Resources, state.Nodes, len(state.Objects)
 
 	logf("N=%d: pulumi destroy", n)
-	start = time.Now()
-	if out, err := st.Pulumi("", "destroy", "--yes"); err != nil {
+	if r.Destroy, out, err = timed(st, "destroy", "--yes"); err != nil {
 		return r, fmt.Errorf("pulumi destroy: %w\n%s", err, throwaway.Tail(out, 20))
 	}
-	r.Destroy = time.Since(start)
 
 	logf("N=%d: the floor: kubectl apply --server-side of the same %d objects, then their readiness", n, len(state.Objects))
 	manifest, err := state.Manifest()
 	if err != nil {
 		return r, err
 	}
-	defer func() { _, _ = k.run(string(manifest), "delete", "--ignore-not-found", "--wait", "-f", "-") }()
+	workloads, nodes, err := state.Split()
+	if err != nil {
+		return r, err
+	}
+	// The floor's delete: what runs on the nodes first, then the nodes (deleted together, a pod
+	// whose node is gone waits for the pod garbage collector, which takes a minute or more).
+	remove := func(ignoreMissing bool) error {
+		for _, m := range [][]byte{workloads, nodes} {
+			if len(m) == 0 {
+				continue
+			}
+			args := []string{"delete", "--wait", "-f", "-"}
+			if ignoreMissing {
+				args = append(args, "--ignore-not-found")
+			}
+			if _, err := k.run(string(m), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	defer func() { _ = remove(true) }()
 	start = time.Now()
 	if _, err := k.run(string(manifest), "apply", "--server-side", "--field-manager", "bench-floor", "-f", "-"); err != nil {
 		return r, fmt.Errorf("the floor's apply: %w", err)
@@ -249,7 +261,7 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 	}
 	r.Floor = time.Since(start)
 	start = time.Now()
-	if _, err := k.run(string(manifest), "delete", "--wait", "-f", "-"); err != nil {
+	if err := remove(false); err != nil {
 		return r, fmt.Errorf("the floor's delete: %w", err)
 	}
 	r.FloorRm = time.Since(start)
@@ -383,6 +395,23 @@ func (s *State) Manifest() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// Split is Manifest in two: every object but the Nodes, and the Nodes.
+func (s *State) Split() (others, nodes []byte, err error) {
+	var o, n State
+	for _, obj := range s.Objects {
+		if obj["kind"] == "Node" {
+			n.Objects = append(n.Objects, obj)
+		} else {
+			o.Objects = append(o.Objects, obj)
+		}
+	}
+	if others, err = o.Manifest(); err != nil {
+		return nil, nil, err
+	}
+	nodes, err = n.Manifest()
+	return others, nodes, err
+}
+
 // Table prints the results as a Markdown table.
 func Table(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "| ranks | nodes | resources (of which Nodes) | objects | outputs (bytes) | pulumi up | floor (apply --server-side + ready) | up / floor | no-change preview | pulumi destroy | floor delete |")
@@ -395,6 +424,17 @@ func Table(w io.Writer, rs []Result) {
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+// timed runs a pulumi command and returns how long it took. Its lines are stamped in the log
+// with the time since its start: where the time goes (each resource's "creating" and "created").
+func timed(st *throwaway.Stack, args ...string) (time.Duration, string, error) {
+	start := time.Now()
+	plain := st.Log
+	st.Log = &stamped{w: plain, start: start}
+	defer func() { st.Log = plain }()
+	out, err := st.Pulumi("", args...)
+	return time.Since(start), out, err
+}
 
 // stamped prefixes every line with the seconds since start.
 type stamped struct {

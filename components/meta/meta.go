@@ -125,6 +125,10 @@ func (l Labels) Selector(component string) map[string]string {
 // server-side apply conflict.
 const PatchForceAnnotation = "pulumi.com/patchForce"
 
+// SkipAwaitAnnotation makes the Kubernetes provider apply an object without waiting for its
+// readiness (and, for workloads, its deletion).
+const SkipAwaitAnnotation = "pulumi.com/skipAwait"
+
 // ObjectMeta is the metadata of a namespaced object named name.
 func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
 	return &metav1.ObjectMetaArgs{

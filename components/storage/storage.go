@@ -84,10 +84,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	server := pulumi.String(args.Server).ToStringOutput()
+	// What the volume waits for before it is created (so that no pod mounts it too early).
+	var volumeDeps []pulumi.Resource
 	if args.InCluster {
-		if _, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s)); err != nil {
+		// The volume waits for the server's Deployment, whose readiness probe says NFS answers.
+		// The Service is not waited for (see RenderServerService).
+		dep, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s))
+		if err != nil {
 			return nil, err
 		}
+		volumeDeps = append(volumeDeps, dep)
 		svc, err := corev1.NewService(ctx, name+"-server", RenderServerService(args), pulumi.Parent(s))
 		if err != nil {
 			return nil, err
@@ -110,7 +116,6 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// Checkpoints outlive a `pulumi destroy` only if Pulumi refuses to delete the claim and the
 	// volume keeps its data when the claim goes (Retain).
 	protect := pulumi.Protect(args.Protect)
-	var volumeDeps []pulumi.Resource
 	if args.CSI != nil && args.CSI.SecretData != nil {
 		sec, err := corev1.NewSecret(ctx, name+"-credentials", RenderCredentials(args), pulumi.Parent(s))
 		if err != nil {
@@ -254,13 +259,19 @@ func RenderServerDeployment(a *Args) *appsv1.DeploymentArgs {
 	}
 }
 
-// RenderServerService builds the in-cluster NFS server's Service.
+// RenderServerService builds the in-cluster NFS server's Service. The provider does not wait for
+// it (pulumi.com/skipAwait): its ClusterIP, which the volume needs, is set when it is created,
+// and the server's readiness is the Deployment's, which the volume waits for. Waited for, a
+// Service is ready only 10 s after its endpoints last changed (the provider lets them settle),
+// and those 10 s delayed every pod that mounts the shared volume, at every first deployment.
 func RenderServerService(a *Args) *corev1.ServiceArgs {
 	port := func(name string, p int) corev1.ServicePortArgs {
 		return corev1.ServicePortArgs{Name: pulumi.String(name), Port: pulumi.Int(p), TargetPort: pulumi.Int(p)}
 	}
+	md := a.Labels.ObjectMeta(ServerName, a.Namespace, ServerName)
+	md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(ServerName, a.Namespace, ServerName),
+		Metadata: md,
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(ServerName)),
 			Ports:    corev1.ServicePortArray{port("nfs", nfsPort), port("mountd", mountdPort), port("rpcbind", rpcbindPort)},
