@@ -26,10 +26,6 @@ const (
 	tPV          = "kubernetes:core/v1:PersistentVolume"
 	tPVC         = "kubernetes:core/v1:PersistentVolumeClaim"
 	tProvider    = "pulumi:providers:kubernetes"
-
-	// nfsServerService is the in-cluster NFS server's Service (resource name storage-server):
-	// not awaited, the volume waits for the server's Deployment (components/storage).
-	nfsServerService = "storage-server"
 )
 
 // layouts are the committed stacks as the tests deploy them. dev runs CPU towers on the local

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"testing"
 
@@ -64,11 +66,11 @@ func TestAwaitTimeouts(t *testing.T) {
 					if got != [3]string{} {
 						t.Errorf("%s %s is never awaited but has timeouts %v", r.Type, r.Name, got)
 					}
-					if r.Type == tService && r.Name == nfsServerService {
-						continue // the volume waits for the server's Deployment instead
+					if r.Type == tService {
+						continue // in-cluster Services: TestInClusterServicesNotAwaited
 					}
 					if r.Type != tJob || r.Name != "towers-launcher" {
-						t.Errorf("%s %s skips the readiness wait: only the launcher and the NFS server's Service may", r.Type, r.Name)
+						t.Errorf("%s %s skips the readiness wait: only the launcher and in-cluster Services may", r.Type, r.Name)
 						continue
 					}
 					launchers++
@@ -112,4 +114,78 @@ func containerEnv(container any) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestInClusterServicesNotAwaited: an in-cluster Service with a selector (ClusterIP, not
+// headless) is not awaited, since the provider would call it ready only 10 s after its endpoints
+// settle, at the end of every first deployment (bench/scale). In exchange its selector must match
+// the pod labels of a workload the provider does await, in the same namespace: what the Service's
+// await checked (that it targets pods) holds by construction. A LoadBalancer stays awaited (its
+// address is an output), and headless Services are never awaited by the provider anyway.
+func TestInClusterServicesNotAwaited(t *testing.T) {
+	layouts := securityLayouts(t)
+	sawLB := false
+	for _, name := range slices.Sorted(maps.Keys(layouts)) {
+		t.Run(name, func(t *testing.T) {
+			rec := deploy(t, layouts[name])
+			type pods struct {
+				namespace string
+				labels    map[string]any
+			}
+			var awaited []pods
+			for _, typ := range []string{tDeployment, tStatefulSet} {
+				for _, r := range rec.ofType(typ) {
+					in := inputs(r)
+					if get(in, "metadata", "annotations", "pulumi.com/skipAwait") == "true" {
+						continue
+					}
+					l, _ := get(in, "spec", "template", "metadata", "labels").(map[string]any)
+					awaited = append(awaited, pods{fmt.Sprint(get(in, "metadata", "namespace")), l})
+				}
+			}
+			checked := 0
+			for _, r := range rec.ofType(tService) {
+				in := inputs(r)
+				skip := get(in, "metadata", "annotations", "pulumi.com/skipAwait") == "true"
+				sel, _ := get(in, "spec", "selector").(map[string]any)
+				switch {
+				case get(in, "spec", "type") == "LoadBalancer":
+					sawLB = true
+					if skip {
+						t.Errorf("LoadBalancer %s is not awaited: its address would be missing from the outputs", r.Name)
+					}
+					continue
+				case get(in, "spec", "clusterIP") == "None" || len(sel) == 0:
+					continue
+				}
+				checked++
+				if !skip {
+					t.Errorf("Service %s is awaited: 10 s of endpoint settling at the end of every first deployment", r.Name)
+				}
+				ns := fmt.Sprint(get(in, "metadata", "namespace"))
+				matched := false
+				for _, p := range awaited {
+					if p.namespace != ns {
+						continue
+					}
+					all := true
+					for k, v := range sel {
+						if p.labels[k] != v {
+							all = false
+						}
+					}
+					matched = matched || all
+				}
+				if !matched {
+					t.Errorf("Service %s selects %v: no awaited Deployment or StatefulSet of namespace %s has those pod labels", r.Name, sel, ns)
+				}
+			}
+			if checked == 0 {
+				t.Errorf("no in-cluster Service with a selector registered: the test checks nothing")
+			}
+		})
+	}
+	if !sawLB {
+		t.Errorf("no layout has a LoadBalancer: its half of the test checks nothing")
+	}
 }

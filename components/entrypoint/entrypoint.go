@@ -429,7 +429,7 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 		Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
 		Ports:    ports,
 	}
-	return &corev1.ServiceArgs{Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, component), Spec: spec}
+	return &corev1.ServiceArgs{Metadata: a.Labels.ServiceMeta(a.Name, a.Namespace, component), Spec: spec}
 }
 
 // RenderPublicService is the LoadBalancer, or nil: Jupyter alone, over HTTPS on PublicPort, from

@@ -136,7 +136,7 @@ func VolumeName(namespace, name string, i int) string {
 // RenderClientService is the Service clients (torchrun) connect to.
 func RenderClientService(a *Args) *corev1.ServiceArgs {
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
+		Metadata: a.Labels.ServiceMeta(a.Name, a.Namespace, Component),
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(Component)),
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{

@@ -129,6 +129,19 @@ const PatchForceAnnotation = "pulumi.com/patchForce"
 // readiness (and, for workloads, its deletion).
 const SkipAwaitAnnotation = "pulumi.com/skipAwait"
 
+// ServiceMeta is the metadata of an in-cluster (ClusterIP) Service in front of the pods of a
+// workload the provider awaits: the Service itself is not awaited (pulumi.com/skipAwait). An
+// awaited Service is ready only 10 s after its endpoints last changed (the provider lets them
+// settle), and those 10 s ended every first deployment; its other check, that it selects ready
+// pods, is the awaited workload's readiness and a test that every such Service's selector
+// matches that workload's pod labels (tests: TestInClusterServicesNotAwaited). A LoadBalancer is
+// awaited: its address is an output.
+func (l Labels) ServiceMeta(name string, namespace pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
+	md := l.ObjectMeta(name, namespace, component)
+	md.Annotations.(pulumi.StringMap)[SkipAwaitAnnotation] = pulumi.String("true")
+	return md
+}
+
 // ObjectMeta is the metadata of a namespaced object named name.
 func (l Labels) ObjectMeta(name string, namespace pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
 	return &metav1.ObjectMetaArgs{

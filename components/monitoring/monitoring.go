@@ -308,7 +308,7 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 
 func service(a *Args, name, portName string, port int) *corev1.ServiceArgs {
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(name, a.Namespace, name),
+		Metadata: a.Labels.ServiceMeta(name, a.Namespace, name),
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(name)),
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{

@@ -268,10 +268,8 @@ func RenderServerService(a *Args) *corev1.ServiceArgs {
 	port := func(name string, p int) corev1.ServicePortArgs {
 		return corev1.ServicePortArgs{Name: pulumi.String(name), Port: pulumi.Int(p), TargetPort: pulumi.Int(p)}
 	}
-	md := a.Labels.ObjectMeta(ServerName, a.Namespace, ServerName)
-	md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
 	return &corev1.ServiceArgs{
-		Metadata: md,
+		Metadata: a.Labels.ServiceMeta(ServerName, a.Namespace, ServerName),
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(ServerName)),
 			Ports:    corev1.ServicePortArray{port("nfs", nfsPort), port("mountd", mountdPort), port("rpcbind", rpcbindPort)},

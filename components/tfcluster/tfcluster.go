@@ -401,7 +401,7 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 // RenderTensorBoardService exposes the cluster's own TensorBoard.
 func RenderTensorBoardService(a *Args) *corev1.ServiceArgs {
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(a.TensorBoard.Name, a.Namespace, tensorBoardComponent),
+		Metadata: a.Labels.ServiceMeta(a.TensorBoard.Name, a.Namespace, tensorBoardComponent),
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(tensorBoardComponent)),
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
