@@ -356,6 +356,6 @@ func deployClusterOrCloud(ctx *pulumi.Context, c *Config, labels meta.Labels) (*
 	if IsCloud(c.Cloud) {
 		return deployCloud(ctx, c)
 	}
-	provider, deps, err := deployCluster(ctx, c, labels)
-	return provider, deps, nil, err
+	provider, err := deployCluster(ctx, c)
+	return provider, nil, nil, err
 }
