@@ -256,8 +256,8 @@ func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error)
 	return kubernetes.NewProvider(ctx, "k8s", pargs)
 }
 
-// deploySimulatedNodes registers the simulated cloud's Nodes and returns the component the pods
-// must wait for (nil elsewhere). The program registers them after the namespace, its policies and
+// deploySimulatedNodes registers the simulated cloud's Nodes and returns them, what the pods must
+// wait for (nil elsewhere). The program registers them after the namespace, its policies and
 // pull secrets: the engine starts steps in the order they are registered, a few at a time (8 by
 // default), and hundreds of Nodes registered first held every other step back until the last
 // Node was created (bench/scale: 10 s at 1024 ranks before the namespace was even created).
@@ -280,7 +280,7 @@ func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, pr
 	if err != nil {
 		return nil, err
 	}
-	return []pulumi.Resource{sim}, nil
+	return sim.Nodes, nil
 }
 
 // SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.

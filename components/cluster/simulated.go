@@ -55,6 +55,11 @@ type SimulatedArgs struct {
 type Simulated struct {
 	pulumi.ResourceState
 	NodeNames pulumi.StringArrayOutput // every node's name, in pool order
+	// Nodes are the Node resources, what pods must wait for. Depend on them, not on the
+	// component: the SDK adds a child to its component from the child's registration goroutine,
+	// so a dependency on the component taken just after NewSimulated returns may miss the Nodes
+	// registered last (seen: a DaemonSet waiting for 9 of 10 Nodes).
+	Nodes []pulumi.Resource
 }
 
 // NewSimulated registers one Node per node of every pool.
@@ -78,6 +83,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 				return nil, err
 			}
 			names = append(names, n.Metadata.Name().Elem())
+			c.Nodes = append(c.Nodes, n)
 		}
 	}
 	c.NodeNames = names.ToStringArrayOutput()
