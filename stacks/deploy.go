@@ -81,11 +81,17 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err != nil {
 		return err
 	}
-	simulated, err := deploySimulatedNodes(ctx, c, labels, provider)
+	sim, err := deploySimulatedNodes(ctx, c, labels, provider)
 	if err != nil {
 		return err
 	}
-	clusterDeps = append(clusterDeps, simulated...)
+	var serverNodes []pulumi.Resource // what the in-cluster NFS server waits for
+	if sim != nil {
+		clusterDeps = append(clusterDeps, sim.Nodes...)
+		serverNodes = sim.PoolNodes[c.Entrypoint.Pool]
+	} else {
+		serverNodes = clusterDeps
+	}
 	// Pods wait for their NetworkPolicies and pull Secrets; the storage does not, so that `pulumi
 	// destroy --exclude-protected` keeps only the protected storage and what it truly needs.
 	podDeps := append(append(append([]pulumi.Resource{}, clusterDeps...), policies...), pullSecrets...)
@@ -112,7 +118,9 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	applyExistingStorage(c, storageArgs)
 	storageAfter := after
 	if c.InClusterNFS() { // the server's pod pulls its image; nothing of it can be protected
-		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, clusterDeps...), pullSecrets...))
+		// Only its own pool's Nodes: the volume's chain (server, volume, claim) then runs while
+		// the other pools' Nodes are created, instead of after the last of them.
+		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, serverNodes...), pullSecrets...))
 	}
 	shared, err := storage.New(ctx, "storage", storageArgs, k8s, storageAfter)
 	if err != nil {
@@ -256,12 +264,12 @@ func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error)
 	return kubernetes.NewProvider(ctx, "k8s", pargs)
 }
 
-// deploySimulatedNodes registers the simulated cloud's Nodes and returns them, what the pods must
-// wait for (nil elsewhere). The program registers them after the namespace, its policies and
+// deploySimulatedNodes registers the simulated cloud's Nodes (nil elsewhere); pods must wait for
+// them (its Nodes and PoolNodes). The program registers them after the namespace, its policies and
 // pull secrets: the engine starts steps in the order they are registered, a few at a time (8 by
 // default), and hundreds of Nodes registered first held every other step back until the last
 // Node was created (bench/scale: 10 s at 1024 ranks before the namespace was even created).
-func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, provider *kubernetes.Provider) ([]pulumi.Resource, error) {
+func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, provider *kubernetes.Provider) (*cluster.Simulated, error) {
 	if c.Cloud != CloudSimulated {
 		return nil, nil
 	}
@@ -280,7 +288,7 @@ func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, pr
 	if err != nil {
 		return nil, err
 	}
-	return sim.Nodes, nil
+	return sim, nil
 }
 
 // SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.

@@ -182,5 +182,12 @@ func deployRegistries(ctx *pulumi.Context, c *Config, namespace, agents pulumi.S
 	if err != nil {
 		return nil, err
 	}
-	return []pulumi.Resource{r}, nil
+	// The Secrets themselves, not their component: the SDK adds a child to its component from
+	// the child's registration goroutine, so a dependency on the component may miss them
+	// (TestPullSecretOnEveryPod failed now and then).
+	deps := make([]pulumi.Resource, 0, len(r.Secrets))
+	for _, s := range r.Secrets {
+		deps = append(deps, s)
+	}
+	return deps, nil
 }

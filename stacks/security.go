@@ -285,7 +285,7 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	if err != nil {
 		return nil, nil, err
 	}
-	deps := []pulumi.Resource{p}
+	deps := p.Items
 	name := c.GPUAgentsNamespace()
 	if name == "" {
 		return deps, nil, nil
@@ -301,7 +301,7 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(deps, agentsNS, ap), agents, nil
+	return append(append(deps, agentsNS), ap.Items...), agents, nil
 }
 
 // validateIsolation checks what the namespaces and NetworkPolicies need of the config: a GPU

@@ -74,6 +74,10 @@ var MetadataAddresses = []string{"169.254.169.252/32", "169.254.169.254/32", "16
 // Policies are a namespace's default-deny and its allows.
 type Policies struct {
 	pulumi.ResourceState
+	// Items are the NetworkPolicies: what pods wait for. Depend on them rather than on the
+	// component, whose children the SDK records from their registration goroutines (a dependency
+	// on the component taken at once may miss some, and a pod start before its deny policy).
+	Items []pulumi.Resource
 }
 
 // NewPolicies registers the default-deny policy and one policy per allow.
@@ -92,16 +96,23 @@ func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 	if err := ctx.RegisterComponentResource("kolotoc:isolation:NetworkPolicies", name, p, opts...); err != nil {
 		return nil, err
 	}
-	if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+DefaultDenyName, RenderDefaultDeny(args), pulumi.Parent(p)); err != nil {
+	add := func(n string, a *networkingv1.NetworkPolicyArgs) error {
+		np, err := networkingv1.NewNetworkPolicy(ctx, n, a, pulumi.Parent(p))
+		if err == nil {
+			p.Items = append(p.Items, np)
+		}
+		return err
+	}
+	if err := add(name+"-"+DefaultDenyName, RenderDefaultDeny(args)); err != nil {
 		return nil, err
 	}
 	for _, a := range args.Allows {
-		if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+a.Name, RenderAllow(args, a), pulumi.Parent(p)); err != nil {
+		if err := add(name+"-"+a.Name, RenderAllow(args, a)); err != nil {
 			return nil, err
 		}
 	}
 	if deny := RenderDenyEgress(args); deny != nil {
-		if _, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+DenyEgressName, deny, pulumi.Parent(p)); err != nil {
+		if err := add(name+"-"+DenyEgressName, deny); err != nil {
 			return nil, err
 		}
 	}

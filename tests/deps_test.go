@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"kolotoc/stacks"
+)
+
+// TestOnlyPodsWaitForSimulatedNodes: on the simulated cloud every workload that makes pods waits
+// for the Nodes (pods need somewhere to run, and on destroy they must go before their nodes, or
+// they linger until the pod garbage collector finds them), and the namespaces and their policies
+// do not: they are created while the Nodes are. They used to wait for all of them, and with
+// hundreds of Nodes the first workload started only after the last Node (bench/scale).
+func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
+	rec := deploy(t, layoutRaw(t, 1)) // prod-simulated: 8 GPU nodes, 2 CPU nodes
+	var nodes []string
+	for _, n := range rec.ofType(tNode) {
+		nodes = append(nodes, n.Name)
+	}
+	if len(nodes) < 10 {
+		t.Fatalf("%d Nodes registered, want the 10 of prod-simulated", len(nodes))
+	}
+	waitsFor := waitsForFunc(rec)
+	pods := map[string]bool{tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true}
+	checked := 0
+	for _, r := range rec.sorted() {
+		if r.Type == tNode || r.Type == tProvider || !strings.HasPrefix(r.Type, "kubernetes:") {
+			continue
+		}
+		deps := waitsFor(r)
+		waits := 0
+		for _, n := range nodes {
+			if slices.Contains(deps, n) {
+				waits++
+			}
+		}
+		switch {
+		case r.Type == tDeployment && r.Name == "storage-server":
+			// The NFS server waits for its own pool's Nodes only: the volume is ready while the
+			// GPU pools' Nodes are still being created.
+			checked++
+			pool := fmt.Sprint(get(inputs(r), "spec", "template", "spec", "nodeSelector", "kolotoc.dev/pool"))
+			var own []string
+			for _, n := range nodes {
+				if strings.HasPrefix(n, "cluster-"+pool+"-") {
+					own = append(own, n)
+				}
+			}
+			if len(own) == 0 || len(own) == len(nodes) || waits != len(own) {
+				t.Errorf("the NFS server (pool %s, %d of the %d Nodes) waits for %d Nodes, want its pool's", pool, len(own), len(nodes), waits)
+			}
+			for _, n := range own {
+				if !slices.Contains(deps, n) {
+					t.Errorf("the NFS server does not wait for its pool's Node %s", n)
+				}
+			}
+		case pods[r.Type]:
+			checked++
+			if waits != len(nodes) {
+				t.Errorf("%s %s waits for %d of the %d Nodes: its pods may start before their node exists, and outlive it on destroy", r.Type, r.Name, waits, len(nodes))
+			}
+		case (r.Type == "kubernetes:core/v1:Namespace" || r.Type == "kubernetes:networking.k8s.io/v1:NetworkPolicy") && waits > 0:
+			t.Errorf("%s %s waits for %d Nodes: it makes no pod, and every Node is a step of the deployment", r.Type, r.Name, waits)
+		}
+	}
+	if checked < 5 {
+		t.Errorf("only %d workloads checked", checked)
+	}
+}
+
+// waitsForFunc returns what a registered resource waits for: its own dependencies and its
+// ancestors' (a child is registered once its parent component is, and a component once what it
+// depends on exists).
+func waitsForFunc(rec *recorder) func(registered) []string {
+	components := map[string]registered{}
+	for _, r := range rec.sorted() {
+		if strings.HasPrefix(r.Type, "kolotoc:") {
+			components[r.Name] = r
+		}
+	}
+	return func(r registered) []string {
+		deps := slices.Clone(r.DependsOn)
+		for p, ok := components[r.Parent]; ok; p, ok = components[p.Parent] {
+			deps = append(deps, p.DependsOn...)
+		}
+		return deps
+	}
+}
+
+// TestPodsWaitForEveryPolicy: every workload that makes pods waits for every NetworkPolicy of the
+// stack (its default-deny and metadata-deny included) and every pull Secret, so that no pod runs
+// a moment without them. The dependencies name the policies and Secrets themselves: a dependency
+// on their component may miss children the SDK had not recorded yet (it records them from their
+// registration goroutines), which made TestPullSecretOnEveryPod fail now and then.
+func TestPodsWaitForEveryPolicy(t *testing.T) {
+	for name, raw := range map[string]stacks.Raw{"prod-simulated": layoutRaw(t, 1), "workloads": workloadsRaw(t, nil)} {
+		t.Run(name, func(t *testing.T) {
+			rec := deploy(t, raw)
+			waitsFor := waitsForFunc(rec)
+			var policies []string
+			for _, p := range rec.ofType("kubernetes:networking.k8s.io/v1:NetworkPolicy") {
+				policies = append(policies, p.Name)
+			}
+			if len(policies) < 5 {
+				t.Fatalf("%d NetworkPolicies registered", len(policies))
+			}
+			checked := 0
+			for _, r := range rec.sorted() {
+				switch r.Type {
+				case tDeployment, tStatefulSet, tDaemonSet, tJob:
+				default:
+					continue
+				}
+				if r.Name == "storage-server" {
+					continue // by design (stacks/deploy.go): `destroy --exclude-protected` keeps the storage alone
+				}
+				checked++
+				deps := waitsFor(r)
+				for _, p := range policies {
+					if !slices.Contains(deps, p) {
+						t.Errorf("%s %s does not wait for NetworkPolicy %s", r.Type, r.Name, p)
+					}
+				}
+			}
+			if checked < 5 {
+				t.Errorf("only %d workloads checked", checked)
+			}
+		})
+	}
+}
