@@ -131,3 +131,22 @@ func TestPodsWaitForEveryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespacesIndependent: the GPU agents' namespace does not depend on the stack's, so that
+// `pulumi destroy` deletes both at once (the engine deletes in waves, and each namespace takes the
+// namespace controller about 5 s: bench/scale's destroy took 10 s of namespaces in a row).
+func TestNamespacesIndependent(t *testing.T) {
+	rec := deploy(t, layoutRaw(t, 1))
+	waitsFor := waitsForFunc(rec)
+	main := "kolotoc-prod"
+	agents := rec.one(t, "kubernetes:core/v1:Namespace", main+"-gpu-agents")
+	if deps := waitsFor(agents); slices.Contains(deps, main) {
+		t.Errorf("the GPU agents' namespace waits for %s (depends on %v)", main, deps)
+	}
+	// The main namespace's policies still wait for it.
+	for _, p := range rec.ofType("kubernetes:networking.k8s.io/v1:NetworkPolicy") {
+		if strings.HasPrefix(p.Name, "network-policies-") && !slices.Contains(waitsFor(p), main) {
+			t.Errorf("NetworkPolicy %s does not wait for namespace %s", p.Name, main)
+		}
+	}
+}
