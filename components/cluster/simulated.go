@@ -73,21 +73,8 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	if err := ctx.RegisterComponentResource("kolotoc:cluster:Simulated", name, c, opts...); err != nil {
 		return nil, err
 	}
-	// Pools without GPUs are registered first: the engine starts steps in registration order,
-	// a few at a time, and the services that run there (the NFS server, the entrypoint) start
-	// their dependency chains while the GPU pools' many Nodes are still being created. Names are
-	// in pool order whatever the registration order.
-	order := make([]int, 0, len(args.Pools))
-	for pass := 0; pass < 2; pass++ {
-		for i, p := range args.Pools {
-			if (p.GPUsPerNode == 0) == (pass == 0) {
-				order = append(order, i)
-			}
-		}
-	}
-	poolNames := make([]pulumi.StringArray, len(args.Pools))
-	for _, pi := range order {
-		p := args.Pools[pi]
+	var names pulumi.StringArray
+	for _, p := range args.Pools {
 		for i := 0; i < p.Nodes; i++ {
 			nodeArgs, err := renderNode(args, p, i)
 			if err != nil {
@@ -97,14 +84,10 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 			if err != nil {
 				return nil, err
 			}
-			poolNames[pi] = append(poolNames[pi], n.Metadata.Name().Elem())
+			names = append(names, n.Metadata.Name().Elem())
 			c.Nodes = append(c.Nodes, n)
 			c.PoolNodes[p.Name] = append(c.PoolNodes[p.Name], n)
 		}
-	}
-	var names pulumi.StringArray
-	for _, pn := range poolNames {
-		names = append(names, pn...)
 	}
 	c.NodeNames = names.ToStringArrayOutput()
 	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{"nodeNames": c.NodeNames}); err != nil {
