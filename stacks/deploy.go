@@ -88,12 +88,8 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err != nil {
 		return err
 	}
-	var serverNodes []pulumi.Resource // what the in-cluster NFS server waits for
 	if sim != nil {
 		clusterDeps = append(clusterDeps, sim.Nodes...)
-		serverNodes = sim.PoolNodes[c.Entrypoint.Pool]
-	} else {
-		serverNodes = clusterDeps
 	}
 	// Pods wait for their NetworkPolicies and pull Secrets; the storage does not, so that `pulumi
 	// destroy --exclude-protected` keeps only the protected storage and what it truly needs.
@@ -121,9 +117,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	applyExistingStorage(c, storageArgs)
 	storageAfter := after
 	if c.InClusterNFS() { // the server's pod pulls its image; nothing of it can be protected
-		// Only its own pool's Nodes: the volume's chain (server, volume, claim) then runs while
-		// the other pools' Nodes are created, instead of after the last of them.
-		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, serverNodes...), pullSecrets...))
+		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, clusterDeps...), pullSecrets...))
 	}
 	shared, err := storage.New(ctx, "storage", storageArgs, k8s, storageAfter)
 	if err != nil {
@@ -268,7 +262,7 @@ func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error)
 }
 
 // deploySimulatedNodes registers the simulated cloud's Nodes (nil elsewhere); pods must wait for
-// them (its Nodes and PoolNodes). The program registers them after the namespace, its policies and
+// them (its Nodes). The program registers them after the namespace, its policies and
 // pull secrets: the engine starts steps in the order they are registered, a few at a time (8 by
 // default), and hundreds of Nodes registered first held every other step back until the last
 // Node was created (bench/scale: 10 s at 1024 ranks before the namespace was even created).

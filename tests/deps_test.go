@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -38,25 +37,6 @@ func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
 			}
 		}
 		switch {
-		case r.Type == tDeployment && r.Name == "storage-server":
-			// The NFS server waits for its own pool's Nodes only: the volume is ready while the
-			// GPU pools' Nodes are still being created.
-			checked++
-			pool := fmt.Sprint(get(inputs(r), "spec", "template", "spec", "nodeSelector", "kolotoc.dev/pool"))
-			var own []string
-			for _, n := range nodes {
-				if strings.HasPrefix(n, "cluster-"+pool+"-") {
-					own = append(own, n)
-				}
-			}
-			if len(own) == 0 || len(own) == len(nodes) || waits != len(own) {
-				t.Errorf("the NFS server (pool %s, %d of the %d Nodes) waits for %d Nodes, want its pool's", pool, len(own), len(nodes), waits)
-			}
-			for _, n := range own {
-				if !slices.Contains(deps, n) {
-					t.Errorf("the NFS server does not wait for its pool's Node %s", n)
-				}
-			}
 		case pods[r.Type]:
 			checked++
 			if waits != len(nodes) {

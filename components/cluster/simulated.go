@@ -60,8 +60,6 @@ type Simulated struct {
 	// so a dependency on the component taken just after NewSimulated returns may miss the Nodes
 	// registered last (seen: a DaemonSet waiting for 9 of 10 Nodes).
 	Nodes []pulumi.Resource
-	// PoolNodes are the Node resources of each pool, by pool name.
-	PoolNodes map[string][]pulumi.Resource
 }
 
 // NewSimulated registers one Node per node of every pool.
@@ -69,7 +67,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	if args == nil {
 		return nil, errors.New("cluster: args are required")
 	}
-	c := &Simulated{PoolNodes: map[string][]pulumi.Resource{}}
+	c := &Simulated{}
 	if err := ctx.RegisterComponentResource("kolotoc:cluster:Simulated", name, c, opts...); err != nil {
 		return nil, err
 	}
@@ -86,7 +84,6 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 			}
 			names = append(names, n.Metadata.Name().Elem())
 			c.Nodes = append(c.Nodes, n)
-			c.PoolNodes[p.Name] = append(c.PoolNodes[p.Name], n)
 		}
 	}
 	c.NodeNames = names.ToStringArrayOutput()
