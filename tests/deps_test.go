@@ -11,8 +11,8 @@ import (
 // TestOnlyPodsWaitForSimulatedNodes: on the simulated cloud every workload that makes pods waits
 // for the Nodes (pods need somewhere to run, and on destroy they must go before their nodes, or
 // they linger until the pod garbage collector finds them), and the namespaces and their policies
-// do not: they are created while the Nodes are. They used to wait for all of them, and with
-// hundreds of Nodes the first workload started only after the last Node (bench/scale).
+// do not: they are created while the Nodes are. The policies used to wait for every Node, so with
+// hundreds of Nodes they were created only after the last one (bench/scale).
 func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
 	rec := deploy(t, layoutRaw(t, 1)) // prod-simulated: 8 GPU nodes, 2 CPU nodes
 	var nodes []string
