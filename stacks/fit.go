@@ -8,6 +8,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 // kolotoc:fit marks the throw-away stack `make fit` (hack/fit) deploys to answer "does this
@@ -19,9 +21,9 @@ import (
 // simulated and beside a real pool (whose pods would really run), and only hack/fit writes it,
 // into its own config file under .kolotoc/fit/ (tests check that no committed stack file sets it).
 
-// SkipAwaitAnnotation makes the Kubernetes provider create or update an object without waiting
-// for it to become ready.
-const SkipAwaitAnnotation = "pulumi.com/skipAwait"
+// SkipAwaitAnnotation makes the Kubernetes provider apply an object without waiting for it to
+// become ready (the launcher, in-cluster Services, everything of a fit stack).
+const SkipAwaitAnnotation = meta.SkipAwaitAnnotation
 
 // FitAwaitedTypes are the resource types whose readiness the provider awaits and this program
 // registers: workloads (their pods ready), Services (endpoints), claims (bound), Jobs (complete).

@@ -41,10 +41,6 @@ var awaitedTypes = []string{
 	"kubernetes:core/v1:Namespace",
 }
 
-// skipAwaitAnnotation makes the provider not wait for an object (the launcher Job: a run lasts
-// hours); such an object gets no custom timeouts.
-const skipAwaitAnnotation = "pulumi.com/skipAwait"
-
 func (c *Config) applyTimeoutDefaults() {
 	if c.AwaitTimeout != "" {
 		return
@@ -129,6 +125,6 @@ func skipsAwait(props pulumi.Input) bool {
 	if !ok {
 		return false
 	}
-	s, ok := m[skipAwaitAnnotation].(pulumi.String)
+	s, ok := m[SkipAwaitAnnotation].(pulumi.String)
 	return ok && s == "true"
 }

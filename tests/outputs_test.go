@@ -2,17 +2,16 @@ package tests
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 
 	"kolotoc/stacks"
 )
@@ -41,14 +40,7 @@ func deployOutputsWith(t *testing.T, raw stacks.Raw, rec *recorder) (*recorder, 
 		}); err != nil {
 			return err
 		}
-		for k, v := range outs {
-			r, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.ToOutput(v))
-			if err != nil {
-				return fmt.Errorf("output %s: %w", k, err)
-			}
-			got[k] = output{value: r.Value, secret: r.Secret}
-		}
-		return nil
+		return awaitOutputs(ctx, outs, got)
 	}, pulumi.WithMocks(raw.Project, raw.Stack, rec))
 	if err != nil {
 		t.Fatal(err)
@@ -298,12 +290,7 @@ func TestPrintedKubectlBound(t *testing.T) {
 				bound = "kubectl --kubeconfig " + bashQuote(cfg.Cluster.Kubeconfig) + " --context " + ctx + " "
 			}
 			commands := 0
-			keys := make([]string, 0, len(outs))
-			for k := range outs {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(outs)) {
 				o := outs[k]
 				s, ok := o.value.(string)
 				if !ok || o.secret {

@@ -334,20 +334,25 @@ type output struct {
 	secret bool
 }
 
+// awaitOutputs resolves every output into got, with its secretness.
+func awaitOutputs(ctx *pulumi.Context, outs pulumi.Map, got map[string]output) error {
+	for k, v := range outs {
+		r, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.ToOutput(v))
+		if err != nil {
+			return fmt.Errorf("output %s: %w", k, err)
+		}
+		got[k] = output{value: r.Value, secret: r.Secret}
+	}
+	return nil
+}
+
 // resolveOutputs resolves stack outputs under the mock, keeping which are secret: a secret
 // output is stored encrypted in state and shown only with --show-secrets.
 func resolveOutputs(t *testing.T, raw stacks.Raw, outs pulumi.Map) map[string]output {
 	t.Helper()
 	got := map[string]output{}
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-		for k, v := range outs {
-			r, err := internals.UnsafeAwaitOutput(ctx.Context(), pulumi.ToOutput(v))
-			if err != nil {
-				return fmt.Errorf("output %s: %w", k, err)
-			}
-			got[k] = output{value: r.Value, secret: r.Secret}
-		}
-		return nil
+		return awaitOutputs(ctx, outs, got)
 	}, pulumi.WithMocks(raw.Project, raw.Stack, &recorder{}))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"testing"
 
 	"kolotoc/stacks"
@@ -35,12 +34,7 @@ func TestAwaitTimeouts(t *testing.T) {
 	wantWait := map[string]string{"dev": "600", "prod": "1800", "existing": "1800", "dev-45m": "2700", "prod-1h30m": "5400"}
 
 	seen := map[string]int{}
-	names := make([]string, 0, len(layouts))
-	for name := range layouts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(layouts)) {
 		raw := layouts[name]
 		t.Run(name, func(t *testing.T) {
 			want, ok := wantTimeout[name]

@@ -335,7 +335,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		args = append(args, pulumi.String(c))
 	}
 	md := a.Labels.ObjectMeta(a.LauncherName, a.Namespace, launcherComponent)
-	md.Annotations.(pulumi.StringMap)["pulumi.com/skipAwait"] = pulumi.String("true")
+	md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
 	// A new launcher replaces the old one under the same name, and skipAwait also skips the wait
 	// for the old one's deletion. With the default (foreground) propagation the old Job lingers
 	// until its pod has terminated (mpirun takes its grace period), and creating the new one
