@@ -40,8 +40,9 @@ tools:
 	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
 	hack/tools.sh
 
-# The cluster's tools: control plane, kwok, and the real node's kubelet, kube-proxy and CoreDNS.
-CLUSTER_TOOLS = etcd kube kwok coredns nsbridge
+# The cluster's tools: control plane, kwok, the simulated node pools' controller, and the real
+# node's kubelet, kube-proxy and CoreDNS.
+CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool
 
 cluster:
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test bed's local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok (playing the simulated nodes' kubelets), started as plain processes by
-# `kwokctl --runtime binary`, and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
+# `kwokctl --runtime binary`; simpool (hack/simpool: the simulated cloud's node pools, making
+# each SimulatedNodePool's Nodes); and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
 # CoreDNS) where pods run for real.
 #
 # Network confinement: the whole cluster lives in a network namespace of its own,
@@ -52,6 +53,8 @@ cluster_dir=$KWOK_WORKDIR/clusters/$name
 config=$KWOK_WORKDIR/$name.kwokctl.yaml
 bridge_pid=$KWOK_WORKDIR/$name.nsbridge.pid
 bridge_log=$KWOK_WORKDIR/$name.nsbridge.log
+simpool_pid=$KWOK_WORKDIR/$name.simpool.pid
+simpool_log=$KWOK_WORKDIR/$name.simpool.log
 # What the running cluster was created from; a change means `down` and `up` to apply it.
 stamp=$KWOK_WORKDIR/$name.created-from
 kwokctl_log=$KWOK_WORKDIR/$name.kwokctl.log
@@ -170,6 +173,41 @@ stop_bridge() {
   rm -f "$bridge_pid"
 }
 
+# simpool_alive: the node-pool controller runs (not a zombie).
+simpool_alive() {
+  local p
+  p=$(cat "$simpool_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
+    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
+}
+
+pool_kind_served() {
+  [ "$(kubectl get crd simulatednodepools.kolotoc.dev --request-timeout=2s \
+    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]
+}
+
+# start_simpool: the simulated node pools' controller (hack/simpool), inside the cluster's
+# namespace like the control plane; it installs the SimulatedNodePool kind, then makes each pool's
+# Nodes. Started again when its binary is newer than the running one.
+start_simpool() {
+  local simpool_bin
+  simpool_bin=$(tool simpool)
+  if simpool_alive && [ ! "$simpool_bin" -nt "$simpool_pid" ]; then return 0; fi
+  stop_simpool
+  setsid nsenter --net="$netns_path" -- "$simpool_bin" -kubeconfig "$kubeconfig" >>"$simpool_log" 2>&1 </dev/null &
+  echo $! >"$simpool_pid"
+  wait_for 60 "the SimulatedNodePool kind (simpool's log: $simpool_log)" pool_kind_served
+  simpool_alive || { tail -n 5 "$simpool_log" >&2; die "simpool exited (log: $simpool_log)"; }
+}
+
+stop_simpool() {
+  if simpool_alive; then
+    kill "$(cat "$simpool_pid")" 2>/dev/null || true
+    local i
+    for i in $(seq 50); do simpool_alive || break; sleep 0.1; done
+  fi
+  rm -f "$simpool_pid"
+}
+
 render_config() {
   # The `kubernetes` Service's ClusterIP is the first address of SERVICE_CIDR.
   local net=${SERVICE_CIDR%/*}
@@ -232,6 +270,7 @@ cmd_up() {
   t_ready=$(now_ms)
   wait_for "$READY_TIMEOUT" "the default ServiceAccount in namespace default" default_sa
   check_loopback
+  start_simpool
   log "cluster $name ready in $(secs $(($(now_ms) - start))) s (API server /readyz ok after $(secs $((t_ready - start))) s, default ServiceAccount $(secs $(($(now_ms) - t_ready))) s later)"
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
     log "warning: hack/kwokctl.yaml or a binary changed since cluster $name was created; run 'hack/cluster.sh down' then 'up' to apply it"
@@ -251,6 +290,7 @@ remove_netns() {
 
 cmd_down() {
   "$root/hack/node.sh" down
+  stop_simpool
   if exists; then
     log "deleting cluster $name"
     # kwokctl removes its context from the kubeconfig it is given (it refuses none): ours.
@@ -265,12 +305,13 @@ cmd_down() {
   left=$(pgrep -af -- "$cluster_dir/" || true)
   [ -z "$left" ] || die "processes of cluster $name still running:"$'\n'"$left"
   stop_bridge
-  rm -f "$config" "$bridge_log"
+  rm -f "$config" "$bridge_log" "$simpool_log"
   remove_netns
 }
 
 cmd_stop() {
   "$root/hack/node.sh" down
+  stop_simpool
   if exists; then
     log "stopping cluster $name (its data stays in $cluster_dir)"
     kwokctl stop cluster >"$kwokctl_log" 2>&1 \

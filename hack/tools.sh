@@ -161,6 +161,12 @@ tool_flowcheck() {
   (cd "$root/hack/flowcheck" && go build -trimpath -o "$bin_dir/flowcheck" .)
 }
 
+# simpool, the simulated cloud's node-pool controller (hack/simpool, this module): built from this
+# checkout every time, a no-op when unchanged.
+tool_simpool() {
+  (cd "$root" && go build -trimpath -o "$bin_dir/simpool" ./hack/simpool)
+}
+
 if [ "${1:-}" = "--path" ]; then
   echo "$bin_dir"
   exit 0
@@ -169,10 +175,10 @@ if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge flowcheck actionlint standin
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint standin
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|flowcheck|actionlint|standin) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge flowcheck actionlint standin)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|standin) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint standin)"; exit 2 ;;
   esac
 done

@@ -421,6 +421,13 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 ) (*unstructured.Unstructured, error) {
 	gvk := gvkFromObject(obj)
 	a := awaiterFor(gvk)
+	// pulumi.com/waitFor replaces the built-in wait, for any kind (the real provider's
+	// ReadyCondition).
+	if custom, err := waitForAwaiter(obj); err != nil {
+		return nil, initErr(obj, []string{err.Error()})
+	} else if custom != nil {
+		a = custom
+	}
 	if a == nil {
 		return obj, nil
 	}
