@@ -89,7 +89,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 	if sim != nil {
-		clusterDeps = append(clusterDeps, sim.Nodes...)
+		clusterDeps = append(clusterDeps, sim.Pools...)
 	}
 	// Pods wait for their NetworkPolicies and pull Secrets; the storage does not, so that `pulumi
 	// destroy --exclude-protected` keeps only the protected storage and what it truly needs.
@@ -261,11 +261,11 @@ func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error)
 	return kubernetes.NewProvider(ctx, "k8s", pargs)
 }
 
-// deploySimulatedNodes registers the simulated cloud's Nodes (nil elsewhere); pods must wait for
-// them (its Nodes). The program registers them after the namespace, its policies and
-// pull secrets: the engine starts steps in the order they are registered, a few at a time (8 by
-// default), and hundreds of Nodes registered first held every other step back until the last
-// Node was created (bench/scale: 10 s at 1024 ranks before the namespace was even created).
+// deploySimulatedNodes registers the simulated cloud's node pools (nil elsewhere), one
+// SimulatedNodePool each, ready once all its nodes are; pods must wait for them. They are
+// registered after the namespace, its policies and pull secrets: the engine starts steps in the
+// order they are registered, a few at a time (8 by default), which mattered while every node was
+// a resource of its own (bench/scale: 10 s at 1024 ranks before the namespace was created).
 func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, provider *kubernetes.Provider) (*cluster.Simulated, error) {
 	if c.Cloud != CloudSimulated {
 		return nil, nil

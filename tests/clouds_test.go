@@ -679,7 +679,7 @@ func TestExamplesMirrored(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := deploy(t, raw)
-			nodes := rec.ofType(tNode)
+			nodes := rec.simulatedNodes()
 			want := 0
 			for _, p := range cfg.NodePools {
 				want += p.Nodes

@@ -9,41 +9,42 @@ import (
 )
 
 // TestOnlyPodsWaitForSimulatedNodes: on the simulated cloud every workload that makes pods waits
-// for the Nodes (pods need somewhere to run, and on destroy they must go before their nodes, or
-// they linger until the pod garbage collector finds them), and the namespaces and their policies
-// do not: they are created while the Nodes are. The policies used to wait for every Node, so with
-// hundreds of Nodes they were created only after the last one (bench/scale).
+// for every node pool (ready once all its nodes are: pods need somewhere to run, and on destroy
+// they must go before their nodes, or they linger until the pod garbage collector finds them),
+// and the namespaces and their policies do not: they are created while the nodes are made. The
+// policies used to wait for every Node, so with hundreds of Nodes they were created only after
+// the last one (bench/scale).
 func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
-	rec := deploy(t, layoutRaw(t, 1)) // prod-simulated: 8 GPU nodes, 2 CPU nodes
-	var nodes []string
-	for _, n := range rec.ofType(tNode) {
-		nodes = append(nodes, n.Name)
+	rec := deploy(t, layoutRaw(t, 1)) // prod-simulated: 8 GPU nodes, 2 CPU nodes in 2 pools
+	var pools []string
+	for _, p := range rec.ofType(tPool) {
+		pools = append(pools, p.Name)
 	}
-	if len(nodes) < 10 {
-		t.Fatalf("%d Nodes registered, want the 10 of prod-simulated", len(nodes))
+	if n := len(rec.simulatedNodes()); len(pools) != 2 || n != 10 {
+		t.Fatalf("%d pools of %d nodes registered, want the 2 of prod-simulated, 10 nodes", len(pools), n)
 	}
 	waitsFor := waitsForFunc(rec)
-	pods := map[string]bool{tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true}
+	podMakers := map[string]bool{tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true}
 	checked := 0
 	for _, r := range rec.sorted() {
-		if r.Type == tNode || r.Type == tProvider || !strings.HasPrefix(r.Type, "kubernetes:") {
+		if r.Type == tPool || r.Type == tProvider || !strings.HasPrefix(r.Type, "kubernetes:") {
 			continue
 		}
 		deps := waitsFor(r)
 		waits := 0
-		for _, n := range nodes {
-			if slices.Contains(deps, n) {
+		for _, p := range pools {
+			if slices.Contains(deps, p) {
 				waits++
 			}
 		}
 		switch {
-		case pods[r.Type]:
+		case podMakers[r.Type]:
 			checked++
-			if waits != len(nodes) {
-				t.Errorf("%s %s waits for %d of the %d Nodes: its pods may start before their node exists, and outlive it on destroy", r.Type, r.Name, waits, len(nodes))
+			if waits != len(pools) {
+				t.Errorf("%s %s waits for %d of the %d node pools: its pods may start before their node exists, and outlive it on destroy", r.Type, r.Name, waits, len(pools))
 			}
 		case (r.Type == "kubernetes:core/v1:Namespace" || r.Type == "kubernetes:networking.k8s.io/v1:NetworkPolicy") && waits > 0:
-			t.Errorf("%s %s waits for %d Nodes: it makes no pod, and every Node is a step of the deployment", r.Type, r.Name, waits)
+			t.Errorf("%s %s waits for %d node pools: it makes no pod, and need not wait for nodes", r.Type, r.Name, waits)
 		}
 	}
 	if checked < 5 {

@@ -148,7 +148,7 @@ func TestCustomMachineTypes(t *testing.T) {
 				want["nvidia.com/gpu"] = fmt.Sprint(c.gpus)
 			}
 			n := 0
-			for _, node := range deploy(t, raw).ofType(tNode) {
+			for _, node := range deploy(t, raw).simulatedNodes() {
 				md := get(inputs(node), "metadata")
 				if get(md, "labels", "kolotoc.dev/pool") != "custom" {
 					continue

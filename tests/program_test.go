@@ -20,7 +20,7 @@ const (
 	tDaemonSet   = "kubernetes:apps/v1:DaemonSet"
 	tDeployment  = "kubernetes:apps/v1:Deployment"
 	tJob         = "kubernetes:batch/v1:Job"
-	tNode        = "kubernetes:core/v1:Node"
+	tPool        = "kubernetes:kolotoc.dev/v1alpha1:SimulatedNodePool"
 	tConfigMap   = "kubernetes:core/v1:ConfigMap"
 	tSecret      = "kubernetes:core/v1:Secret"
 	tPV          = "kubernetes:core/v1:PersistentVolume"

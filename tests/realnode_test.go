@@ -83,8 +83,8 @@ func renderedPods(t *testing.T, rec *recorder) []renderedPod {
 // pod selects the real node by its label alone, requests no GPU and tolerates no GPU taint.
 func TestDevOnTheRealNode(t *testing.T) {
 	rec := deploy(t, layoutRaw(t, 0))
-	if n := rec.ofType(tNode); len(n) != 0 {
-		t.Errorf("%d Nodes registered for a real pool; the real node is the cluster's own", len(n))
+	if n := rec.ofType(tPool); len(n) != 0 {
+		t.Errorf("%d simulated node pools registered for a real pool; the real node is the cluster's own", len(n))
 	}
 	for _, r := range rec.sorted() {
 		if r.Type == "kolotoc:cluster:Simulated" {

@@ -140,6 +140,38 @@ func (r *recorder) ofType(token string) []registered {
 	return out
 }
 
+// simulatedNodes are the Nodes the registered SimulatedNodePools ask the local cluster for, as
+// hack/simpool makes them: <pool>-<i> for i below spec.nodes, each carrying the pool's template and
+// its own hostname label. Each is returned as if registered, with the pool's resource name as its
+// Parent (what depends on the pool waits for its nodes).
+func (r *recorder) simulatedNodes() []registered {
+	var out []registered
+	for _, pool := range r.ofType(tPool) {
+		in := inputs(pool)
+		poolName, _ := get(in, "metadata", "name").(string)
+		n, _ := get(in, "spec", "nodes").(float64)
+		for i := 0; i < int(n); i++ {
+			name := fmt.Sprintf("%s-%d", poolName, i)
+			labels := map[string]any{"kubernetes.io/hostname": name}
+			if l, ok := get(in, "spec", "template", "metadata", "labels").(map[string]any); ok {
+				for k, v := range l {
+					labels[k] = v
+				}
+			}
+			node := map[string]any{"metadata": map[string]any{
+				"name": name, "labels": labels,
+				"annotations": get(in, "spec", "template", "metadata", "annotations"),
+			}}
+			if taints := get(in, "spec", "template", "spec", "taints"); taints != nil {
+				node["spec"] = map[string]any{"taints": taints}
+			}
+			out = append(out, registered{Type: "kubernetes:core/v1:Node", Name: name, Parent: pool.Name,
+				Inputs: resource.NewPropertyMapFromMap(node)})
+		}
+	}
+	return out
+}
+
 // one returns the single registration of a type and name, failing the test otherwise.
 func (r *recorder) one(t *testing.T, token, name string) registered {
 	t.Helper()
@@ -303,7 +335,7 @@ func inputs(r registered) any { return plain(resource.NewProperty(r.Inputs)) }
 func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]any) []registered {
 	t.Helper()
 	var gpu []registered
-	for _, n := range rec.ofType("kubernetes:core/v1:Node") {
+	for _, n := range rec.simulatedNodes() {
 		md := get(inputs(n), "metadata")
 		labels, _ := get(md, "labels").(map[string]any)
 		selected := true

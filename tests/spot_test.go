@@ -63,7 +63,7 @@ func TestLauncherNotOnSpot(t *testing.T) {
 		raw.Values["kolotoc:cluster"] = string(b)
 		rec := deploy(t, raw)
 		spot := map[string]string{}
-		for _, n := range rec.ofType(tNode) {
+		for _, n := range rec.simulatedNodes() {
 			labels := get(inputs(n), "metadata", "labels")
 			spot[fmt.Sprint(get(labels, "kolotoc.dev/pool"))] = fmt.Sprint(get(labels, "eks.amazonaws.com/capacityType"))
 		}

@@ -944,7 +944,7 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 		free    map[string]int64 // milli-CPU, bytes, GPUs
 	}
 	var nodes []*node
-	for _, n := range rec.ofType(tNode) {
+	for _, n := range rec.simulatedNodes() {
 		md := get(inputs(n), "metadata")
 		var capacity map[string]string
 		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
@@ -1077,24 +1077,24 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 	}
 }
 
-// TestWorkloadResourceCount: the resources registered do not depend on the number of workers,
-// tasks or etcd... beyond etcd's fixed per-member volumes on the simulated cloud.
+// TestWorkloadResourceCount: the resources registered do not depend on the number of nodes,
+// workers, tasks or etcd... beyond etcd's fixed per-member volumes on the simulated cloud. A
+// simulated pool is one resource whatever its size, as a cloud's node pool is (each node used to
+// be a resource of its own: 513 of them at 4096 ranks, most of that deployment's time).
 func TestWorkloadResourceCount(t *testing.T) {
-	count := func(workers, ps int) map[string]int {
+	count := func(gpuNodes, workers, ps int) map[string]int {
 		raw := workloadsRaw(t, map[string]string{
-			"nodePools": `[{"name":"gpu","nodes":512,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100","cpus":96,"memory":"680Gi"},{"name":"cpu","nodes":64,"cpus":16,"memory":"64Gi"}]`,
+			"nodePools": fmt.Sprintf(`[{"name":"gpu","nodes":%d,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100","cpus":96,"memory":"680Gi"},{"name":"cpu","nodes":64,"cpus":16,"memory":"64Gi"}]`, gpuNodes),
 			"elastic":   fmt.Sprintf(`{"enabled":true,"rdzvBackend":"etcd-v2","maxNodes":%d}`, workers),
 			"tfcluster": fmt.Sprintf(`{"enabled":true,"workers":{"count":%d,"gpus":8},"ps":{"count":%d}}`, workers, ps),
 		})
 		m := map[string]int{}
 		for _, r := range deploy(t, raw).sorted() {
-			if r.Type != tNode {
-				m[r.Type]++
-			}
+			m[r.Type]++
 		}
 		return m
 	}
-	if d := cmp.Diff(count(2, 1), count(200, 40)); d != "" {
+	if d := cmp.Diff(count(8, 2, 1), count(512, 200, 40)); d != "" {
 		t.Errorf("resources by type differ between small and large (-small +large):\n%s", d)
 	}
 }

@@ -4,7 +4,7 @@
 // entrypoint with Jupyter, TensorBoard and the dashboard), through the real `pulumi up`, then
 // the same objects by `kubectl apply --server-side` followed by a wait for their readiness.
 // It prints, per N: both times and their ratio, the registered resources (and how many are
-// Nodes), the size of the stack's outputs, and the times of `pulumi destroy` (what `make down`
+// node pools), the size of the stack's outputs, and the times of `pulumi destroy` (what `make down`
 // runs) and of the floor's `kubectl delete`.
 //
 //	make bench-scale [SIZES=128,1024,4096]
@@ -24,7 +24,12 @@
 //     Deployment, StatefulSet and DaemonSet and `kubectl wait` of every Job the provider awaits,
 //     concurrently; from the apply's start to the last ready.
 //   - no-change preview: `pulumi preview` of the deployed stack (what a CI preview costs at N).
-//   - destroy: `pulumi destroy --yes`, as `make down` runs it (down to the last Node gone).
+//   - destroy: `pulumi destroy --yes`, as `make down` runs it (down to the last Node gone: a
+//     SimulatedNodePool is deleted in the foreground, after its Nodes).
+//
+// The simulated nodes are made by the local cluster's pool controller (hack/simpool) from one
+// SimulatedNodePool object per pool, in the floor as under Pulumi, as a cloud makes a node
+// pool's nodes: both sides wait for the pools' Ready condition.
 package main
 
 import (
@@ -219,7 +224,10 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 	if err != nil {
 		return r, err
 	}
-	r.Resources, r.NodeResources, r.Objects = state.Resources, state.Nodes, len(state.Objects)
+	r.Resources, r.NodeResources, r.Objects = state.Resources, state.NodeResources, len(state.Objects)
+	if state.Nodes != r.Nodes {
+		return r, fmt.Errorf("the stack asks for %d simulated nodes, want %d", state.Nodes, r.Nodes)
+	}
 
 	logf("N=%d: pulumi destroy", n)
 	if r.Destroy, out, err = timed(st, "destroy", "--yes"); err != nil {
@@ -236,13 +244,14 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 		return r, err
 	}
 	// The floor's delete: what runs on the nodes first, then the nodes (deleted together, a pod
-	// whose node is gone waits for the pod garbage collector, which takes a minute or more).
+	// whose node is gone waits for the pod garbage collector, which takes a minute or more). In
+	// the foreground, as the provider deletes: done when the pods and the pools' Nodes are gone.
 	remove := func(ignoreMissing bool) error {
 		for _, m := range [][]byte{workloads, nodes} {
 			if len(m) == 0 {
 				continue
 			}
-			args := []string{"delete", "--wait", "-f", "-"}
+			args := []string{"delete", "--wait", "--cascade=foreground", "-f", "-"}
 			if ignoreMissing {
 				args = append(args, "--ignore-not-found")
 			}
@@ -272,14 +281,15 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 
 // State is what the floor needs of a stack's state.
 type State struct {
-	Resources int              // every registered resource (the stack, providers, components, objects)
-	Nodes     int              // of which Kubernetes Nodes
-	Objects   []map[string]any // the Kubernetes objects, in the state's (dependency) order
-	Awaited   []Awaited        // the objects the provider waits for, that kubectl can wait for too
+	Resources     int              // every registered resource (the stack, providers, components, objects)
+	NodeResources int              // of which Nodes and SimulatedNodePools
+	Nodes         int              // the simulated nodes those stand for
+	Objects       []map[string]any // the Kubernetes objects, in the state's (dependency) order
+	Awaited       []Awaited        // the objects the provider waits for, that kubectl can wait for too
 }
 
-// Awaited is one object the floor waits for.
-type Awaited struct{ Kind, Namespace, Name string }
+// Awaited is one object the floor waits for: its rollout, or Condition when set.
+type Awaited struct{ Kind, Namespace, Name, Condition string }
 
 // ParseState reads `pulumi stack export`'s deployment: the resources and, for each Kubernetes
 // object, its inputs (the object as applied, without the provider's __ fields).
@@ -315,8 +325,15 @@ func ParseState(export []byte) (*State, error) {
 		if kind == "" {
 			return nil, fmt.Errorf("resource of type %s has no kind in its inputs", res.Type)
 		}
-		if kind == "Node" {
+		switch kind {
+		case "Node":
+			s.NodeResources++
 			s.Nodes++
+		case "SimulatedNodePool":
+			s.NodeResources++
+			spec, _ := obj["spec"].(map[string]any)
+			n, _ := spec["nodes"].(float64)
+			s.Nodes += int(n)
 		}
 		s.Objects = append(s.Objects, obj)
 		md, _ := obj["metadata"].(map[string]any)
@@ -324,6 +341,10 @@ func ParseState(export []byte) (*State, error) {
 		namespace, _ := md["namespace"].(string)
 		ann, _ := md["annotations"].(map[string]any)
 		if skip, _ := ann["pulumi.com/skipAwait"].(string); skip == "true" {
+			continue
+		}
+		if wf, _ := ann["pulumi.com/waitFor"].(string); strings.HasPrefix(wf, "condition=") {
+			s.Awaited = append(s.Awaited, Awaited{Kind: kind, Namespace: namespace, Name: name, Condition: wf})
 			continue
 		}
 		switch kind {
@@ -397,11 +418,11 @@ func (s *State) Manifest() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Split is Manifest in two: every object but the Nodes, and the Nodes.
+// Split is Manifest in two: every object but the nodes, and the nodes (Nodes and their pools).
 func (s *State) Split() (others, nodes []byte, err error) {
 	var o, n State
 	for _, obj := range s.Objects {
-		if obj["kind"] == "Node" {
+		if obj["kind"] == "Node" || obj["kind"] == "SimulatedNodePool" {
 			n.Objects = append(n.Objects, obj)
 		} else {
 			o.Objects = append(o.Objects, obj)
@@ -416,7 +437,7 @@ func (s *State) Split() (others, nodes []byte, err error) {
 
 // Table prints the results as a Markdown table.
 func Table(w io.Writer, rs []Result) {
-	fmt.Fprintln(w, "| ranks | nodes | resources (of which Nodes) | objects | outputs (bytes) | pulumi up | floor: apply + ready | up / floor | no-change preview | pulumi destroy | floor delete |")
+	fmt.Fprintln(w, "| ranks | nodes | resources (of which node pools) | objects | outputs (bytes) | pulumi up | floor: apply + ready | up / floor | no-change preview | pulumi destroy | floor delete |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %d | %d | %d (%d) | %d | %d | %s | %s + %s | %.2f | %s | %s | %s |\n",
@@ -493,9 +514,17 @@ func (k kubectl) waitAll(objs []Awaited) error {
 		go func() {
 			defer wg.Done()
 			ref := strings.ToLower(o.Kind) + "/" + o.Name
-			args := []string{"-n", o.Namespace, "rollout", "status", ref, "--timeout=30m"}
-			if o.Kind == "Job" {
-				args = []string{"-n", o.Namespace, "wait", "--for=condition=complete", ref, "--timeout=30m"}
+			var args []string
+			if o.Namespace != "" {
+				args = []string{"-n", o.Namespace}
+			}
+			switch {
+			case o.Condition != "":
+				args = append(args, "wait", "--for="+o.Condition, ref, "--timeout=30m")
+			case o.Kind == "Job":
+				args = append(args, "wait", "--for=condition=complete", ref, "--timeout=30m")
+			default:
+				args = append(args, "rollout", "status", ref, "--timeout=30m")
 			}
 			if ctx.Err() != nil {
 				errs <- ctx.Err()

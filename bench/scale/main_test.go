@@ -14,7 +14,8 @@ func TestParseState(t *testing.T) {
 	  {"type": "pulumi:pulumi:Stack", "custom": false},
 	  {"type": "pulumi:providers:kubernetes", "custom": true, "inputs": {"kubeconfig": "x"}},
 	  {"type": "kubernetes:core/v1:Namespace", "custom": true, "inputs": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}},
-	  {"type": "kubernetes:core/v1:Node", "custom": true, "inputs": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}}},
+	  {"type": "kubernetes:kolotoc.dev/v1alpha1:SimulatedNodePool", "custom": true, "inputs": {"apiVersion": "kolotoc.dev/v1alpha1", "kind": "SimulatedNodePool",
+	    "metadata": {"name": "c-gpu", "annotations": {"pulumi.com/waitFor": "condition=Ready"}}, "spec": {"nodes": 3}}},
 	  {"type": "kolotoc:ring:Ring", "custom": false},
 	  {"type": "kubernetes:core/v1:Secret", "custom": true, "inputs": {"apiVersion": "v1", "kind": "Secret", "__fieldManager": "pulumi-kubernetes-1",
 	    "metadata": {"name": "s", "namespace": "ns"},
@@ -27,8 +28,8 @@ func TestParseState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Resources != 9 || s.Nodes != 1 {
-		t.Errorf("resources %d nodes %d, want 9 and 1", s.Resources, s.Nodes)
+	if s.Resources != 9 || s.NodeResources != 1 || s.Nodes != 3 {
+		t.Errorf("resources %d (%d for nodes) nodes %d, want 9 (1), 3: the pool stands for its spec.nodes", s.Resources, s.NodeResources, s.Nodes)
 	}
 	var kinds []string
 	for _, o := range s.Objects {
@@ -39,7 +40,7 @@ func TestParseState(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(kinds, ","); got != "Namespace,Node,Secret,StatefulSet,Job,Deployment" {
+	if got := strings.Join(kinds, ","); got != "Namespace,SimulatedNodePool,Secret,StatefulSet,Job,Deployment" {
 		t.Errorf("objects %s, want the state's order of the Kubernetes objects", got)
 	}
 	m, err := s.Manifest()
@@ -49,7 +50,8 @@ func TestParseState(t *testing.T) {
 	if !strings.Contains(string(m), "password: hunter2") || strings.Contains(string(m), "plaintext") {
 		t.Errorf("the secret is not unwrapped:\n%s", m)
 	}
-	want := []Awaited{{"StatefulSet", "ns", "tower"}, {"Deployment", "ns", "entrypoint"}}
+	// The pool by its waitFor condition, as the provider waits for it.
+	want := []Awaited{{"SimulatedNodePool", "", "c-gpu", "condition=Ready"}, {"StatefulSet", "ns", "tower", ""}, {"Deployment", "ns", "entrypoint", ""}}
 	if len(s.Awaited) != len(want) {
 		t.Fatalf("awaited %v, want %v (the skipAwait Job left out)", s.Awaited, want)
 	}

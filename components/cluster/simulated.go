@@ -1,6 +1,8 @@
 // Package cluster makes the nodes a stack's workloads run on. For `cloud: simulated` each node
-// pool becomes kwok-managed Node objects in a local cluster, carrying exactly the labels, taints and
-// capacity a cloud pool's nodes would carry, so the same workloads schedule on them the same way.
+// pool becomes one SimulatedNodePool object in a local cluster (package simapi), whose Nodes the
+// local cluster's pool controller (hack/simpool) makes and kwok keeps Ready; they carry exactly
+// the labels, taints and capacity a cloud pool's nodes would carry, so the same workloads
+// schedule on them the same way. As on a cloud, the stack registers the pool, not its nodes.
 package cluster
 
 import (
@@ -8,24 +10,24 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/cluster/simapi"
 	"kolotoc/components/meta"
 )
 
 const (
-	// KwokNodeAnnotation hands a Node to the kwok controller, which then plays its kubelet:
-	// keeps it Ready and marks the pods scheduled on it Running.
-	KwokNodeAnnotation = "kwok.x-k8s.io/node"
-	// CapacityAnnotation carries the node's capacity as a JSON map of resource name to quantity.
-	// A Node's status cannot be set through its Pulumi resource (the API treats it as the
-	// kubelet's); the local cluster's kwok node stage (hack/cluster.sh) copies this annotation
-	// into status.capacity and status.allocatable, as a kubelet would report its hardware.
-	CapacityAnnotation = "kolotoc.dev/simulated-capacity"
+	// KwokNodeAnnotation and CapacityAnnotation: see package simapi.
+	KwokNodeAnnotation = simapi.KwokNodeAnnotation
+	CapacityAnnotation = simapi.CapacityAnnotation
 	// podsPerNode is the pod capacity of a simulated node: the kubelet's default maximum.
 	podsPerNode = "110"
+	// waitForAnnotation makes the provider wait for the pool's Ready condition: all its nodes exist
+	// at the pool's current shape and are Ready (the real provider's pulumi.com/waitFor).
+	waitForAnnotation = "pulumi.com/waitFor"
 )
 
 // Pool is one pool of identical simulated nodes.
@@ -51,18 +53,18 @@ type SimulatedArgs struct {
 	Labels meta.Labels // object labels
 }
 
-// Simulated is the set of kwok Nodes of a stack.
+// Simulated is the simulated node pools of a stack.
 type Simulated struct {
 	pulumi.ResourceState
 	NodeNames pulumi.StringArrayOutput // every node's name, in pool order
-	// Nodes are the Node resources, what pods must wait for. Depend on them, not on the
-	// component: the SDK adds a child to its component from the child's registration goroutine,
-	// so a dependency on the component taken just after NewSimulated returns may miss the Nodes
-	// registered last (seen: a DaemonSet waiting for 9 of 10 Nodes).
-	Nodes []pulumi.Resource
+	// Pools are the SimulatedNodePool resources, what pods must wait for: each is ready once all
+	// its nodes are. Depend on them, not on the component: the SDK adds a child to its component
+	// from the child's registration goroutine, so a dependency on the component taken just after
+	// NewSimulated returns may miss the pools registered last.
+	Pools []pulumi.Resource
 }
 
-// NewSimulated registers one Node per node of every pool.
+// NewSimulated registers one SimulatedNodePool per pool.
 func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ...pulumi.ResourceOption) (*Simulated, error) {
 	if args == nil {
 		return nil, errors.New("cluster: args are required")
@@ -73,17 +75,17 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	}
 	var names pulumi.StringArray
 	for _, p := range args.Pools {
+		poolArgs, err := renderPool(args, p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", name, err)
+		}
+		r, err := apiextensions.NewCustomResource(ctx, fmt.Sprintf("%s-%s", name, p.Name), poolArgs, pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		c.Pools = append(c.Pools, r)
 		for i := 0; i < p.Nodes; i++ {
-			nodeArgs, err := renderNode(args, p, i)
-			if err != nil {
-				return nil, fmt.Errorf("cluster %q: %w", name, err)
-			}
-			n, err := corev1.NewNode(ctx, fmt.Sprintf("%s-%s-%d", name, p.Name, i), nodeArgs, pulumi.Parent(c))
-			if err != nil {
-				return nil, err
-			}
-			names = append(names, n.Metadata.Name().Elem())
-			c.Nodes = append(c.Nodes, n)
+			names = append(names, pulumi.String(NodeName(args.Name, p.Name, i)))
 		}
 	}
 	c.NodeNames = names.ToStringArrayOutput()
@@ -93,8 +95,11 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	return c, nil
 }
 
+// PoolName is the SimulatedNodePool's name: the prefix of its nodes' names.
+func PoolName(cluster, pool string) string { return cluster + "-" + pool }
+
 // NodeName is the name of the i-th node of a pool.
-func NodeName(cluster, pool string, i int) string { return fmt.Sprintf("%s-%s-%d", cluster, pool, i) }
+func NodeName(cluster, pool string, i int) string { return simapi.NodeName(PoolName(cluster, pool), i) }
 
 // NodeLabels are the labels every node of the pool carries, on every cloud.
 func NodeLabels(p Pool) map[string]string {
@@ -121,8 +126,8 @@ func NodeTaints(p Pool) []Taint {
 	return append(t, p.Taints...)
 }
 
-func renderNode(args *SimulatedArgs, p Pool, i int) (*corev1.NodeArgs, error) {
-	name := NodeName(args.Name, p.Name, i)
+// renderPool is the pool's SimulatedNodePool: its size, and what each node carries.
+func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs, error) {
 	capacity := map[string]string{"cpu": fmt.Sprint(p.CPUs), "memory": p.Memory, "pods": podsPerNode}
 	if p.GPUsPerNode > 0 {
 		capacity[meta.GPUResource] = fmt.Sprint(p.GPUsPerNode)
@@ -131,26 +136,40 @@ func renderNode(args *SimulatedArgs, p Pool, i int) (*corev1.NodeArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	labels := args.Labels.For("node")
+	// No version label on the template, as on a pod template: an upgrade of Kolotoc would be a new
+	// generation of every pool, every node re-applied.
+	labels := args.Labels.PodLabels("node")
 	for k, v := range NodeLabels(p) {
 		labels[k] = v
 	}
 	labels[meta.ClusterLabel] = args.Name
-	labels["kubernetes.io/hostname"] = name
 	labels["type"] = "kwok"
-	var taints corev1.TaintArray
+	var taints pulumi.Array
 	for _, t := range NodeTaints(p) {
-		taints = append(taints, corev1.TaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(t.Effect)})
+		taints = append(taints, pulumi.StringMap{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
 	}
-	return &corev1.NodeArgs{
-		Metadata: &metav1.ObjectMetaArgs{
-			Name:   pulumi.String(name),
-			Labels: pulumi.ToStringMap(labels),
-			Annotations: pulumi.StringMap{
+	template := pulumi.Map{
+		"metadata": pulumi.Map{
+			"labels": pulumi.ToStringMap(labels),
+			"annotations": pulumi.StringMap{
 				KwokNodeAnnotation: pulumi.String("fake"),
 				CapacityAnnotation: pulumi.String(string(capJSON)),
 			},
 		},
-		Spec: &corev1.NodeSpecArgs{Taints: taints},
+	}
+	if len(taints) > 0 {
+		template["spec"] = pulumi.Map{"taints": taints}
+	}
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(simapi.APIVersion),
+		Kind:       pulumi.String(simapi.Kind),
+		Metadata: &metav1.ObjectMetaArgs{
+			Name:        pulumi.String(PoolName(args.Name, p.Name)),
+			Labels:      pulumi.ToStringMap(args.Labels.For("node-pool")),
+			Annotations: pulumi.StringMap{waitForAnnotation: pulumi.String("condition=" + simapi.ReadyCondition)},
+		},
+		OtherFields: kubernetes.UntypedArgs{
+			"spec": pulumi.Map{"nodes": pulumi.Int(p.Nodes), "template": template},
+		},
 	}, nil
 }

@@ -13,8 +13,9 @@ import (
 
 // TestBenchScale runs bench/scale (make bench-scale) at two small sizes, so that the benchmark
 // keeps working between the times someone measures with it, and checks what it must show at any
-// size: both stacks deployed and their floors ready, a ratio, resources that grow by one Node per
-// simulated node and nothing else, outputs that do not grow, and nothing left behind.
+// size: both stacks deployed and their floors ready, a ratio, the simulated nodes asked for (one
+// per 8 ranks, plus the CPU node) from resources whose number does not grow with N (a pool is one
+// resource, as a cloud's node pool is), outputs that do not grow, and nothing left behind.
 func TestBenchScale(t *testing.T) {
 	t.Parallel() // see doc.go
 	if os.Getenv("KOLOTOC_KUBECONFIG") == "" {
@@ -60,13 +61,13 @@ func TestBenchScale(t *testing.T) {
 		t.Fatalf("%d result rows, want 2:\n%s", len(rows), out)
 	}
 	for _, r := range rows {
-		if r.nodes != r.ranks/8+1 || r.nodeResources != r.nodes {
-			t.Errorf("N=%d: %d nodes, %d Node resources, want %d of each", r.ranks, r.nodes, r.nodeResources, r.ranks/8+1)
+		if r.nodes != r.ranks/8+1 || r.nodeResources != 2 {
+			t.Errorf("N=%d: %d nodes from %d node resources, want %d from 2 pools", r.ranks, r.nodes, r.nodeResources, r.ranks/8+1)
 		}
 	}
 	small, large := rows[0], rows[1]
-	if a, b := small.resources-small.nodeResources, large.resources-large.nodeResources; a != b || a == 0 {
-		t.Errorf("resources besides the Nodes: %d at N=%d, %d at N=%d: they must not depend on N", a, small.ranks, b, large.ranks)
+	if small.resources != large.resources || small.resources == 0 {
+		t.Errorf("resources: %d at N=%d, %d at N=%d: they must not depend on N", small.resources, small.ranks, large.resources, large.ranks)
 	}
 	// bench-8 and bench-24 differ by one character, which the outputs repeat in names.
 	if d := large.outputs - small.outputs; d < 0 || d > 40 {

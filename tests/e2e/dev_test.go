@@ -84,10 +84,10 @@ func TestGPUDevStack(t *testing.T) {
 		s.reconfigure(gpuDev, threeTowers)
 		steps, _ := s.preview()
 		want := map[string]string{
-			"kubernetes:core/v1:Node::cluster-gpu-2":       "create",
-			"kubernetes:apps/v1:StatefulSet::towers":       "update",
-			"kubernetes:core/v1:ConfigMap::towers-scripts": "replace",
-			"kubernetes:batch/v1:Job::towers-launcher":     "replace",
+			"kubernetes:kolotoc.dev/v1alpha1:SimulatedNodePool::cluster-gpu": "update",
+			"kubernetes:apps/v1:StatefulSet::towers":                         "update",
+			"kubernetes:core/v1:ConfigMap::towers-scripts":                   "replace",
+			"kubernetes:batch/v1:Job::towers-launcher":                       "replace",
 		}
 		// Pulumi shows a delete-before-replace as one "replace" step or as its parts.
 		for k, op := range steps {
