@@ -80,7 +80,7 @@ func desiredNode(p *Pool, i int) *corev1.Node {
 // plan is what one reconcile of a pool does.
 type plan struct {
 	apply  []int    // indexes of nodes to create or bring to the pool's generation
-	delete []string // nodes of the pool beyond its size
+	delete []string // nodes of the pool beyond its size, or whose capacity changed (made again)
 	status PoolStatus
 }
 
@@ -124,6 +124,11 @@ func makePlan(p *Pool, byName map[string]*corev1.Node) plan {
 			// Going: made again once it is gone (the node's deletion is an event).
 		case metav1.GetControllerOf(n) != nil && !ownedBy(n, p):
 			foreign = append(foreign, n.Name)
+		case n.Annotations[simapi.CapacityAnnotation] != p.Spec.Template.Metadata.Annotations[simapi.CapacityAnnotation]:
+			// A node's capacity is its hardware: kwok reports it once, when the node comes up
+			// (hack/kwokctl.yaml). Another shape is another machine, as on a cloud, where a new
+			// machine type replaces the pool's nodes: deleted here, made again once gone.
+			pl.delete = append(pl.delete, n.Name)
 		case !current(n, p):
 			pl.apply = append(pl.apply, i)
 		default:
@@ -134,7 +139,7 @@ func makePlan(p *Pool, byName map[string]*corev1.Node) plan {
 		}
 	}
 	for name, n := range byName {
-		if ownedBy(n, p) && n.Labels[simapi.PoolLabel] == p.Name && !inPool(p, name) && n.DeletionTimestamp == nil {
+		if ownedBy(n, p) && !inPool(p, name) && n.DeletionTimestamp == nil {
 			pl.delete = append(pl.delete, name)
 		}
 	}

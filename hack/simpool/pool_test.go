@@ -73,6 +73,8 @@ func TestPlan(t *testing.T) {
 	other := testPool(1, 1)
 	other.Name, other.UID = "c-gpu", "someone-else"
 	stranger := made(other, 0, true) // same name, another controller
+	bigger := made(p, 2, true)       // an older shape with other hardware
+	bigger.Annotations = map[string]string{simapi.CapacityAnnotation: `{"nvidia.com/gpu":"8"}`, simapi.GenerationAnnotation: "1"}
 	unowned := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c-gpu-0"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	for _, tc := range []struct {
 		name   string
@@ -90,6 +92,8 @@ func TestPlan(t *testing.T) {
 		// pool is not Ready, whatever kwok says of the nodes.
 		{"older generation", nodes(made(old, 0, true), made(p, 1, true), made(p, 2, true)), []int{0}, nil, 2, metav1.ConditionFalse, "NodesNotReady"},
 		{"scaled down", nodes(made(p, 0, true), made(p, 1, true), made(p, 2, true), made(p, 3, true), made(p, 10, true)), nil, []string{"c-gpu-10", "c-gpu-3"}, 3, metav1.ConditionFalse, "NodesNotReady"},
+		// Another capacity is another machine: deleted, then made again once gone.
+		{"capacity changed", nodes(made(p, 0, true), made(p, 1, true), bigger), nil, []string{"c-gpu-2"}, 2, metav1.ConditionFalse, "NodesNotReady"},
 		// A Node the stack registered itself before pools existed: adopted, not recreated.
 		{"adopts an unowned node", nodes(unowned, made(p, 1, true), made(p, 2, true)), []int{0}, nil, 2, metav1.ConditionFalse, "NodesNotReady"},
 		{"leaves another controller's node", nodes(stranger, made(p, 1, true), made(p, 2, true)), nil, nil, 2, metav1.ConditionFalse, "NameTaken"},
