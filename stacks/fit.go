@@ -27,6 +27,8 @@ const SkipAwaitAnnotation = meta.SkipAwaitAnnotation
 
 // FitAwaitedTypes are the resource types whose readiness the provider awaits and this program
 // registers: workloads (their pods ready), Services (endpoints), claims (bound), Jobs (complete).
+// The simulated node pools are not among them: a fit stack still waits for its nodes, which come
+// up whether or not the pods fit, so that the scheduler judges the pods against every node.
 var FitAwaitedTypes = []string{
 	"kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet",
 	"kubernetes:batch/v1:Job", "kubernetes:core/v1:Service", "kubernetes:core/v1:PersistentVolumeClaim",

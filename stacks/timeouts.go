@@ -8,6 +8,8 @@ import (
 
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cluster"
 )
 
 // How long `pulumi up` waits for what the Kubernetes provider awaits (kolotoc:awaitTimeout).
@@ -39,6 +41,7 @@ var awaitedTypes = []string{
 	"kubernetes:core/v1:PersistentVolumeClaim",
 	"kubernetes:core/v1:PersistentVolume",
 	"kubernetes:core/v1:Namespace",
+	cluster.PoolType, // by its Ready condition (pulumi.com/waitFor): every node made and Ready
 }
 
 func (c *Config) applyTimeoutDefaults() {

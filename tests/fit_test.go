@@ -61,6 +61,13 @@ func TestFitSkipsEveryAwait(t *testing.T) {
 				rec := deploy(t, fitRaw(t, l.file, l.name, fit))
 				awaited := 0
 				for _, r := range rec.sorted() {
+					if r.Type == tPool {
+						// The nodes are awaited on every stack: the scheduler must judge the pods
+						// against all of them, not against the few made before the pods.
+						if ann, _ := get(inputs(r), "metadata", "annotations").(map[string]any); ann["pulumi.com/waitFor"] != "condition=Ready" || ann[stacks.SkipAwaitAnnotation] != nil {
+							t.Errorf("fit=%v: pool %s annotations %v: it must be awaited by its Ready condition", fit, r.Name, ann)
+						}
+					}
 					if !slices.Contains(stacks.FitAwaitedTypes, r.Type) {
 						if v := get(inputs(r), "metadata", "annotations", stacks.SkipAwaitAnnotation); v != nil {
 							t.Errorf("fit=%v: %s %s has skipAwait = %v: only awaited types need it", fit, r.Type, r.Name, v)

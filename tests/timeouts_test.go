@@ -14,6 +14,7 @@ import (
 var awaitedKinds = map[string]bool{
 	tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true, tPod: true,
 	tService: true, tPVC: true, tPV: true, "kubernetes:core/v1:Namespace": true,
+	tPool: true, // by its Ready condition (pulumi.com/waitFor)
 }
 
 // TestAwaitTimeouts: every resource the Kubernetes provider awaits, in every layout, carries the

@@ -30,6 +30,9 @@ const (
 	waitForAnnotation = "pulumi.com/waitFor"
 )
 
+// PoolType is the SimulatedNodePool's Pulumi resource type.
+const PoolType = "kubernetes:" + simapi.APIVersion + ":" + simapi.Kind
+
 // Pool is one pool of identical simulated nodes.
 type Pool struct {
 	Name        string            // pool name; nodes are <cluster>-<pool>-<index>
