@@ -53,6 +53,11 @@
 //     then wait until the object is gone (bounded by the resource timeout, 10 minutes by
 //     default); pulumi.com/skipAwait skips that wait only for the kinds the real
 //     provider allows.
+//   - pulumi.com/waitFor (the real provider's ReadyCondition): "condition=<Type>[=<Status>]",
+//     or a JSON array of such expressions, replaces the built-in wait of any kind, kubectl's
+//     rule included (a condition reported for an older generation does not count). The
+//     test bed's SimulatedNodePools are awaited so. "jsonpath=" expressions, which the real
+//     provider also takes, are refused with an error saying the stand-in lacks them.
 //   - Readiness waits (skipped with pulumi.com/skipAwait: "true"; bounded by the
 //     resource's customTimeouts, then pulumi.com/timeoutSeconds, then 10 minutes):
 //     Deployment (controller reconciled, new ReplicaSet available, referenced PVCs
