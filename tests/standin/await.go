@@ -522,10 +522,17 @@ func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstr
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
 	last := obj
+	uid := obj.GetUID()
 	for {
 		live, err := w.get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
+			log.clear(ctx)
+			return nil
+		case err == nil && uid != "" && live.GetUID() != uid:
+			// Another object took the name between two polls (a controller making its node
+			// again): the one deleted is gone. The real provider watches, and its watch sees the
+			// deletion; a poll must tell them apart by UID, or wait out the timeout.
 			log.clear(ctx)
 			return nil
 		case err == nil:

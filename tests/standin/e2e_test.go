@@ -382,3 +382,45 @@ func TestE2EStatefulSetDriftIsShownAndReverted(t *testing.T) {
 	}
 	e.delete(rs)
 }
+
+// TestE2EDeleteEndsWhenTheNameIsTakenAgain: a Delete returns once the object is gone, even when
+// something makes an object of the same name at once (the simulated pools' controller remakes a
+// Node that a stack moving to pools deletes). The real provider's watch sees the deletion; the
+// stand-in, which polls, must tell the new object from the old by its UID.
+func TestE2EDeleteEndsWhenTheNameIsTakenAgain(t *testing.T) {
+	e := newE2E(t)
+	cms := e.kube.CoreV1().ConfigMaps(e.namespace)
+	rs := e.apply("kubernetes:core/v1:ConfigMap", "phoenix", e.configMap("phoenix", nil, map[string]any{"a": "1"}))
+	old, err := cms.Get(e.ctx, "phoenix", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(e.ctx, metav1.ListOptions{FieldSelector: "metadata.name=phoenix", ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remade := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == "DELETED" {
+				_, err := cms.Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "phoenix"}}, metav1.CreateOptions{})
+				remade <- err
+				return
+			}
+		}
+	}()
+	done := make(chan struct{})
+	go func() { e.delete(rs); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Delete still waiting 30 s after the object was deleted and its name taken again")
+	}
+	if err := <-remade; err != nil {
+		t.Fatalf("making the name again: %v", err)
+	}
+	if now, err := cms.Get(e.ctx, "phoenix", metav1.GetOptions{}); err != nil || now.UID == old.UID {
+		t.Errorf("the new object: %v, uid %v (old %s)", err, now.GetUID(), old.UID)
+	}
+}
