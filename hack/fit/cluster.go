@@ -13,13 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"kolotoc/components/cluster/simapi"
 )
 
 // Labels and resources of the program's simulated nodes (components/meta, components/cluster).
 const (
 	poolLabel          = "kolotoc.dev/pool"
 	clusterLabel       = "kolotoc.dev/cluster"
-	capacityAnnotation = "kolotoc.dev/simulated-capacity"
+	capacityAnnotation = simapi.CapacityAnnotation
 	gpuResource        = corev1.ResourceName("nvidia.com/gpu")
 )
 
@@ -40,6 +42,17 @@ func connect(kubeconfig string) (*kubernetes.Clientset, error) {
 		return nil, err
 	}
 	return kube, nil
+}
+
+// poolsServed checks that the cluster serves the simulated node pools' kind, which the pool
+// controller (hack/simpool, started by hack/cluster.sh) installs: without it the mirror's pools
+// could not be made, or would never have nodes.
+func poolsServed(kube *kubernetes.Clientset) error {
+	if _, err := kube.Discovery().ServerResourcesForGroupVersion(simapi.APIVersion); err != nil {
+		return fmt.Errorf("the local cluster does not serve %s (%v): its node-pool controller, simpool, has not run on it.\n"+
+			"Start it with `make cluster` (hack/cluster.sh up starts simpool on a running cluster too), then run make fit again", simapi.CRDName, err)
+	}
+	return nil
 }
 
 // decided: the scheduler placed the pod, or said why it cannot.

@@ -86,6 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fit: %s\n", clusterDown(kubeconfig, err))
 		return exitCannot
 	}
+	if err := poolsServed(kube); err != nil {
+		fmt.Fprintf(stderr, "fit: %v\n", err)
+		return exitCannot
+	}
 	if _, err := exec.LookPath("pulumi"); err != nil {
 		fmt.Fprintln(stderr, "fit: pulumi is not on PATH: run it as `make fit` (or after `eval \"$(hack/stack.sh env)\"`), once `make tools` has built it")
 		return exitCannot
