@@ -127,7 +127,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if s.Scratch.Type == ScratchHostPath {
 		scratch.HostPath = s.Scratch.Path
 	}
-	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared}, podDeps...))
+	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared.Claim}, podDeps...))
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint

@@ -71,6 +71,28 @@ func waitsForFunc(rec *recorder) func(registered) []string {
 	}
 }
 
+// waitsForURN: r, or a component above it, depends on a resource whose URN ends with suffix.
+func waitsForURN(rec *recorder, r registered, suffix string) bool {
+	components := map[string]registered{}
+	for _, c := range rec.sorted() {
+		if strings.HasPrefix(c.Type, "kolotoc:") {
+			components[c.Name] = c
+		}
+	}
+	for {
+		for _, u := range r.DependsOnURNs {
+			if strings.HasSuffix(u, suffix) {
+				return true
+			}
+		}
+		p, ok := components[r.Parent]
+		if !ok {
+			return false
+		}
+		r = p
+	}
+}
+
 // TestPodsWaitForEveryPolicy: every workload that makes pods waits for every NetworkPolicy of the
 // stack (its default-deny and metadata-deny included) and every pull Secret, so that no pod runs
 // a moment without them. The dependencies name the policies and Secrets themselves: a dependency
@@ -91,7 +113,8 @@ func TestPodsWaitForEveryPolicy(t *testing.T) {
 			checked := 0
 			for _, r := range rec.sorted() {
 				switch r.Type {
-				case tDeployment, tStatefulSet, tDaemonSet, tJob:
+				case tDeployment, tStatefulSet, tJob:
+				case tDaemonSet: // the GPU agents: they mount nothing
 				default:
 					continue
 				}
@@ -104,6 +127,11 @@ func TestPodsWaitForEveryPolicy(t *testing.T) {
 					if !slices.Contains(deps, p) {
 						t.Errorf("%s %s does not wait for NetworkPolicy %s", r.Type, r.Name, p)
 					}
+				}
+				// The shared claim itself, for the same reason (a dependency on the storage
+				// component could miss its claim; the worst was a pod Pending a moment).
+				if r.Type != tDaemonSet && !waitsForURN(rec, r, "kubernetes:core/v1:PersistentVolumeClaim::storage") {
+					t.Errorf("%s %s does not wait for the shared claim", r.Type, r.Name)
 				}
 			}
 			if checked < 5 {

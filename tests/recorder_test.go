@@ -44,6 +44,7 @@ type registered struct {
 	UpdateTimeout       string   // pulumi.Timeouts' update timeout, if any
 	DeleteTimeout       string   // pulumi.Timeouts' delete timeout, if any
 	DependsOn           []string // names of the resources named in pulumi.DependsOn
+	DependsOnURNs       []string // their URNs (the type path tells a component from its child of the same name)
 	Inputs              resource.PropertyMap
 }
 
@@ -72,6 +73,7 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		rec.DeleteTimeout = rpc.GetCustomTimeouts().GetDelete()
 		for _, urn := range rpc.GetDependencies() {
 			rec.DependsOn = append(rec.DependsOn, urn[strings.LastIndex(urn, "::")+2:])
+			rec.DependsOnURNs = append(rec.DependsOnURNs, urn)
 		}
 	}
 	r.mu.Lock()

@@ -72,6 +72,11 @@ type Args struct {
 type Storage struct {
 	pulumi.ResourceState
 	ClaimName pulumi.StringOutput // the claim to mount
+	// Claim is the PersistentVolumeClaim, what pods that mount it must wait for (bound once its
+	// volume, and the in-cluster server behind it, are). Depend on it, not on the component: the
+	// SDK adds a child to its component from the child's registration goroutine, so a dependency
+	// on the component taken just after New returns may miss the claim.
+	Claim pulumi.Resource
 }
 
 // New registers the storage.
@@ -138,7 +143,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
-	s.ClaimName = pvc.Metadata.Name().Elem()
+	s.ClaimName, s.Claim = pvc.Metadata.Name().Elem(), pvc
 	return s, ctx.RegisterResourceOutputs(s, pulumi.Map{"claimName": s.ClaimName})
 }
 

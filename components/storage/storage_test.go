@@ -94,3 +94,32 @@ func keys(m map[string]registration) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestClaimIsTheResourceToWaitFor: Storage.Claim is the PersistentVolumeClaim itself, which pods
+// depend on. A dependency on the component could miss it: the SDK records a child from its
+// registration goroutine, after New has returned.
+func TestClaimIsTheResourceToWaitFor(t *testing.T) {
+	m := &mocks{reg: map[string]registration{}}
+	var urn pulumi.URN
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		s, err := New(ctx, "storage", &Args{
+			Namespace: pulumi.String("kolotoc-dev"), NamespaceDNS: "kolotoc-dev", VolumeName: "kolotoc-dev-shared",
+			ClaimName: "shared", InCluster: true, Path: "/", Size: "10Gi", ServerImage: "nfs:1",
+			Labels: meta.Labels{Instance: "dev"},
+		})
+		if err != nil {
+			return err
+		}
+		if s.Claim == nil {
+			t.Fatal("Storage.Claim is nil")
+		}
+		s.Claim.URN().ApplyT(func(u pulumi.URN) error { urn = u; return nil })
+		return nil
+	}, pulumi.WithMocks("kolotoc", "dev", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(urn), "kubernetes:core/v1:PersistentVolumeClaim::storage") {
+		t.Errorf("Storage.Claim is %s, want the PersistentVolumeClaim", urn)
+	}
+}
