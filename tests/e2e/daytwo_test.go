@@ -108,12 +108,13 @@ func TestDayTwo(t *testing.T) {
 		if r := s.run("", "preview", "--expect-no-changes"); r.code != 0 {
 			t.Errorf("preview after recovering exited %d:\n%s", r.code, tail(r.stdout))
 		}
-		// Nothing duplicated or orphaned: every object of the stack in the cluster is in state.
+		// Nothing duplicated or orphaned: every object of the stack in the cluster is in state, the
+		// nodes through the pool that owns them.
 		inState := s.stateObjects(t)
 		nodes, _ := s.kube.CoreV1().Nodes().List(ctx, listOpts(s.selector()))
 		for _, n := range nodes.Items {
-			if !inState["Node/"+n.Name] {
-				t.Errorf("node %s is in the cluster but not in the stack's state", n.Name)
+			if ref := metav1.GetControllerOf(&n); ref == nil || ref.Kind != "SimulatedNodePool" || !inState["SimulatedNodePool/"+ref.Name] {
+				t.Errorf("node %s is in the cluster but its pool is not in the stack's state (controller %v)", n.Name, ref)
 			}
 		}
 		if len(nodes.Items) != 4 {
