@@ -132,7 +132,7 @@ tool_actionlint() {
   build actionlint "$ACTIONLINT_VERSION" 1 "-s -w" github.com/rhysd/actionlint/cmd/actionlint=actionlint
 }
 
-# The stand-in Kubernetes provider (tests/standin): test infrastructure, built from this checkout
+# The stand-in Kubernetes provider (tests/standin, a module of its own): test infrastructure, built from this checkout
 # every time (go's cache makes that a no-op when nothing changed). It is linked only when no real
 # pulumi-resource-kubernetes plugin is installed: where the real one is, the CLI uses it.
 tool_standin() {
@@ -146,7 +146,7 @@ tool_standin() {
     log "real Kubernetes provider found at $real: the stand-in is not used"
     return
   fi
-  (cd "$root" && go build -o "$bin_dir/pulumi-resource-kubernetes" ./tests/standin/cmd/pulumi-resource-kubernetes)
+  (cd "$root/tests/standin" && go build -o "$bin_dir/pulumi-resource-kubernetes" ./cmd/pulumi-resource-kubernetes)
 }
 
 # nsbridge, the one door from the host's loopback into the cluster's network namespace

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"kolotoc/tests/standin"
+	"kolotoc.dev/tests/standin"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/provider"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
