@@ -24,12 +24,13 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
 STACK_ENV = eval "$$(hack/stack.sh env)"
 
-.PHONY: help tools cluster cluster-down up down preview fit outputs bench-scale unit e2e test fmt lint workflows
+.PHONY: help tools cluster cluster-down up down preview fit outputs bench-scale bench-loop unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
 	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
 	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
+	@echo "make bench-loop [RUNS=5]                   preview and up of a deployed stack with nothing to change, timed"
 	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
@@ -83,6 +84,13 @@ bench-scale:
 	@echo "==> bench-scale: N=$(SIZES) ranks, pulumi up vs the kubectl floor, on the local cluster"
 	hack/tools.sh pulumi langhost standin kube
 	$(STACK_ENV); go run ./bench/scale -sizes $(SIZES)
+
+# The program's own loop on a deployed stack with nothing to change: hack/stack.sh preview and up,
+# and make preview, RUNS times each, with their medians (bench/loop.sh).
+RUNS ?= 5
+bench-loop: tools cluster
+	@echo "==> bench-loop: preview and up of stack $(STACK) with nothing to change, $(RUNS) runs"
+	STACK=$(STACK) RUNS=$(RUNS) bench/loop.sh
 
 down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"

@@ -20,11 +20,13 @@
 #     "secrets file"), which then also receives the generated secrets. If it is lost, the salt
 #     is recovered from the stack's state (PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER) and new
 #     secrets are generated.
-#   - before every command the effective config .kolotoc/stacks/<stack>/effective.yaml is rebuilt
+#   - before a command the effective config .kolotoc/stacks/<stack>/effective.yaml is rebuilt
 #     from the secrets file plus every value of the committed Pulumi.<stack>.yaml (read with
 #     `pulumi config --json` and applied with `pulumi config set-all --json`, so Pulumi does the
 #     YAML), and every command gets --config-file pointing to it. The committed file stays the one
-#     place where settings are edited; it must not hold secure values itself.
+#     place where settings are edited; it must not hold secure values itself. It is rebuilt only
+#     when the committed file or the secrets file changed since it was last built, or the stack
+#     is missing from the state (prepared): otherwise a preview is one CLI call.
 set -euo pipefail
 umask 077  # the passphrase, state and secrets files are for this user only
 
@@ -38,6 +40,7 @@ shadow=$state_dir/stacks/$stack
 secrets_file=$shadow/Pulumi.$stack.yaml
 effective=$shadow/effective.yaml
 committed=$root/Pulumi.$stack.yaml
+prepared_stamp=$shadow/prepared  # what the last completed prepare was built from (prepared)
 
 # Secret config values every stack needs, generated here when missing (never overwritten, never
 # printed): the entrypoint's Jupyter password and the seed the ring's ssh keys are derived from.
@@ -141,11 +144,35 @@ build_effective_config() {
   mv "$tmp" "$effective"
 }
 
+# prepared: the stack exists in the state, its effective config is there, and nothing it is built
+# from (the committed stack file, the secrets file) changed since the last prepare that completed:
+# the five Pulumi CLI calls of a full prepare (about 3 s) would change nothing. The state file is
+# looked for where the file backend keeps it; any doubt means a full prepare.
+prepared() {
+  local project
+  project=$(sed -n 's/^name:[[:space:]]*//p' "$root/Pulumi.yaml")
+  [ -f "$effective" ] && [ -f "$prepared_stamp" ] && [ -n "$project" ] \
+    && [ -f "$state_dir/state/.pulumi/stacks/$project/$stack.json" ] \
+    && [ "$(cat "$prepared_stamp")" = "$(prepare_inputs)" ]
+}
+
+prepare_inputs() {
+  local f
+  for f in "$committed" "$secrets_file"; do
+    if [ -f "$f" ]; then sha256sum <"$f"; else echo absent; fi
+  done | sha256sum | cut -d' ' -f1
+}
+
 prepare() {
   need_pulumi
+  if prepared; then
+    return
+  fi
+  rm -f "$prepared_stamp"
   ensure_stack
   ensure_secrets
   build_effective_config
+  prepare_inputs >"$prepared_stamp"
 }
 
 # cluster_uid: the identity of the local cluster now running (its kube-system namespace's UID):

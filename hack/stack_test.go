@@ -87,3 +87,71 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewReusesPreparedConfig: a second `hack/stack.sh preview` with nothing changed makes one
+// Pulumi CLI call, the preview itself: the stack's effective config is rebuilt (five CLI calls,
+// about 3 s of every preview and up) only when the committed stack file or the secrets file
+// changed, or the stack is gone from the state.
+func TestPreviewReusesPreparedConfig(t *testing.T) {
+	script, err := os.ReadFile("stack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	state := filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json")
+	for path, content := range map[string]string{
+		"hack/stack.sh":       string(script),
+		"hack/cluster.sh":     fakeCluster,
+		".kolotoc/bin/pulumi": fakePulumi,
+		"Pulumi.yaml":         "name: kolotoc\nruntime: go\n",
+		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
+		".kolotoc/passphrase": "test-passphrase",
+		state:                 "{}",
+	} {
+		p := path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := filepath.Join(root, "calls.log")
+	preview := func() []string {
+		t.Helper()
+		_ = os.Remove(log)
+		cmd := exec.Command("bash", filepath.Join(root, "hack", "stack.sh"), "preview")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "KOLOTOC_KUBECONFIG=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("stack.sh preview: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(log)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	full := func(calls []string) bool {
+		return len(calls) > 1 && strings.Contains(strings.Join(calls, "\n"), "config set-all")
+	}
+
+	if calls := preview(); !full(calls) {
+		t.Fatalf("first preview did not prepare the stack: %v", calls)
+	}
+	if calls := preview(); len(calls) != 1 || !strings.HasPrefix(calls[0], "pulumi preview") {
+		t.Errorf("second preview with nothing changed: %v, want the preview alone", calls)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Pulumi.dev.yaml"), []byte("config:\n  kolotoc:cloud: simulated\n  kolotoc:suspend: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if calls := preview(); !full(calls) {
+		t.Errorf("a changed stack file did not rebuild the effective config: %v", calls)
+	}
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	if calls := preview(); !full(calls) {
+		t.Errorf("a stack gone from the state did not prepare it again: %v", calls)
+	}
+}
