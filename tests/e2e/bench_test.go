@@ -18,9 +18,8 @@ import (
 // resource, as a cloud's node pool is), outputs that do not grow, and nothing left behind.
 func TestBenchScale(t *testing.T) {
 	t.Parallel() // see doc.go
-	if os.Getenv("KOLOTOC_KUBECONFIG") == "" {
-		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
-	}
+	// The benchmark reads the same KOLOTOC_KUBECONFIG: fail early, and clearly, without it.
+	localCluster(t)
 	cmd := exec.Command("go", "run", "./bench/scale", "-sizes", "8,24")
 	cmd.Dir = repoRoot
 	out, err := cmd.Output()

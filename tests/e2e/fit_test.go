@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestFit runs `make fit`'s command (hack/fit) on a stack that fits, examples/gpu-dev, and on one
@@ -26,14 +25,7 @@ import (
 // file is unchanged.
 func TestFit(t *testing.T) {
 	t.Parallel() // see doc.go
-	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg := localCluster(t)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -52,16 +53,28 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
+// localCluster is the local cluster's kubeconfig (KOLOTOC_KUBECONFIG, which make e2e sets) and
+// its client configuration.
+func localCluster(t *testing.T) (string, *rest.Config) {
+	t.Helper()
+	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, cfg
+}
+
 // newStack creates stack `name` whose config is the committed Pulumi.<base>.yaml (or the stack
 // file at path base, when it contains a slash) with overrides,
 // pointed at the local cluster, with freshly generated secrets set through `pulumi config set
 // --secret`. Cleanup destroys it and removes the stack.
 func newStack(t *testing.T, name, base string, overrides map[string]any) *stack {
 	t.Helper()
-	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
-	}
+	kubeconfig, cfg := localCluster(t)
 	if _, err := exec.LookPath("pulumi"); err != nil {
 		t.Fatal("pulumi is not on PATH: run the suite with `make e2e` (it builds the tools)")
 	}
@@ -96,10 +109,7 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		// the first of a build starts the program at once.
 		"PULUMI_GO_USE_RUN=true",
 	)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"kolotoc/components/cluster/simapi"
 )
@@ -31,14 +29,7 @@ import (
 // deployed before pools); a foreground delete of the pool deletes its Nodes first.
 func TestSimulatedNodePool(t *testing.T) {
 	t.Parallel() // see doc.go
-	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfg := localCluster(t)
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	pools := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: simapi.Group, Version: simapi.Version, Resource: simapi.Resource})
 	ctx := context.Background()
@@ -77,7 +68,7 @@ func TestSimulatedNodePool(t *testing.T) {
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},
 	}
-	pod, err = kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
