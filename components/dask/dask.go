@@ -200,11 +200,8 @@ func Worker(w WorkerArgs) corev1.ContainerArgs {
 			// Each process runs Threads threads: together they use at most Processes × Threads cores.
 			Limits: pulumi.StringMap{"cpu": pulumi.String(fmt.Sprint(max(w.Processes*w.Threads, 1))), "memory": pulumi.String(w.Memory)},
 		},
-		SecurityContext: &corev1.SecurityContextArgs{
-			AllowPrivilegeEscalation: pulumi.Bool(false),
-			Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-		},
-		VolumeMounts: workerMounts(w),
+		SecurityContext: meta.LockedDown(),
+		VolumeMounts:    workerMounts(w),
 	}
 }
 

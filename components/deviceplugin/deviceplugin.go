@@ -76,10 +76,7 @@ func RenderDaemonSet(a *Args) *appsv1.DaemonSetArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("50m"), "memory": pulumi.String("64Mi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("256Mi")},
 						},
-						SecurityContext: &corev1.SecurityContextArgs{
-							AllowPrivilegeEscalation: pulumi.Bool(false),
-							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-						},
+						SecurityContext: meta.LockedDown(),
 						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
 							Name: pulumi.String("device-plugin"), MountPath: pulumi.String("/var/lib/kubelet/device-plugins"),
 						}},

@@ -305,11 +305,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 				Limits:   limits,
 			},
 			// torchrun, NCCL and gloo need no capability, nor to gain one.
-			SecurityContext: &corev1.SecurityContextArgs{
-				AllowPrivilegeEscalation: pulumi.Bool(false),
-				Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-			},
-			VolumeMounts: mounts,
+			SecurityContext: meta.LockedDown(),
+			VolumeMounts:    mounts,
 		}},
 		Volumes: volumes,
 	}

@@ -317,28 +317,15 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 			PeriodSeconds: pulumi.Int(10),
 		},
 		Resources:       resources(a.JupyterResources, jupyterCPULimit),
-		SecurityContext: noEscalation,
+		SecurityContext: meta.LockedDown(),
 		VolumeMounts:    mounts,
 	}
-}
-
-var noEscalation = &corev1.SecurityContextArgs{
-	AllowPrivilegeEscalation: pulumi.Bool(false),
-	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
 }
 
 // NonRootUser is the user the scheduler and TensorBoard run as (nobody): neither writes the
 // shared claim (TensorBoard only reads its logs), so neither needs root. Jupyter keeps its
 // image's user: users' notebooks write the shared claim, whose files belong to root.
 const NonRootUser = 65534
-
-var nonRoot = &corev1.SecurityContextArgs{
-	AllowPrivilegeEscalation: pulumi.Bool(false),
-	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-	RunAsNonRoot:             pulumi.Bool(true),
-	RunAsUser:                pulumi.Int(NonRootUser),
-	RunAsGroup:               pulumi.Int(NonRootUser),
-}
 
 // RenderDeployment builds the scheduler node's pod.
 func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
@@ -358,7 +345,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(SchedulerPort)}, PeriodSeconds: pulumi.Int(10),
 		},
 		Resources:       resources(a.Scheduler, schedulerCPULimit),
-		SecurityContext: nonRoot,
+		SecurityContext: meta.LockedDownAs(NonRootUser),
 	}}
 	if a.Jupyter {
 		containers = append(containers, jupyterContainer(a, shared))
@@ -378,7 +365,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 				TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
 			},
 			Resources:       resources(a.TensorBoardResources, tensorBoardCPULimit),
-			SecurityContext: nonRoot,
+			SecurityContext: meta.LockedDownAs(NonRootUser),
 			VolumeMounts:    shared,
 		})
 	}

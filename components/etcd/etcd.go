@@ -282,10 +282,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)},
 						},
-						SecurityContext: &corev1.SecurityContextArgs{
-							AllowPrivilegeEscalation: pulumi.Bool(false),
-							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-						},
+						SecurityContext: meta.LockedDown(),
 						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
 							Name: pulumi.String(volumeName), MountPath: pulumi.String(dataDir),
 						}},

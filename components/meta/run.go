@@ -113,14 +113,8 @@ func (c *Code) InitContainers() corev1.ContainerArray {
 			Requests: pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("128Mi")},
 			Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("512Mi")},
 		},
-		SecurityContext: &corev1.SecurityContextArgs{
-			RunAsUser:                pulumi.Int(CodeUser),
-			RunAsGroup:               pulumi.Int(CodeUser),
-			RunAsNonRoot:             pulumi.Bool(true),
-			AllowPrivilegeEscalation: pulumi.Bool(false),
-			Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-		},
-		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}},
+		SecurityContext: LockedDownAs(CodeUser),
+		VolumeMounts:    corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(codeVolume), MountPath: pulumi.String(c.Path)}},
 	}}
 }
 

@@ -151,7 +151,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("250m"), "memory": pulumi.String("512Mi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("1Gi")},
 						},
-						SecurityContext: noEscalation,
+						SecurityContext: meta.LockedDown(),
 						VolumeMounts: corev1.VolumeMountArray{
 							corev1.VolumeMountArgs{Name: pulumi.String("data"), MountPath: pulumi.String("/var/lib/grafana")},
 							corev1.VolumeMountArgs{Name: pulumi.String("datasources"), MountPath: pulumi.String("/etc/grafana/provisioning/datasources"), ReadOnly: pulumi.Bool(true)},

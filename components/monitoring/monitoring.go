@@ -223,7 +223,7 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("500m"), "memory": pulumi.String("2Gi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("4Gi")},
 						},
-						SecurityContext: noEscalation,
+						SecurityContext: meta.LockedDown(),
 						VolumeMounts: corev1.VolumeMountArray{
 							corev1.VolumeMountArgs{Name: pulumi.String("config"), MountPath: pulumi.String("/etc/prometheus"), ReadOnly: pulumi.Bool(true)},
 							corev1.VolumeMountArgs{Name: pulumi.String("data"), MountPath: pulumi.String("/prometheus")},
@@ -316,11 +316,6 @@ func service(a *Args, name, portName string, port int) *corev1.ServiceArgs {
 			}},
 		},
 	}
-}
-
-var noEscalation = &corev1.SecurityContextArgs{
-	AllowPrivilegeEscalation: pulumi.Bool(false),
-	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
 }
 
 func hash(parts ...string) string {

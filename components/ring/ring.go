@@ -56,13 +56,6 @@ const (
 // claim without the directory's permission bits allowing it.
 var towerCapabilities = []string{"AUDIT_WRITE", "CHOWN", "SETGID", "SETUID", "SYS_CHROOT"}
 
-// noEscalation drops every capability and forbids gaining any (no setuid binaries, no file
-// capabilities): the launcher, an ssh client and mpirun, needs none.
-var noEscalation = &corev1.SecurityContextArgs{
-	AllowPrivilegeEscalation: pulumi.Bool(false),
-	Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-}
-
 // Args are the ring's inputs.
 type Args struct {
 	Namespace      pulumi.StringInput // namespace of every object
@@ -244,15 +237,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			TcpSocket:     &corev1.TCPSocketActionArgs{Port: pulumi.Int(a.SSHPort)},
 			PeriodSeconds: pulumi.Int(5),
 		},
-		Resources: towerResources(a),
-		SecurityContext: &corev1.SecurityContextArgs{
-			AllowPrivilegeEscalation: pulumi.Bool(false),
-			Capabilities: &corev1.CapabilitiesArgs{
-				Drop: pulumi.StringArray{pulumi.String("ALL")},
-				Add:  pulumi.ToStringArray(towerCapabilities),
-			},
-		},
-		VolumeMounts: mounts,
+		Resources:       towerResources(a),
+		SecurityContext: meta.LockedDown(towerCapabilities...),
+		VolumeMounts:    mounts,
 	}}
 	for _, s := range a.Sidecars {
 		containers = append(containers, s)
@@ -376,13 +363,14 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		spec.AutomountServiceAccountToken = pulumi.Bool(true)
 	}
 	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
-		Name:            pulumi.String(launcherComponent),
-		Image:           pulumi.String(a.Image),
-		Command:         pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
-		Args:            args,
-		Env:             workloadEnv(a, envs),
-		Resources:       launcherResources(a),
-		SecurityContext: noEscalation,
+		Name:      pulumi.String(launcherComponent),
+		Image:     pulumi.String(a.Image),
+		Command:   pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
+		Args:      args,
+		Env:       workloadEnv(a, envs),
+		Resources: launcherResources(a),
+		// The launcher, an ssh client and mpirun, needs no capability, nor to gain one.
+		SecurityContext: meta.LockedDown(),
 		VolumeMounts:    mounts,
 	}}
 	jobSpec := &batchv1.JobSpecArgs{

@@ -312,11 +312,8 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 			}},
 			Resources: &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits},
 			// TensorFlow needs no capability, nor to gain one.
-			SecurityContext: &corev1.SecurityContextArgs{
-				AllowPrivilegeEscalation: pulumi.Bool(false),
-				Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-			},
-			VolumeMounts: mounts,
+			SecurityContext: meta.LockedDown(),
+			VolumeMounts:    mounts,
 		}},
 		Volumes: volumes,
 	}
@@ -385,11 +382,8 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("250m"), "memory": pulumi.String("2Gi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("2Gi")},
 						},
-						SecurityContext: &corev1.SecurityContextArgs{
-							AllowPrivilegeEscalation: pulumi.Bool(false),
-							Capabilities:             &corev1.CapabilitiesArgs{Drop: pulumi.StringArray{pulumi.String("ALL")}},
-						},
-						VolumeMounts: corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)},
+						SecurityContext: meta.LockedDown(),
+						VolumeMounts:    corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)},
 					}},
 					Volumes: corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},
 				},
