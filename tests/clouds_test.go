@@ -5,14 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -140,14 +138,7 @@ func cloudRaw(t *testing.T, name string, overrides map[string]string) stacks.Raw
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw.Values["kolotoc:jupyterPassword"] = testPassword
-		raw.Values["kolotoc:sshKeySeed"] = testSeed
-		raw.Secrets["kolotoc:jupyterPassword"] = true
-		raw.Secrets["kolotoc:sshKeySeed"] = true
-		for k, v := range overrides {
-			raw.Values["kolotoc:"+k] = v
-		}
-		return raw
+		return withTestSecrets(raw, overrides)
 	}
 	t.Fatalf("no cloud stack %s", name)
 	return stacks.Raw{}
@@ -162,19 +153,7 @@ func TestGoldenClouds(t *testing.T) {
 	for _, s := range cloudStacks {
 		t.Run(s.name, func(t *testing.T) {
 			got := goldenYAML(t, deploy(t, cloudRaw(t, s.name, nil)))
-			path := filepath.Join("testdata", s.name+".golden.yaml")
-			if os.Getenv("UPDATE_GOLDEN") == "1" {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
-			}
+			compareGolden(t, filepath.Join("testdata", s.name+".golden.yaml"), got)
 			for _, secret := range secretNeedles {
 				if bytes.Contains(got, []byte(secret)) {
 					t.Errorf("golden output contains secret material %q", secret)

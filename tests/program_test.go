@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,19 +66,7 @@ func TestGolden(t *testing.T) {
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			got := goldenYAML(t, deploy(t, layoutRaw(t, i)))
-			path := filepath.Join("testdata", l.name+".golden.yaml")
-			if os.Getenv("UPDATE_GOLDEN") == "1" {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
-			}
+			compareGolden(t, filepath.Join("testdata", l.name+".golden.yaml"), got)
 			for _, secret := range []string{testPassword, testSeed, "kubeconfig-token-that-must-stay-secret", "PRIVATE KEY"} {
 				if bytes.Contains(got, []byte(secret)) {
 					t.Errorf("golden output contains secret material %q", secret)

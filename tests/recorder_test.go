@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
@@ -186,14 +187,9 @@ func (r *recorder) one(t *testing.T, token, name string) registered {
 	return registered{}
 }
 
-// stackRaw reads a committed stack file with the secrets set as `make up` sets them, pointing the
-// cluster's kubeconfig at a throwaway file (the mock never connects).
-func stackRaw(t *testing.T, stack string, overrides map[string]string) stacks.Raw {
-	t.Helper()
-	raw, err := stacks.ReadStackFile(filepath.Join("..", "Pulumi."+stack+".yaml"), "kolotoc", stack, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+// withTestSecrets sets the secrets as `make up` sets them, then the overrides (kolotoc: prefix
+// added).
+func withTestSecrets(raw stacks.Raw, overrides map[string]string) stacks.Raw {
 	raw.Values["kolotoc:jupyterPassword"] = testPassword
 	raw.Values["kolotoc:sshKeySeed"] = testSeed
 	raw.Secrets["kolotoc:jupyterPassword"] = true
@@ -202,6 +198,34 @@ func stackRaw(t *testing.T, stack string, overrides map[string]string) stacks.Ra
 		raw.Values["kolotoc:"+k] = v
 	}
 	return raw
+}
+
+// compareGolden compares got with the golden file at path, which UPDATE_GOLDEN=1 rewrites first.
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
+	}
+}
+
+// stackRaw reads a committed stack file with the secrets set as `make up` sets them, pointing the
+// cluster's kubeconfig at a throwaway file (the mock never connects).
+func stackRaw(t *testing.T, stack string, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	raw, err := stacks.ReadStackFile(filepath.Join("..", "Pulumi."+stack+".yaml"), "kolotoc", stack, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withTestSecrets(raw, overrides)
 }
 
 // fakeKubeconfig writes a kubeconfig the program can read; its content must only ever reach the

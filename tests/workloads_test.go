@@ -52,19 +52,7 @@ func workloadsRaw(t *testing.T, overrides map[string]string) stacks.Raw {
 // only: UPDATE_GOLDEN=1 go test ./tests -run TestGolden
 func TestGoldenWorkloads(t *testing.T) {
 	got := goldenYAML(t, deploy(t, workloadsRaw(t, nil)))
-	path := filepath.Join("testdata", workloads+".golden.yaml")
-	if os.Getenv("UPDATE_GOLDEN") == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (create it with UPDATE_GOLDEN=1)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); if the change is intended, UPDATE_GOLDEN=1 and review the diff:\n%s", path, d)
-	}
+	compareGolden(t, filepath.Join("testdata", workloads+".golden.yaml"), got)
 	for _, secret := range []string{testPassword, grafanaTestPassword, "kubeconfig-token-that-must-stay-secret"} {
 		if bytes.Contains(got, []byte(secret)) {
 			t.Errorf("golden output contains secret material %q", secret)
