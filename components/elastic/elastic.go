@@ -281,16 +281,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Tolerations:                   tolerations,
 		AutomountServiceAccountToken:  pulumi.Bool(false),
 		TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
-		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
-			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
-				Weight: pulumi.Int(100),
-				PodAffinityTerm: &corev1.PodAffinityTermArgs{
-					TopologyKey:   pulumi.String("kubernetes.io/hostname"),
-					LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
-				},
-			}},
-		}},
-		InitContainers: a.Code.InitContainers(),
+		Affinity:                      a.Labels.SpreadAcrossNodes(Component),
+		InitContainers:                a.Code.InitContainers(),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
 			Name:    pulumi.String("worker"),
 			Image:   pulumi.String(a.Image),

@@ -249,17 +249,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),
-					Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
-						// Members on different nodes, where the pool allows it: one node's loss
-						// then costs one member, not the quorum.
-						PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
-							Weight: pulumi.Int(100),
-							PodAffinityTerm: &corev1.PodAffinityTermArgs{
-								TopologyKey:   pulumi.String("kubernetes.io/hostname"),
-								LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
-							},
-						}},
-					}},
+					// Members on different nodes, where the pool allows it: one node's loss then
+					// costs one member, not the quorum.
+					Affinity: a.Labels.SpreadAcrossNodes(Component),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:    pulumi.String("etcd"),
 						Image:   pulumi.String(a.Image),

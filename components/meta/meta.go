@@ -243,6 +243,20 @@ func LockedDownAs(uid int) *corev1.SecurityContextArgs {
 	return sc
 }
 
+// SpreadAcrossNodes prefers to place a component's pods on different nodes, where the pool allows
+// it: one node's loss then costs one pod (a tower, a worker, an etcd member), not several.
+func (l Labels) SpreadAcrossNodes(component string) *corev1.AffinityArgs {
+	return &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
+		PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
+			Weight: pulumi.Int(100),
+			PodAffinityTerm: &corev1.PodAffinityTermArgs{
+				TopologyKey:   pulumi.String("kubernetes.io/hostname"),
+				LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(l.Selector(component))},
+			},
+		}},
+	}}
+}
+
 // GPUToleration tolerates the GPU taint.
 func GPUToleration() corev1.TolerationArgs {
 	return corev1.TolerationArgs{

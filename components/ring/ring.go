@@ -255,17 +255,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		InitContainers:               a.Code.InitContainers(),
-		Affinity: &corev1.AffinityArgs{PodAntiAffinity: &corev1.PodAntiAffinityArgs{
-			PreferredDuringSchedulingIgnoredDuringExecution: corev1.WeightedPodAffinityTermArray{corev1.WeightedPodAffinityTermArgs{
-				Weight: pulumi.Int(100),
-				PodAffinityTerm: &corev1.PodAffinityTermArgs{
-					TopologyKey:   pulumi.String("kubernetes.io/hostname"),
-					LabelSelector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
-				},
-			}},
-		}},
-		Containers: containers,
-		Volumes:    volumes,
+		Affinity:                     a.Labels.SpreadAcrossNodes(towerComponent),
+		Containers:                   containers,
+		Volumes:                      volumes,
 	}
 	if a.HostNetwork {
 		spec.HostNetwork = pulumi.Bool(true)
