@@ -14,6 +14,8 @@ import (
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cloud/kubeaccess"
 )
 
 // Managed policies of the roles, as AWS documents them for EKS.
@@ -240,7 +242,7 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 	}
 	var taints eks.NodeGroupTaintArray
 	for _, t := range p.Taints {
-		taints = append(taints, eks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(TaintEffect(t.Effect))})
+		taints = append(taints, eks.NodeGroupTaintArgs{Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(kubeaccess.TaintEffect(t.Effect))})
 	}
 	if len(taints) > 0 {
 		ng.Taints = taints
@@ -288,41 +290,10 @@ func TrustPolicy(service string, actions ...string) string {
 
 func policyName(arn string) string { return strings.ToLower(arn[strings.LastIndex(arn, "/")+1:]) }
 
-// TaintEffect maps a Kubernetes taint effect to EKS's spelling.
-func TaintEffect(effect string) string {
-	switch effect {
-	case "PreferNoSchedule":
-		return "PREFER_NO_SCHEDULE"
-	case "NoExecute":
-		return "NO_EXECUTE"
-	}
-	return "NO_SCHEDULE"
-}
-
 // Kubeconfig is a kubeconfig for the cluster: its endpoint and CA, credentials from
 // `aws eks get-token` (so no token is ever stored in it).
 func Kubeconfig(cluster, region, endpoint, caData string) string {
-	return strings.TrimLeft(fmt.Sprintf(`
-apiVersion: v1
-kind: Config
-clusters:
-- name: %[1]s
-  cluster:
-    server: %[3]s
-    certificate-authority-data: %[4]s
-contexts:
-- name: %[1]s
-  context:
-    cluster: %[1]s
-    user: %[1]s
-current-context: %[1]s
-users:
-- name: %[1]s
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: aws
-      args: [eks, get-token, --cluster-name, %[1]s, --region, %[2]s, --output, json]
-      interactiveMode: IfAvailable
-`, cluster, region, endpoint, caData), "\n")
+	return kubeaccess.ExecKubeconfig(cluster, endpoint, caData,
+		"command: aws",
+		fmt.Sprintf("args: [eks, get-token, --cluster-name, %s, --region, %s, --output, json]", cluster, region))
 }

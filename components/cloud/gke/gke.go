@@ -15,6 +15,8 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cloud/kubeaccess"
 )
 
 const (
@@ -338,7 +340,7 @@ func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput)
 	var taints container.NodePoolNodeConfigTaintArray
 	for _, t := range p.Taints {
 		taints = append(taints, container.NodePoolNodeConfigTaintArgs{
-			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(TaintEffect(t.Effect)),
+			Key: pulumi.String(t.Key), Value: pulumi.String(t.Value), Effect: pulumi.String(kubeaccess.TaintEffect(t.Effect)),
 		})
 	}
 	if len(taints) > 0 {
@@ -372,46 +374,6 @@ func ignoredPoolChanges(p Pool) []string {
 	return nil
 }
 
-// TaintEffect maps a Kubernetes taint effect to GKE's spelling.
-func TaintEffect(effect string) string {
-	switch effect {
-	case "PreferNoSchedule":
-		return "PREFER_NO_SCHEDULE"
-	case "NoExecute":
-		return "NO_EXECUTE"
-	}
-	return "NO_SCHEDULE"
-}
-
-// Kubeconfig is a kubeconfig for the cluster: its endpoint and CA, credentials from
-// gke-gcloud-auth-plugin (so no token is ever stored in it).
-func Kubeconfig(cluster, endpoint, caData string) string {
-	return strings.TrimLeft(fmt.Sprintf(`
-apiVersion: v1
-kind: Config
-clusters:
-- name: %[1]s
-  cluster:
-    server: https://%[2]s
-    certificate-authority-data: %[3]s
-contexts:
-- name: %[1]s
-  context:
-    cluster: %[1]s
-    user: %[1]s
-current-context: %[1]s
-users:
-- name: %[1]s
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: %[4]s
-      installHint: Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin)
-      provideClusterInfo: true
-      interactiveMode: IfAvailable
-`, cluster, endpoint, caData, AuthPlugin), "\n")
-}
-
 func optional(s string) pulumi.StringPtrInput {
 	if s == "" {
 		return nil
@@ -424,4 +386,13 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// Kubeconfig is a kubeconfig for the cluster: its endpoint and CA, credentials from
+// gke-gcloud-auth-plugin (so no token is ever stored in it).
+func Kubeconfig(cluster, endpoint, caData string) string {
+	return kubeaccess.ExecKubeconfig(cluster, "https://"+endpoint, caData,
+		"command: "+AuthPlugin,
+		"installHint: Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin)",
+		"provideClusterInfo: true")
 }

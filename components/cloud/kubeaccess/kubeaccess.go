@@ -1,0 +1,52 @@
+// Package kubeaccess holds what the managed-Kubernetes clouds share about reaching and shaping
+// their clusters' nodes: the kubeconfig whose credentials come from the cloud's CLI (no token is
+// ever stored in it), and the taint effects in the clouds' APIs' spelling. It imports no cloud
+// SDK, so it costs their packages nothing to share it.
+package kubeaccess
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ExecKubeconfig is a kubeconfig for one cluster, context and user all named name, at server with
+// the CA caData, whose user runs an exec credential plugin: exec holds the plugin's fields after
+// its apiVersion (command, args or hints), one YAML line each, without indentation.
+func ExecKubeconfig(name, server, caData string, exec ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: %[2]s
+    certificate-authority-data: %[3]s
+contexts:
+- name: %[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s
+current-context: %[1]s
+users:
+- name: %[1]s
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+`, name, server, caData)
+	for _, l := range exec {
+		b.WriteString("      " + l + "\n")
+	}
+	b.WriteString("      interactiveMode: IfAvailable\n")
+	return b.String()
+}
+
+// TaintEffect is a Kubernetes taint effect as GKE and EKS spell it in their node pool APIs.
+func TaintEffect(effect string) string {
+	switch effect {
+	case "PreferNoSchedule":
+		return "PREFER_NO_SCHEDULE"
+	case "NoExecute":
+		return "NO_EXECUTE"
+	}
+	return "NO_SCHEDULE"
+}

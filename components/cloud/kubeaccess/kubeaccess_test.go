@@ -1,0 +1,43 @@
+package kubeaccess
+
+import "testing"
+
+// TestExecKubeconfig pins the kubeconfig users get from `pulumi stack output kubeconfig` on EKS
+// (as eks.Kubeconfig builds it): the exec plugin's fields in order, interactiveMode last.
+func TestExecKubeconfig(t *testing.T) {
+	got := ExecKubeconfig("c1", "https://abc.eks.amazonaws.com", "Q0E=",
+		"command: aws", "args: [eks, get-token, --cluster-name, c1, --region, eu-west-1, --output, json]")
+	want := `apiVersion: v1
+kind: Config
+clusters:
+- name: c1
+  cluster:
+    server: https://abc.eks.amazonaws.com
+    certificate-authority-data: Q0E=
+contexts:
+- name: c1
+  context:
+    cluster: c1
+    user: c1
+current-context: c1
+users:
+- name: c1
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: aws
+      args: [eks, get-token, --cluster-name, c1, --region, eu-west-1, --output, json]
+      interactiveMode: IfAvailable
+`
+	if got != want {
+		t.Errorf("kubeconfig:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestTaintEffect(t *testing.T) {
+	for in, want := range map[string]string{"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"} {
+		if got := TaintEffect(in); got != want {
+			t.Errorf("TaintEffect(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
