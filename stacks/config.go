@@ -3,8 +3,11 @@
 // together and exports the stack outputs. It is the one place that decides what an environment is.
 package stacks
 
-// Version is the program's version, stamped on every object as app.kubernetes.io/version.
-const Version = "0.1.0"
+// Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
+// home is here, and CHANGELOG.md's latest release names it (a test checks they agree). A release
+// build may stamp another at build time, through the language host's go toolchain:
+// GOFLAGS=-ldflags=-X=kolotoc/stacks.Version=<version> pulumi up.
+var Version = "0.1.0"
 
 // ConfigNamespace is the Pulumi config namespace of every key (`kolotoc:towers`, …).
 const ConfigNamespace = "kolotoc"
