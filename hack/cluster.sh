@@ -202,8 +202,7 @@ start_simpool() {
 stop_simpool() {
   if simpool_alive; then
     kill "$(cat "$simpool_pid")" 2>/dev/null || true
-    local i
-    for i in $(seq 50); do simpool_alive || break; sleep 0.1; done
+    for _ in $(seq 50); do simpool_alive || break; sleep 0.1; done
   fi
   rm -f "$simpool_pid"
 }

@@ -142,7 +142,10 @@ rootfs_debian() {
 
 # rootfs_go NAME TMP: a rootfs holding only the recipe's static binary: /NAME, or what go-build says.
 rootfs_go() {
-  local name=$1 tmp=$2 out pkg=. bin=/$name
+  local name=$1 tmp=$2 out pkg=.
+  # Its own `local`: in the one above, $name would still be the caller's (it is the same name
+  # today, by luck of the caller's variable of the same name).
+  local bin=/$name
   if [ -f "$recipes/$name/go-build" ]; then
     read -r pkg bin <"$recipes/$name/go-build"
     [[ -n $pkg && $bin == /* ]] || die "$name: go-build must hold \"PACKAGE /PATH\""
