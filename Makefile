@@ -142,5 +142,5 @@ lint:
 	go vet ./...
 	go vet -tags e2e ./tests/...
 	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m vet -tags e2e ./...; done
-	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh .ci/run; \
+	@if command -v shellcheck >/dev/null; then shellcheck -x hack/*.sh bench/*.sh .ci/run; \
 	else echo "shellcheck not installed: shell scripts not checked"; fi

@@ -38,7 +38,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin_dir=$root/.kolotoc/bin
 template=$root/hack/kwokctl.yaml
-# shellcheck source=local.env
+# shellcheck source=hack/local.env
 . "$root/hack/local.env"
 name=${KOLOTOC_CLUSTER:-kolotoc}
 real_node=${KOLOTOC_REAL_NODE:-1}

@@ -40,7 +40,7 @@ containerd_root=$cache_dir/containerd-root
 NODE_NAME=kolotoc-node
 REAL_NODE_LABEL=kolotoc.dev/real-node
 # Addresses, all inside the cluster's network namespace (NODE_IP, POD_SUBNET, SERVICE_CIDR).
-# shellcheck source=local.env
+# shellcheck source=hack/local.env
 . "$root/hack/local.env"
 BRIDGE=kolotoc0
 # Ports inside the namespace.
@@ -72,7 +72,7 @@ in_ns() { nsenter --net="$netns_path" -- "$@"; }
 tool() {
   local path
   path=$(readlink -f "$bin_dir/$1" 2>/dev/null || true)
-  [ -n "$path" ] && [ -x "$path" ] || die "$1 is missing from $bin_dir: run 'make tools' (hack/tools.sh) first"
+  if [ -z "$path" ] || [ ! -x "$path" ]; then die "$1 is missing from $bin_dir: run 'make tools' (hack/tools.sh) first"; fi
   printf '%s\n' "$path"
 }
 
@@ -388,6 +388,8 @@ cmd_up() {
 kill_cgroup() {
   local pids
   for _ in 1 2 3 4 5; do
+    # find's paths are cgroup directories of ours, without spaces: split on purpose.
+    # shellcheck disable=SC2046,SC2002 # cat of several files
     pids=$(cat $(find /sys/fs/cgroup/pids/"$1" -name cgroup.procs 2>/dev/null) 2>/dev/null | sort -u || true)
     [ -n "$pids" ] || return 0
     # shellcheck disable=SC2086
@@ -412,6 +414,8 @@ cmd_down() {
   rm -f "$node_dir"/*.pid
   # Mounts left by containers, volumes and pinned pod namespaces: deepest first.
   local m
+  # Mount points of ours have no spaces (our own directories): one word each.
+  # shellcheck disable=SC2013
   for m in $(awk '{print $5}' /proc/self/mountinfo | grep -E "^($node_dir|$run_dir|$containerd_root)(/|$)" | sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
