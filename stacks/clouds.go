@@ -107,9 +107,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == ScratchEmptyDir, Labels: labels,
-		}
-		for _, t := range taints {
-			pools[i].Taints = append(pools[i].Taints, gke.Taint(t))
+			Taints: taints,
 		}
 	}
 	cl, err := gke.NewCluster(ctx, cloudClusterName, &gke.ClusterArgs{
@@ -184,10 +182,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	for i, p := range c.NodePools {
 		pools[i] = eks.Pool{
 			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
-			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: cloudNodeLabels(p),
-		}
-		for _, t := range cluster.NodeTaints(SimulatedPool(p)) {
-			pools[i].Taints = append(pools[i].Taints, eks.Taint(t))
+			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: cloudNodeLabels(p), Taints: cluster.NodeTaints(SimulatedPool(p)),
 		}
 	}
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
@@ -244,10 +239,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 	for i, p := range c.NodePools {
 		pools[i] = aks.Pool{
 			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
-			Zones: p.Zones, Spot: p.Spot, Labels: cloudNodeLabels(p),
-		}
-		for _, t := range cluster.NodeTaints(SimulatedPool(p)) {
-			pools[i].Taints = append(pools[i].Taints, aks.Taint(t))
+			Zones: p.Zones, Spot: p.Spot, Labels: cloudNodeLabels(p), Taints: cluster.NodeTaints(SimulatedPool(p)),
 		}
 	}
 	cl, err := aks.NewCluster(ctx, cloudClusterName, &aks.ClusterArgs{

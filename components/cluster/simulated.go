@@ -15,6 +15,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/cloud/kubeaccess"
 	"kolotoc/components/cluster/simapi"
 	"kolotoc/components/meta"
 )
@@ -46,8 +47,8 @@ type Pool struct {
 	Taints      []Taint           // extra taints; GPU pools get the GPU taint as well
 }
 
-// Taint is a node taint.
-type Taint struct{ Key, Value, Effect string }
+// Taint is a node taint (one type on every cloud).
+type Taint = kubeaccess.Taint
 
 // SimulatedArgs are the inputs of a simulated cluster.
 type SimulatedArgs struct {

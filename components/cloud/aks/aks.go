@@ -16,6 +16,8 @@ import (
 	"github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/resources/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/cloud/kubeaccess"
 )
 
 const (
@@ -53,11 +55,8 @@ const (
 // capacity is scarce; the default would fail a healthy `pulumi up`.
 var AgentPoolTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
 
-// Taint is a node taint with its Kubernetes effect.
-type Taint struct{ Key, Value, Effect string }
-
-// String is the taint as AKS writes it: key=value:Effect.
-func (t Taint) String() string { return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect) }
+// Taint is a node taint (one type on every cloud).
+type Taint = kubeaccess.Taint
 
 // Pool is one AKS agent pool.
 type Pool struct {
@@ -279,7 +278,7 @@ func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.Strin
 		VnetSubnetID:      optional(a.SubnetID),
 	}
 	var taints pulumi.StringArray
-	for _, t := range p.Taints {
+	for _, t := range p.Taints { // AKS takes kubectl's notation
 		taints = append(taints, pulumi.String(t.String()))
 	}
 	if p.Spot {

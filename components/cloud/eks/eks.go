@@ -50,8 +50,8 @@ const (
 // ACTIVE when capacity is scarce; the provider's default would fail a healthy `pulumi up`.
 var NodeGroupTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
 
-// Taint is a node taint with its Kubernetes effect (NoSchedule, PreferNoSchedule, NoExecute).
-type Taint struct{ Key, Value, Effect string }
+// Taint is a node taint (one type on every cloud).
+type Taint = kubeaccess.Taint
 
 // Pool is one managed node group.
 type Pool struct {

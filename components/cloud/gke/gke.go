@@ -61,8 +61,8 @@ var NodeScopes = []string{
 // find the capacity; the provider's 30-minute default would fail a healthy `pulumi up`.
 var NodePoolTimeouts = &pulumi.CustomTimeouts{Create: "90m", Update: "90m", Delete: "45m"}
 
-// Taint is a node taint with its Kubernetes effect (NoSchedule, PreferNoSchedule, NoExecute).
-type Taint struct{ Key, Value, Effect string }
+// Taint is a node taint (one type on every cloud).
+type Taint = kubeaccess.Taint
 
 // Pool is one GKE node pool. Node counts are totals across the pool's zones.
 type Pool struct {

@@ -1,7 +1,7 @@
-// Package kubeaccess holds what the managed-Kubernetes clouds share about reaching and shaping
-// their clusters' nodes: the kubeconfig whose credentials come from the cloud's CLI (no token is
-// ever stored in it), and the taint effects in the clouds' APIs' spelling. It imports no cloud
-// SDK, so it costs their packages nothing to share it.
+// Package kubeaccess holds what the clouds (the simulated one included) share about reaching and
+// shaping their clusters' nodes: the kubeconfig whose credentials come from the cloud's CLI (no
+// token is ever stored in it), the node taint, and the taint effects in the clouds' APIs'
+// spelling. It imports no cloud SDK, so it costs their packages nothing to share it.
 package kubeaccess
 
 import (
@@ -39,6 +39,12 @@ users:
 	b.WriteString("      interactiveMode: IfAvailable\n")
 	return b.String()
 }
+
+// Taint is a node taint with its Kubernetes effect (NoSchedule, PreferNoSchedule, NoExecute).
+type Taint struct{ Key, Value, Effect string }
+
+// String is the taint in kubectl's notation, key=value:Effect (as AKS's node taints take it).
+func (t Taint) String() string { return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect) }
 
 // TaintEffect is a Kubernetes taint effect as GKE and EKS spell it in their node pool APIs.
 func TaintEffect(effect string) string {

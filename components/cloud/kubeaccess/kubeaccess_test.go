@@ -41,3 +41,9 @@ func TestTaintEffect(t *testing.T) {
 		}
 	}
 }
+
+func TestTaintString(t *testing.T) {
+	if got := (Taint{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}).String(); got != "nvidia.com/gpu=present:NoSchedule" {
+		t.Errorf("taint %q, want kubectl's notation", got)
+	}
+}
