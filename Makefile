@@ -24,7 +24,7 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
 STACK_ENV = eval "$$(hack/stack.sh env)"
 
-.PHONY: help tools cluster cluster-down up down preview fit outputs bench-scale bench-loop unit e2e test fmt lint workflows
+.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
@@ -54,12 +54,20 @@ cluster-down:
 	@echo "==> cluster-down"
 	hack/cluster.sh down
 
-up: tools cluster
+# What a stack's commands run: the CLI, its Go language host and the Kubernetes provider (the
+# stand-in where the real one is absent). The test-only tools (flowcheck, actionlint) are make
+# test's, and the cluster's are make cluster's: not checked again on every up and preview.
+STACK_TOOLS = pulumi langhost standin
+
+stack-tools:
+	hack/tools.sh $(STACK_TOOLS)
+
+up: stack-tools cluster
 	@echo "==> up: pulumi up of stack $(STACK)"
 	hack/stack.sh up
 
 # The provider previews by server-side dry-run, so a simulated stack needs the cluster running.
-preview: tools cluster
+preview: stack-tools cluster
 	@echo "==> preview: pulumi preview --diff of stack $(STACK)"
 	hack/stack.sh preview
 
@@ -88,7 +96,7 @@ bench-scale:
 # The program's own loop on a deployed stack with nothing to change: hack/stack.sh preview and up,
 # and make preview, RUNS times each, with their medians (bench/loop.sh).
 RUNS ?= 5
-bench-loop: tools cluster
+bench-loop: stack-tools cluster
 	@echo "==> bench-loop: preview and up of stack $(STACK) with nothing to change, $(RUNS) runs"
 	STACK=$(STACK) RUNS=$(RUNS) bench/loop.sh
 
