@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/components/meta"
 	"kolotoc/stacks"
 )
 
@@ -64,7 +65,7 @@ func TestFitSkipsEveryAwait(t *testing.T) {
 					if r.Type == tPool {
 						// The nodes are awaited on every stack: the scheduler must judge the pods
 						// against all of them, not against the few made before the pods.
-						if ann, _ := get(inputs(r), "metadata", "annotations").(map[string]any); ann["pulumi.com/waitFor"] != "condition=Ready" || ann[stacks.SkipAwaitAnnotation] != nil {
+						if ann, _ := get(inputs(r), "metadata", "annotations").(map[string]any); ann[meta.WaitForAnnotation] != "condition=Ready" || ann[stacks.SkipAwaitAnnotation] != nil {
 							t.Errorf("fit=%v: pool %s annotations %v: it must be awaited by its Ready condition", fit, r.Name, ann)
 						}
 					}

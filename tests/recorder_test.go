@@ -20,6 +20,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/components/cluster/simapi"
 	"kolotoc/stacks"
 )
 
@@ -154,7 +155,7 @@ func (r *recorder) simulatedNodes() []registered {
 		poolName, _ := get(in, "metadata", "name").(string)
 		n, _ := get(in, "spec", "nodes").(float64)
 		for i := 0; i < int(n); i++ {
-			name := fmt.Sprintf("%s-%d", poolName, i)
+			name := simapi.NodeName(poolName, i)
 			labels := map[string]any{"kubernetes.io/hostname": name}
 			if l, ok := get(in, "spec", "template", "metadata", "labels").(map[string]any); ok {
 				for k, v := range l {

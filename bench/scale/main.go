@@ -50,6 +50,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/components/meta"
 	"kolotoc/hack/throwaway"
 )
 
@@ -340,10 +341,10 @@ func ParseState(export []byte) (*State, error) {
 		name, _ := md["name"].(string)
 		namespace, _ := md["namespace"].(string)
 		ann, _ := md["annotations"].(map[string]any)
-		if skip, _ := ann["pulumi.com/skipAwait"].(string); skip == "true" {
+		if skip, _ := ann[meta.SkipAwaitAnnotation].(string); skip == "true" {
 			continue
 		}
-		if wf, _ := ann["pulumi.com/waitFor"].(string); strings.HasPrefix(wf, "condition=") {
+		if wf, _ := ann[meta.WaitForAnnotation].(string); strings.HasPrefix(wf, "condition=") {
 			s.Awaited = append(s.Awaited, Awaited{Kind: kind, Namespace: namespace, Name: name, Condition: wf})
 			continue
 		}

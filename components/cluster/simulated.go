@@ -21,14 +21,8 @@ import (
 )
 
 const (
-	// KwokNodeAnnotation and CapacityAnnotation: see package simapi.
-	KwokNodeAnnotation = simapi.KwokNodeAnnotation
-	CapacityAnnotation = simapi.CapacityAnnotation
 	// podsPerNode is the pod capacity of a simulated node: the kubelet's default maximum.
 	podsPerNode = "110"
-	// waitForAnnotation makes the provider wait for the pool's Ready condition: all its nodes exist
-	// at the pool's current shape and are Ready (the real provider's pulumi.com/waitFor).
-	waitForAnnotation = "pulumi.com/waitFor"
 )
 
 // PoolType is the SimulatedNodePool's Pulumi resource type.
@@ -156,8 +150,8 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 		"metadata": pulumi.Map{
 			"labels": pulumi.ToStringMap(labels),
 			"annotations": pulumi.StringMap{
-				KwokNodeAnnotation: pulumi.String("fake"),
-				CapacityAnnotation: pulumi.String(string(capJSON)),
+				simapi.KwokNodeAnnotation: pulumi.String("fake"),
+				simapi.CapacityAnnotation: pulumi.String(string(capJSON)),
 			},
 		},
 	}
@@ -168,9 +162,10 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 		ApiVersion: pulumi.String(simapi.APIVersion),
 		Kind:       pulumi.String(simapi.Kind),
 		Metadata: &metav1.ObjectMetaArgs{
-			Name:        pulumi.String(PoolName(args.Name, p.Name)),
-			Labels:      pulumi.ToStringMap(args.Labels.For("node-pool")),
-			Annotations: pulumi.StringMap{waitForAnnotation: pulumi.String("condition=" + simapi.ReadyCondition)},
+			Name:   pulumi.String(PoolName(args.Name, p.Name)),
+			Labels: pulumi.ToStringMap(args.Labels.For("node-pool")),
+			// The provider waits until all the pool's nodes exist at its current shape and are Ready.
+			Annotations: pulumi.StringMap{meta.WaitForAnnotation: pulumi.String("condition=" + simapi.ReadyCondition)},
 		},
 		OtherFields: kubernetes.UntypedArgs{
 			"spec": pulumi.Map{"nodes": pulumi.Int(p.Nodes), "template": template},

@@ -129,6 +129,10 @@ const PatchForceAnnotation = "pulumi.com/patchForce"
 // readiness (and, for workloads, its deletion).
 const SkipAwaitAnnotation = "pulumi.com/skipAwait"
 
+// WaitForAnnotation replaces the provider's readiness wait with conditions of the object's own
+// ("condition=Ready"): how the simulated node pools are awaited.
+const WaitForAnnotation = "pulumi.com/waitFor"
+
 // ServiceMeta is the metadata of an in-cluster (ClusterIP) Service in front of the pods of a
 // workload the provider awaits: the Service itself is not awaited (pulumi.com/skipAwait). An
 // awaited Service is ready only 10 s after its endpoints last changed (the provider lets them

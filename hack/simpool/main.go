@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -199,11 +198,11 @@ func established(crd *unstructured.Unstructured) bool {
 }
 
 func (c *controller) reconcileAll(ctx context.Context) error {
-	objs, err := c.pools.List(everything())
+	objs, err := c.pools.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	nodes, err := c.nodes.List(everything())
+	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -307,11 +306,4 @@ func applyBody(n *corev1.Node) ([]byte, error) {
 	delete(u, "status")
 	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
 	return json.Marshal(u)
-}
-
-func everything() labels.Selector { return labels.Everything() }
-
-func init() {
-	// Log to stderr; hack/cluster.sh sends it to the cluster's simpool log.
-	log.SetOutput(os.Stderr)
 }

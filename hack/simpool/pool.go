@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,12 +165,9 @@ func makePlan(p *Pool, byName map[string]*corev1.Node) plan {
 
 // inPool: name is one of the pool's node names at its current size.
 func inPool(p *Pool, name string) bool {
-	prefix := p.Name + "-"
-	if len(name) <= len(prefix) || name[:len(prefix)] != prefix {
-		return false
-	}
-	i, err := strconv.Atoi(name[len(prefix):])
-	return err == nil && i >= 0 && i < p.Spec.Nodes && simapi.NodeName(p.Name, i) == name
+	suffix, ok := strings.CutPrefix(name, p.Name+"-")
+	i, err := strconv.Atoi(suffix)
+	return ok && err == nil && i >= 0 && i < p.Spec.Nodes && simapi.NodeName(p.Name, i) == name
 }
 
 // sameStatus: nothing a reader would see changed (the transition time is set only on a change).

@@ -18,6 +18,7 @@ import (
 const (
 	annotationAutonamed           = "pulumi.com/autonamed"
 	annotationSkipAwait           = "pulumi.com/skipAwait"
+	annotationWaitFor             = "pulumi.com/waitFor" // waitfor.go
 	annotationTimeoutSeconds      = "pulumi.com/timeoutSeconds"
 	annotationPatchForce          = "pulumi.com/patchForce"
 	annotationPatchFieldManager   = "pulumi.com/patchFieldManager"

@@ -9,11 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// annotationWaitFor replaces the built-in readiness wait with the user's conditions, as in the
-// real provider (metadata.ReadyCondition): one expression, or a JSON array of them, all of which
-// must hold.
-const annotationWaitFor = "pulumi.com/waitFor"
-
 // condExpr is one "condition=<Type>[=<Status>]" expression (status True when not given), the
 // syntax of `kubectl wait --for=condition=`.
 type condExpr struct{ typ, status string }
