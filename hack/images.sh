@@ -17,7 +17,9 @@
 #     /etc/resolv.conf and /etc/hostname removed. Packages come from the host's own apt sources
 #     (/etc/apt/sources.list and sources.list.d/*.list|*.sources, or the files named in
 #     $KOLOTOC_APT_SOURCES), which must serve that suite. Optional: files/, a tree copied to / (owned
-#     by root), then setup.sh, run by /bin/sh chrooted in the rootfs;
+#     by root), then setup.sh, run by /bin/sh chrooted in the rootfs; and user, a line "NAME UID":
+#     an account NAME with that uid and the group NAME of the same number, home /home/NAME (made,
+#     owned by it), shell /bin/bash, no password (the workloads' user, kolotoc:runAsUser);
 #   - or go.mod: a Go main package, built static (CGO_ENABLED=0) as /NAME, the image's only file;
 #     with a file go-build holding "PACKAGE PATH", the main package PACKAGE (of a module the
 #     recipe's go.mod requires, pinned by its go.sum) is built as PATH instead.
@@ -124,6 +126,12 @@ rootfs_debian() {
   # Hooks run by sh with the rootfs as $1; they find the recipe in $KOLOTOC_RECIPE.
   if [ -d "$dir/files" ]; then
     args+=(--customize-hook='tar -C "$KOLOTOC_RECIPE/files" --owner=0 --group=0 --numeric-owner -cf - . | tar -C "${1:?}" --no-overwrite-dir -xf -')
+  fi
+  if [ -f "$dir/user" ]; then
+    args+=(--customize-hook='read -r u id <"$KOLOTOC_RECIPE/user" && r=${1:?} &&
+      echo "$u:x:$id:$id:Kolotoc workloads:/home/$u:/bin/bash" >>"$r/etc/passwd" &&
+      echo "$u:x:$id:" >>"$r/etc/group" && echo "$u:*:19000:0:99999:7:::" >>"$r/etc/shadow" &&
+      mkdir -m 755 "$r/home/$u" && chown "$id:$id" "$r/home/$u"')
   fi
   if [ -f "$dir/setup.sh" ]; then
     args+=(--customize-hook='cp "$KOLOTOC_RECIPE/setup.sh" "${1:?}/kolotoc-setup.sh" && chroot "$1" /bin/sh /kolotoc-setup.sh >&2 && rm "$1/kolotoc-setup.sh"')

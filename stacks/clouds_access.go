@@ -117,24 +117,33 @@ func (c *Config) validateMaintenanceWindow(v *validator) {
 	}
 }
 
-// cidr checks a CIDR that opens something to a network: a network address, and never the whole
-// internet.
+// cidr checks a CIDR that opens something to a network (the API server, the Jupyter
+// LoadBalancer, a Filestore export): a network address, and one rule for how broad it may be,
+// minSourcePrefix. A list of CIDRs is checked entry by entry, so that rule is what keeps a list
+// from adding up to the internet (0.0.0.0/1 and 128.0.0.0/1 are each refused).
 func (v *validator) cidr(key, value, what string) {
 	ip, n, err := net.ParseCIDR(value)
-	switch {
-	case err != nil:
+	if err != nil {
 		v.add(key, value, "not a CIDR; allowed: "+what)
+		return
+	}
+	ones, bits := n.Mask.Size()
+	switch min := minSourcePrefix[bits]; {
+	case ones == 0:
+		v.add(key, value, fmt.Sprintf("opens it to the whole internet; allowed: /%d or narrower for IPv%d, %s", min, ipVersion[bits], what))
+	case ones < min:
+		v.add(key, value, fmt.Sprintf("too broad: allowed: /%d or narrower for IPv%d, %s", min, ipVersion[bits], what))
 	case !ip.Equal(n.IP):
 		v.add(key, value, fmt.Sprintf("not a network address (host bits set); allowed: %s", n))
-	case isWholeInternet(n):
-		v.add(key, value, "opens it to the whole internet; allowed: "+what)
 	}
 }
 
-func isWholeInternet(n *net.IPNet) bool {
-	ones, _ := n.Mask.Size()
-	return ones == 0
-}
+// minSourcePrefix is the broadest CIDR that may open anything, by address length: a /8 of IPv4,
+// a /16 of IPv6. 0.0.0.0/0 and its halves are the internet.
+var minSourcePrefix = map[int]int{32: 8, 128: 16}
+
+// ipVersion names an address length's IP version.
+var ipVersion = map[int]int{32: 4, 128: 6}
 
 // fmtDuration writes a duration the way users write it: 6h, 4h30m.
 func fmtDuration(d time.Duration) string {

@@ -73,6 +73,11 @@ type Config struct {
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 
+	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
+	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
+	// claim's root (runas.go); 0 keeps each image's own user; default 0.
+	RunAsUser int
+
 	Code    Code // kolotoc:code — a git repository cloned into every training pod (runs.go)
 	Suspend bool // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
 

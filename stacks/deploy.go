@@ -108,6 +108,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		Namespace: namespace, NamespaceDNS: c.Namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
 		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
 		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
+		Owner: c.storageOwner(),
 	}
 	if s.Type == StorageLocal {
 		storageArgs.HostPath = s.Path
@@ -127,7 +128,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if s.Scratch.Type == ScratchHostPath {
 		scratch.HostPath = s.Scratch.Path
 	}
-	withStorage := pulumi.DependsOn(append([]pulumi.Resource{ns, shared.Claim}, podDeps...))
+	withStorage := pulumi.DependsOn(append(append([]pulumi.Resource{ns}, shared.Ready...), podDeps...))
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint
@@ -161,6 +162,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
 			WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
+			RunAsUser:   c.RunAsUser,
 		}, k8s, withStorage)
 		if err != nil {
 			return err
@@ -172,7 +174,7 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
 			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
 			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
-			Env: envVars(k.Env), Code: CodeArgs(c),
+			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser,
 		}, k8s, withStorage); err != nil {
 			return err
 		}
@@ -227,7 +229,7 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 		JupyterResources:     entrypoint.Resources{CPU: e.JupyterCPU, Memory: e.JupyterMemory},
 		TensorBoardResources: entrypoint.Resources{CPU: e.TensorBoardCPU, Memory: e.TensorBoardMemory},
 		Pool:                 e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
-		JupyterEnv: envVars(e.Env),
+		JupyterEnv: envVars(e.Env), RunAsUser: c.RunAsUser,
 	}
 }
 

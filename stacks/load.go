@@ -39,6 +39,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
 	"code":             decodeObject(func(c *Config) any { return &c.Code }),
 	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),
+	"runAsUser":        decodeObject(func(c *Config) any { return &c.RunAsUser }),
 	"grafanaPassword":  decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
 	"entrypointTLSKey": decodeSecret(func(c *Config) *Secret { return &c.EntrypointTLSKey }),
 	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),

@@ -3,7 +3,6 @@ package stacks
 import (
 	"crypto/tls"
 	"fmt"
-	"net"
 	"path"
 	"strconv"
 	"strings"
@@ -63,6 +62,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateCloud(v)
 	c.validateStorage(v)
 	c.validateTowers(v)
+	c.validateRunAsUser(v)
 	c.validateCarriers(v)
 	c.validateEntrypoint(v)
 	c.validateWorkloads(v)
@@ -360,17 +360,7 @@ func (c *Config) validateEntrypoint(v *validator) {
 		}
 	}
 	for i, r := range e.SourceRanges {
-		key := fmt.Sprintf("entrypoint.sourceRanges[%d]", i)
-		_, n, err := net.ParseCIDR(r)
-		if err != nil {
-			v.add(key, r, "not a CIDR such as 203.0.113.0/24")
-			continue
-		}
-		ones, bits := n.Mask.Size()
-		if min := minSourcePrefix[bits]; ones < min {
-			v.add(key, r, fmt.Sprintf("too broad: allowed: /%d or narrower for IPv%d (the networks your users come from, not the internet)",
-				min, map[int]int{32: 4, 128: 6}[bits]))
-		}
+		v.cidr(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "the networks your users come from, e.g. 203.0.113.0/24")
 	}
 	c.validateTLS(v)
 	v.image("entrypoint.daskImage", e.DaskImage)
@@ -545,10 +535,6 @@ func (v *validator) hostname(key, value, host, service, namespace string) {
 		v.add(key, value, fmt.Sprintf("hostname %q is longer than %d characters", fqdn, validation.DNS1123SubdomainMaxLength))
 	}
 }
-
-// minSourcePrefix is the broadest source range a LoadBalancer accepts, by address length: a /8
-// of IPv4, a /16 of IPv6. 0.0.0.0/0 and its halves are the internet.
-var minSourcePrefix = map[int]int{32: 8, 128: 16}
 
 // validateTLS checks entrypoint.tlsCertificate and kolotoc:entrypointTLSKey: both or neither, a
 // PEM certificate and the PEM private key of its public key. Never prints the key.

@@ -97,6 +97,7 @@ func ElasticArgs(c *Config) *elastic.Args {
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
 		OnSuccess: el.OnSuccess, Suspend: c.Suspend, Env: envVars(el.Env), Code: CodeArgs(c),
+		RunAsUser: c.RunAsUser,
 	}
 	if el.RdzvBackend != RdzvC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(EtcdName, c.Namespace)
@@ -116,6 +117,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
 		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
 		OnSuccess: tf.OnSuccess, Suspend: c.Suspend, Env: envVars(tf.Env), Code: CodeArgs(c),
+		RunAsUser: c.RunAsUser,
 	}
 	for _, r := range c.tfRoles() {
 		a.Tasks = append(a.Tasks, tfcluster.Task{

@@ -199,7 +199,8 @@ func TestJupyterNotebook(t *testing.T) {
 	if jupyter == nil {
 		t.Fatalf("no jupyter container: %v", pod)
 	}
-	want := []string{"jupyter", "notebook", "--no-browser", "--allow-root", "--NotebookApp.ip=0.0.0.0",
+	// dev runs Jupyter as kolotoc:runAsUser, not root: no --allow-root.
+	want := []string{"jupyter", "notebook", "--no-browser", "--NotebookApp.ip=0.0.0.0",
 		"--NotebookApp.port=8888", "--NotebookApp.notebook_dir=/shared"}
 	if got := strs(jupyter["args"]); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("args %v, want %v", got, want)

@@ -62,6 +62,7 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 		}),
 		// The TensorFlow cluster's own TensorBoard, c10d elastic (no etcd client), no entrypoint UI.
 		"workloads-variant": workloadsRaw(t, map[string]string{
+			"runAsUser":  "1000", // the elastic and TF workers as a user, not root
 			"entrypoint": `{"tensorboard":false,"jupyter":false,"daskDashboard":false}`,
 			"elastic":    `{"enabled":true,"minNodes":1,"maxNodes":2,"gpusPerNode":8}`,
 			"monitoring": `{"enabled":true,"dcgmExporter":false}`,
@@ -151,11 +152,14 @@ var allowList = []privilege{
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
 	{"dcgm-exporter", "dcgm-exporter", "privilege escalation", "implied by CAP_SYS_ADMIN (see above)",
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
-	{"tower", "tower", "capability AUDIT_WRITE", "sshd records the launcher's login", func(c *stacks.Config) bool { return c.Towers.Enabled }},
-	{"tower", "tower", "capability CHOWN", "sshd hands the session its tty", func(c *stacks.Config) bool { return c.Towers.Enabled }},
-	{"tower", "tower", "capability SETGID", "sshd's privilege separation and the session's groups", func(c *stacks.Config) bool { return c.Towers.Enabled }},
-	{"tower", "tower", "capability SETUID", "sshd's privilege separation", func(c *stacks.Config) bool { return c.Towers.Enabled }},
-	{"tower", "tower", "capability SYS_CHROOT", "sshd's privilege-separated child chroots to /run/sshd", func(c *stacks.Config) bool { return c.Towers.Enabled }},
+	// Root's sshd only: as kolotoc:runAsUser the towers keep no capability.
+	{"tower", "tower", "capability AUDIT_WRITE", "sshd records the launcher's login", rootTowers},
+	{"tower", "tower", "capability CHOWN", "sshd hands the session its tty", rootTowers},
+	{"tower", "tower", "capability SETGID", "sshd's privilege separation and the session's groups", rootTowers},
+	{"tower", "tower", "capability SETUID", "sshd's privilege separation", rootTowers},
+	{"tower", "tower", "capability SYS_CHROOT", "sshd's privilege-separated child chroots to /run/sshd", rootTowers},
+	{"shared-owner", "chown", "capability CHOWN", "kolotoc:runAsUser: root gives the shared claim's root directory to that user, once",
+		func(c *stacks.Config) bool { return c.RunAsUser != 0 }},
 	{"tower", "", "hostNetwork", "towers.hostNetwork", func(c *stacks.Config) bool { return c.Towers.HostNetwork }},
 	{"prometheus", "", "service account token", "Prometheus discovers its targets through the API server (kubernetes_sd)",
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled }},
@@ -169,10 +173,8 @@ var allowList = []privilege{
 		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == stacks.OnSuccessRelease }},
 }
 
-// runsAsNonRoot are the containers (component/container) that run as a user other than root:
-// those whose image allows it and that write nothing on the shared claim, whose files belong to
-// root. The towers (sshd, and ranks that ssh in as root), the workers that write checkpoints and
-// Jupyter keep their image's user.
+// runsAsNonRoot are the containers (component/container) that run as a user other than root in
+// every layout: those that write nothing on the shared claim.
 var runsAsNonRoot = map[string]bool{
 	"entrypoint/dask-scheduler": true, "entrypoint/tensorboard": true,
 	"prometheus/prometheus": true, "grafana/grafana": true,
@@ -180,6 +182,45 @@ var runsAsNonRoot = map[string]bool{
 	"tower/code": true, "launcher/code": true, "carrier/code": true, "elastic/code": true,
 	"tf-chief/code": true, "tf-worker/code": true, "tf-ps/code": true, "tf-evaluator/code": true,
 }
+
+// trainingContainers are the containers (component/container) that run as kolotoc:runAsUser when
+// it is set (and as their image's user when it is 0): whatever runs users' code or writes the
+// shared claim.
+var trainingContainers = map[string]bool{
+	"tower/tower": true, "tower/sentinel": true, "launcher/launcher": true, "carrier/dask-worker": true,
+	"elastic/worker": true, "tf-chief/chief": true, "tf-worker/worker": true, "tf-ps/ps": true,
+	"tf-evaluator/evaluator": true, "entrypoint/jupyter": true, "entrypoint/jupyterlab": true,
+}
+
+// enabledTraining lists, per workload the config enables, one training container that must be
+// among those registered: the list above must not go stale as containers are renamed.
+func enabledTraining(c *stacks.Config) []string {
+	var out []string
+	add := func(on bool, key string) {
+		if on {
+			out = append(out, key)
+		}
+	}
+	add(c.Towers.Enabled && !c.Suspend, "tower/tower")
+	add(c.Towers.Enabled, "launcher/launcher")
+	add(c.Carriers.Enabled, "carrier/dask-worker")
+	add(c.Elastic.Enabled && !c.Suspend, "elastic/worker")
+	add(c.TFCluster.Enabled && !c.Suspend, "tf-worker/worker")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI == stacks.JupyterNotebook, "entrypoint/jupyter")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI != stacks.JupyterNotebook, "entrypoint/jupyterlab")
+	return out
+}
+
+// wantUser is the uid a container must run as, or 0 when it may keep its image's user.
+func wantUser(c *stacks.Config, component, container string) int {
+	if c.RunAsUser != 0 && trainingContainers[component+"/"+container] {
+		return c.RunAsUser
+	}
+	return 0
+}
+
+// rootTowers: the towers run as root (kolotoc:runAsUser 0), and their sshd needs root's help.
+func rootTowers(c *stacks.Config) bool { return c.Towers.Enabled && c.RunAsUser == 0 }
 
 // scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.
 func scratchHostPath(c *stacks.Config, path string) bool {
@@ -208,6 +249,7 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			rec := deploy(t, raw)
 			n := 0
+			seen := map[string]bool{}
 			for _, p := range podTemplates(t, rec) {
 				check := func(container, what string, bad bool) {
 					if bad && !allowed(cfg, p.component, container, what) {
@@ -244,6 +286,27 @@ func TestLeastPrivilege(t *testing.T) {
 						}
 					}
 					sc, _ := c["securityContext"].(map[string]any)
+					seen[p.component+"/"+cn] = true
+					if uid := wantUser(cfg, p.component, cn); uid != 0 {
+						// The container's own runAsUser wins over the pod's.
+						got, _ := get(p.spec, "securityContext", "runAsUser").(float64)
+						if u, ok := get(sc, "runAsUser").(float64); ok {
+							got = u
+						}
+						group, _ := get(p.spec, "securityContext", "runAsGroup").(float64)
+						if g, ok := get(sc, "runAsGroup").(float64); ok {
+							group = g
+						}
+						nonRoot := get(sc, "runAsNonRoot") == true || (get(sc, "runAsNonRoot") == nil && get(p.spec, "securityContext", "runAsNonRoot") == true)
+						if int(got) != uid || int(group) != uid || !nonRoot {
+							t.Errorf("%s container %q: runs as uid %v gid %v (runAsNonRoot %v), want kolotoc:runAsUser %d for both, never root",
+								p.owner, cn, got, group, nonRoot, uid)
+						}
+					}
+					if cfg.RunAsUser != 0 && p.namespace == cfg.Namespace && get(sc, "runAsUser") == float64(0) &&
+						!(p.component == "shared-owner" && cn == "chown") {
+						t.Errorf("%s container %q: runs as root although kolotoc:runAsUser is %d; only the shared-owner Job may", p.owner, cn, cfg.RunAsUser)
+					}
 					if runsAsNonRoot[p.component+"/"+cn] {
 						user, _ := get(sc, "runAsUser").(float64)
 						if get(sc, "runAsNonRoot") != true && get(p.spec, "securityContext", "runAsNonRoot") != true {
@@ -268,6 +331,11 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			if n < 4 {
 				t.Errorf("only %d containers checked", n)
+			}
+			for _, key := range enabledTraining(cfg) {
+				if !seen[key] {
+					t.Errorf("no container %s registered: the test's list of training containers is stale", key)
+				}
 			}
 		})
 	}

@@ -78,6 +78,7 @@ type CarrierArgs struct {
 	MountPath string
 	Scratch   storage.ScratchArgs
 	Labels    meta.Labels
+	RunAsUser int           // uid (and gid) of every container of the carriers; 0 keeps the image's user
 	Env       []meta.EnvVar // the stack's variables for every worker
 	Code      *meta.Code    // repository cloned into every carrier; nil for none
 }
@@ -125,7 +126,7 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(carrierComponent))},
 				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
+					SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),

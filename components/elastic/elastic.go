@@ -81,6 +81,8 @@ type Args struct {
 	Scratch       storage.ScratchArgs
 	WaitFor       []pulumi.Resource // created before the workers (the etcd component); not a dependency of the component itself
 	Labels        meta.Labels
+	// RunAsUser is the uid (and gid) every container of the workers runs as; 0 keeps the image's user.
+	RunAsUser int
 
 	OnSuccess string        // meta.OnSuccessRelease: a worker whose torchrun succeeds scales the workers to zero
 	Suspend   bool          // no workers: their GPUs freed; they start again when unset
@@ -275,7 +277,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		replicas = 0
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext:               meta.PodSecurity(0),
+		SecurityContext:               meta.WorkloadSecurity(a.RunAsUser),
 		NodeSelector:                  a.Labels.PoolSelector(a.Pool),
 		ImagePullSecrets:              a.Labels.ImagePullSecrets(),
 		Tolerations:                   tolerations,
@@ -339,7 +341,7 @@ func cpuLimit(a *Args) string {
 //
 // etcd: torch's etcd rendezvous backends import python-etcd, which the stock PyTorch images
 // lack: the wrapper installs it from PyPI when it is missing (bake it into your image for
-// clusters without a way out). python3, not python: images without the alias exist (Debian's).
+// clusters without a way out), into the user's site-packages when it does not run as root. python3, not python: images without the alias exist (Debian's).
 const launchScript = `#!/bin/sh
 set -eu
 case "$KOLOTOC_RDZV_BACKEND" in
@@ -351,7 +353,7 @@ case "$KOLOTOC_RDZV_BACKEND" in
   etcd|etcd-v2)
     if ! python3 -c 'import etcd' 2>/dev/null; then
       echo "elastic: the image has no python-etcd, which the $KOLOTOC_RDZV_BACKEND rendezvous needs; installing ` + pythonEtcd + `" >&2
-      python3 -m pip install --no-cache-dir --quiet '` + pythonEtcd + `'
+      python3 -m pip install --no-cache-dir --quiet $([ "$(id -u)" = 0 ] || echo --user) '` + pythonEtcd + `'
     fi ;;
 esac
 echo "elastic: $(hostname): torchrun $*" >&2

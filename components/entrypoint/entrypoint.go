@@ -77,6 +77,10 @@ type Args struct {
 	MountPath       string
 	Labels          meta.Labels
 	JupyterEnv      []meta.EnvVar // the stack's variables for Jupyter
+	// RunAsUser is the uid (and gid) Jupyter runs as, the user of the notebooks that write the
+	// shared claim; 0 keeps the image's user (jovyan in the Jupyter images). The scheduler and
+	// TensorBoard run as NonRootUser whatever it is.
+	RunAsUser int
 }
 
 // Endpoint is one service of the entrypoint as users reach it.
@@ -274,14 +278,20 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 	}
 	if a.JupyterUI == UINotebook {
 		// The classic Notebook server (Notebook 6): its NotebookApp options; as root in the
-		// container it needs --allow-root.
+		// container (runAsUser 0 in an image whose user is root) it needs --allow-root, which
+		// it ignores as another user.
 		name, args = "jupyter", pulumi.StringArray{
 			pulumi.String("jupyter"), pulumi.String("notebook"),
-			pulumi.String("--no-browser"), pulumi.String("--allow-root"),
+			pulumi.String("--no-browser"),
+		}
+		if a.RunAsUser == 0 {
+			args = append(args, pulumi.String("--allow-root"))
+		}
+		args = append(args,
 			pulumi.String("--NotebookApp.ip=0.0.0.0"),
 			pulumi.String(fmt.Sprintf("--NotebookApp.port=%d", JupyterPort)),
-			pulumi.String("--NotebookApp.notebook_dir=" + a.MountPath),
-		}
+			pulumi.String("--NotebookApp.notebook_dir="+a.MountPath),
+		)
 	}
 	var probeScheme pulumi.StringPtrInput // HTTP, the API server's default
 	mounts := shared
@@ -323,8 +333,8 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 }
 
 // NonRootUser is the user the scheduler and TensorBoard run as (nobody): neither writes the
-// shared claim (TensorBoard only reads its logs), so neither needs root. Jupyter keeps its
-// image's user: users' notebooks write the shared claim, whose files belong to root.
+// shared claim (TensorBoard only reads its logs), so neither needs root. Jupyter runs as
+// Args.RunAsUser, the user every workload writes the shared claim as.
 const NonRootUser = 65534
 
 // RenderDeployment builds the scheduler node's pod.
@@ -386,7 +396,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(component))},
 				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
+					SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
 					NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 					AutomountServiceAccountToken: pulumi.Bool(false),

@@ -229,6 +229,18 @@ func PodSecurity(runAsUser int) *corev1.PodSecurityContextArgs {
 	return sc
 }
 
+// WorkloadSecurity is the security context of a training pod (towers, launcher, Dask workers,
+// elastic and TF workers, Jupyter): PodSecurity's, and with runAsUser (kolotoc:runAsUser) not
+// 0, every container runs as that user and as the group of the same number, and the pod's
+// volumes that support it are group-writable by it (fsGroup). 0 keeps the image's own user.
+func WorkloadSecurity(runAsUser int) *corev1.PodSecurityContextArgs {
+	sc := PodSecurity(runAsUser)
+	if runAsUser != 0 {
+		sc.RunAsGroup = pulumi.Int(runAsUser)
+	}
+	return sc
+}
+
 // LockedDown is the security context of every Kolotoc container: every capability dropped and
 // none to gain (no setuid binaries, no file capabilities). add names the capabilities a container
 // cannot do without (the towers' sshd), added back after the drop.

@@ -31,14 +31,20 @@ const (
 	// launcherBackoffLimit: retries of a failed launcher pod; an MPI job that failed twice needs
 	// a human, not a third identical attempt.
 	launcherBackoffLimit = 2
-	// hostfilePath is where the launcher writes the hostfile for mpirun.
-	hostfilePath = "/root/hostfile"
+	// rootHostfilePath, userHostfilePath: where the launcher writes the hostfile for mpirun, as
+	// root and as another user. Root's stays where it was before runAsUser existed: the path is
+	// in the launcher's pod template, and a new template would replace a running launcher (a new
+	// run) at the upgrade.
+	rootHostfilePath = "/root/hostfile"
+	userHostfilePath = "/tmp/hostfile"
 	// TowerHostfilePath is the hostfile as every tower mounts it (the scripts ConfigMap).
 	TowerHostfilePath = "/etc/kolotoc/scripts/hostfile"
 	// launcherCPULimit, launcherMemoryLimit: the launcher's limits (cores, bytes), unless its
 	// request is larger; ssh and mpirun compute nothing, but a wrapper script may.
 	launcherCPULimit    = "2"
 	launcherMemoryLimit = "4Gi"
+	// sshdRunDirSize bounds sshdRunDir's emptyDir: a host key and a pid file take a few KiB.
+	sshdRunDirSize = "1Mi"
 )
 
 // Component labels of the towers and the launcher, for the NetworkPolicies that select them.
@@ -47,14 +53,23 @@ const (
 	LauncherComponent = launcherComponent
 )
 
-// towerCapabilities are all the towers keep of root's capabilities: what sshd needs to accept
-// the launcher's connection. SYS_CHROOT, SETUID and SETGID for its privilege-separated child
+// towerCapabilities are all the towers keep of root's capabilities when they run as root
+// (runAsUser 0): what sshd needs to accept the launcher's connection. SYS_CHROOT, SETUID and SETGID for its privilege-separated child
 // (chroot to /run/sshd, then the sshd user), SETGID again to set the session's groups, CHOWN for
 // the session's tty, AUDIT_WRITE for the login record (Linux-audit builds of sshd refuse a root
 // login they cannot record). All are within Pod Security baseline. DAC_OVERRIDE is not among
 // them: the ranks run as root but cannot write into another user's directories on the shared
-// claim without the directory's permission bits allowing it.
+// claim without the directory's permission bits allowing it. A tower that runs as another user
+// keeps none: its sshd lets in only that user, which takes no privilege.
 var towerCapabilities = []string{"AUDIT_WRITE", "CHOWN", "SETGID", "SETUID", "SYS_CHROOT"}
+
+// towerSecurity is the tower container's security context.
+func towerSecurity(a *Args) *corev1.SecurityContextArgs {
+	if a.RunAsUser != 0 {
+		return meta.LockedDown()
+	}
+	return meta.LockedDown(towerCapabilities...)
+}
 
 // Args are the ring's inputs.
 type Args struct {
@@ -84,6 +99,10 @@ type Args struct {
 	Scratch        storage.ScratchArgs
 	Sidecars       []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
 	Labels         meta.Labels
+	// RunAsUser is the uid (and gid) of every container of the towers and the launcher, sshd
+	// and the ranks included; 0 keeps the image's user (root in the Horovod image). Another user
+	// needs a home directory in the image and an sshPort of 1024 or more.
+	RunAsUser int
 
 	Run       string        // the run's id: a new id starts a new launcher; "" for none
 	OnSuccess string        // meta.OnSuccessKeep, or meta.OnSuccessRelease: the launcher scales the towers to zero when its command succeeds
@@ -196,9 +215,9 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	data := pulumi.StringMap{
 		"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
 		"sshd.sh":     pulumi.String(sshdScript),
-		"sshd_config": pulumi.String(sshdConfig),
+		"sshd_config": pulumi.String(sshdConfig(a.RunAsUser)),
 		"launcher.sh": pulumi.String(launcherScript),
-		"ssh_config":  pulumi.String(sshConfig(a.SSHPort)),
+		"ssh_config":  pulumi.String(sshConfig(a.SSHPort, a.RunAsUser)),
 	}
 	if a.releases() {
 		data["release.py"] = pulumi.String(meta.ReleaseScript)
@@ -217,6 +236,13 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 // pool and prefer one tower per node.
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	volumes, mounts := podVolumes(a)
+	if a.RunAsUser != 0 {
+		// sshd's host key and pid file, where a user other than root may write them.
+		volumes = append(volumes, corev1.VolumeArgs{Name: pulumi.String("sshd"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
+			SizeLimit: pulumi.String(sshdRunDirSize),
+		}})
+		mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String("sshd"), MountPath: pulumi.String(sshdRunDir)})
+	}
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
 		Name:    pulumi.String(towerComponent),
 		Image:   pulumi.String(a.Image),
@@ -238,7 +264,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			PeriodSeconds: pulumi.Int(5),
 		},
 		Resources:       towerResources(a),
-		SecurityContext: meta.LockedDown(towerCapabilities...),
+		SecurityContext: towerSecurity(a),
 		VolumeMounts:    mounts,
 	}}
 	for _, s := range a.Sidecars {
@@ -249,7 +275,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		tolerations = corev1.TolerationArray{meta.GPUToleration()}
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext:              meta.PodSecurity(0),
+		SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
 		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
 		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 		Tolerations:                  tolerations,
@@ -294,6 +320,14 @@ func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
 	return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 0)
 }
 
+// hostfilePath is where the launcher writes the hostfile: a path its user may write.
+func hostfilePath(a *Args) string {
+	if a.RunAsUser != 0 {
+		return userHostfilePath
+	}
+	return rootHostfilePath
+}
+
 // waitSeconds is how long the launcher waits for the towers.
 func waitSeconds(a *Args) int {
 	if a.WaitSeconds > 0 {
@@ -324,7 +358,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	podLabels := a.Labels.PodLabels(launcherComponent)
 	envs := corev1.EnvVarArray{
 		env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
-		env("KOLOTOC_HOSTFILE", hostfilePath),
+		env("KOLOTOC_HOSTFILE", hostfilePath(a)),
 		env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
 		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(waitSeconds(a))),
 		// Open MPI cuts hostfile names at the first dot and then ssh-es to
@@ -338,7 +372,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		envs = append(envs, env("KOLOTOC_RUN", a.Run))
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext:  meta.PodSecurity(0),
+		SecurityContext:  meta.WorkloadSecurity(a.RunAsUser),
 		RestartPolicy:    pulumi.String("Never"),
 		NodeSelector:     a.Labels.PoolSelector(a.LauncherPool),
 		ImagePullSecrets: a.Labels.ImagePullSecrets(),

@@ -20,40 +20,66 @@ func Hostfile(towers, slots int, service, namespace string) string {
 }
 
 // sshdScript starts sshd on a tower with Kolotoc's configuration and the derived key as the only
-// authorized key.
+// authorized key, as whichever user the tower runs as (kolotoc:runAsUser): root, or a user whose
+// image gives it a home directory. The host key is made where sshd_config's HostKey says.
 const sshdScript = `#!/bin/bash
 # Tower entrypoint: accept the launcher's ssh key, then run sshd in the foreground.
 set -euo pipefail
-mkdir -p /root/.ssh /run/sshd
-chmod 700 /root/.ssh
-cp /etc/kolotoc/ssh/authorized_keys /root/.ssh/authorized_keys
-chmod 600 /root/.ssh/authorized_keys
-cp /etc/kolotoc/ssh/id_ed25519 /root/.ssh/id_ed25519
-chmod 600 /root/.ssh/id_ed25519
-cp /etc/kolotoc/scripts/ssh_config /root/.ssh/config
-[ -f /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+if ! mkdir -p "$HOME/.ssh" 2>/dev/null; then
+  echo "tower: cannot create $HOME/.ssh as uid $(id -u): the image needs a writable home directory for that user (kolotoc:runAsUser)" >&2
+  exit 1
+fi
+chmod 700 "$HOME/.ssh"
+cp /etc/kolotoc/ssh/authorized_keys "$HOME/.ssh/authorized_keys"
+chmod 600 "$HOME/.ssh/authorized_keys"
+cp /etc/kolotoc/ssh/id_ed25519 "$HOME/.ssh/id_ed25519"
+chmod 600 "$HOME/.ssh/id_ed25519"
+cp /etc/kolotoc/scripts/ssh_config "$HOME/.ssh/config"
+# Root's sshd chroots its privilege-separated child to /run/sshd; another user's has none.
+[ "$(id -u)" != 0 ] || mkdir -p /run/sshd
+hostkey=$(awk '$1 == "HostKey" { print $2 }' /etc/kolotoc/scripts/sshd_config)
+[ -f "$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -f "$hostkey"
 exec /usr/sbin/sshd -D -e -f /etc/kolotoc/scripts/sshd_config -p "${KOLOTOC_SSH_PORT}"
 `
 
+// sshdRunDir is where a tower whose sshd is not root keeps its host key and pid file (an
+// emptyDir): /etc/ssh and /run belong to root.
+const sshdRunDir = "/run/kolotoc/sshd"
+
 // sshdConfig is the towers' whole sshd configuration: the image's /etc/ssh/sshd_config is not
-// read, so what a tower accepts does not depend on the image. Root logs in by the derived key
-// only (no password, no keyboard-interactive, no host-based login, no empty passwords), and
-// nothing but commands: no forwarding of agents, ports, X11 or tunnels. mpirun and horovodrun
-// need no more than a command per connection. ChallengeResponseAuthentication is the name both
-// old (the horovod image's OpenSSH 8.2) and new OpenSSH read. PAM stays on for the session, as
-// in the images' own configuration, with passwords off it authenticates nothing. MaxStartups lets
-// a launcher (and Open MPI's tree spawn) open many connections at once.
-const sshdConfig = `# Written by Kolotoc (components/ring); the port comes from -p.
-HostKey /etc/ssh/ssh_host_ed25519_key
+// read, so what a tower accepts does not depend on the image. The derived key is the only way in
+// (no password, no keyboard-interactive, no host-based login, no empty passwords), and nothing
+// but commands: no forwarding of agents, ports, X11 or tunnels. mpirun and horovodrun need no
+// more than a command per connection. ChallengeResponseAuthentication is the name both old (the
+// horovod image's OpenSSH 8.2) and new OpenSSH read. MaxStartups lets a launcher (and Open MPI's
+// tree spawn) open many connections at once.
+//
+// As root (runAsUser 0), root logs in by key only, and PAM stays on for the session, as in the
+// images' own configuration (with passwords off it authenticates nothing). As another user, sshd
+// can let in only that user, never root; PAM needs root and is off; the host key lives in
+// sshdRunDir.
+func sshdConfig(runAsUser int) string {
+	who := `HostKey /etc/ssh/ssh_host_ed25519_key
 AuthorizedKeysFile /root/.ssh/authorized_keys
 AllowUsers root
 PermitRootLogin prohibit-password
-PubkeyAuthentication yes
+`
+	pam := "yes"
+	if runAsUser != 0 {
+		who = fmt.Sprintf(`HostKey %[1]s/ssh_host_ed25519_key
+PidFile %[1]s/sshd.pid
+AuthorizedKeysFile .ssh/authorized_keys
+PermitRootLogin no
+`, sshdRunDir)
+		pam = "no"
+	}
+	return `# Written by Kolotoc (components/ring); the port comes from -p.
+` + who + `PubkeyAuthentication yes
 PasswordAuthentication no
 ChallengeResponseAuthentication no
 HostbasedAuthentication no
 PermitEmptyPasswords no
-UsePAM yes
+UsePAM ` + pam + `
 StrictModes yes
 AllowAgentForwarding no
 AllowTcpForwarding no
@@ -66,6 +92,7 @@ PrintMotd no
 MaxStartups 200:30:1000
 LogLevel INFO
 `
+}
 
 // launcherScript waits until every host of the hostfile resolves and accepts the ssh key (the most
 // common MPI failure is a launcher that starts before its workers), writes the hostfile for mpirun
@@ -73,11 +100,14 @@ LogLevel INFO
 // the towers to zero.
 const launcherScript = `#!/bin/bash
 set -euo pipefail
-mkdir -p /root/.ssh
-chmod 700 /root/.ssh
-cp /etc/kolotoc/ssh/id_ed25519 /root/.ssh/id_ed25519
-chmod 600 /root/.ssh/id_ed25519
-cp /etc/kolotoc/scripts/ssh_config /root/.ssh/config
+if ! mkdir -p "$HOME/.ssh" 2>/dev/null; then
+  echo "launcher: cannot create $HOME/.ssh as uid $(id -u): the image needs a writable home directory for that user (kolotoc:runAsUser)" >&2
+  exit 1
+fi
+chmod 700 "$HOME/.ssh"
+cp /etc/kolotoc/ssh/id_ed25519 "$HOME/.ssh/id_ed25519"
+chmod 600 "$HOME/.ssh/id_ed25519"
+cp /etc/kolotoc/scripts/ssh_config "$HOME/.ssh/config"
 deadline=$((SECONDS + KOLOTOC_WAIT_SECONDS))
 while read -r host _; do
   [ -n "$host" ] || continue
@@ -107,14 +137,18 @@ fi
 exit "$status"
 `
 
-// sshConfig lets mpirun reach every tower with the derived key on the configured port.
-func sshConfig(port int) string {
+// sshConfig lets mpirun reach every tower with the derived key on the configured port, as root
+// (runAsUser 0) or as the user the towers run as: ssh's default, the launcher's own user.
+func sshConfig(port, runAsUser int) string {
+	user := "    User root\n"
+	if runAsUser != 0 {
+		user = ""
+	}
 	return fmt.Sprintf(`Host *
     Port %d
-    User root
-    IdentityFile /root/.ssh/id_ed25519
+%s    IdentityFile ~/.ssh/id_ed25519
     StrictHostKeyChecking no
     UserKnownHostsFile /dev/null
     LogLevel ERROR
-`, port)
+`, port, user)
 }

@@ -31,7 +31,7 @@ func runLauncher(t *testing.T, hosts []string, command ...string) (log string, o
 		hostfile.WriteString(h + " slots=1\n")
 	}
 	write("etc/kolotoc/scripts/hostfile", hostfile.String(), 0o644)
-	write("etc/kolotoc/scripts/ssh_config", sshConfig(22), 0o644)
+	write("etc/kolotoc/scripts/ssh_config", sshConfig(22, 0), 0o644)
 	write("etc/kolotoc/ssh/id_ed25519", "key\n", 0o600)
 	calls := filepath.Join(dir, "calls.log")
 	write("bin/ssh", "#!/bin/bash\n[[ \" $* \" == *' -n '* ]] || cat >/dev/null\necho \"ssh $*\" >>"+calls+"\n", 0o755)
@@ -42,7 +42,7 @@ func runLauncher(t *testing.T, hosts []string, command ...string) (log string, o
 	cmd := exec.Command("bash", append([]string{filepath.Join(dir, "launcher.sh")}, command...)...)
 	cmd.Env = []string{
 		"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin",
-		"KOLOTOC_WAIT_SECONDS=5", "KOLOTOC_SSH_PORT=22", "KOLOTOC_HOSTFILE=" + filepath.Join(dir, "hostfile.out"),
+		"HOME=" + filepath.Join(dir, "home"), "KOLOTOC_WAIT_SECONDS=5", "KOLOTOC_SSH_PORT=22", "KOLOTOC_HOSTFILE=" + filepath.Join(dir, "hostfile.out"),
 	}
 	b, err := cmd.CombinedOutput()
 	l, _ := os.ReadFile(calls)
@@ -68,6 +68,54 @@ func TestLauncherWaitsForEveryTower(t *testing.T) {
 		}
 		if !sshed {
 			t.Errorf("the launcher did not ssh to %s; calls:\n%s", h, calls)
+		}
+	}
+}
+
+// TestSSHDConfigFollowsTheUser: as root, root logs in by key alone, with PAM for the session; as
+// another user (kolotoc:runAsUser) sshd cannot let root in, needs no PAM (which needs root), and
+// keeps its host key and pid file in its own directory, since /etc/ssh and /run are root's. The
+// ssh client logs in as root only when the towers run as root.
+func TestSSHDConfigFollowsTheUser(t *testing.T) {
+	lines := func(s string) map[string]string {
+		out := map[string]string{}
+		for _, l := range strings.Split(s, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok && !strings.HasPrefix(k, "#") {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		uid  int
+		want map[string]string
+		none []string
+	}{
+		{0, map[string]string{"PermitRootLogin": "prohibit-password", "AllowUsers": "root", "UsePAM": "yes",
+			"HostKey": "/etc/ssh/ssh_host_ed25519_key", "AuthorizedKeysFile": "/root/.ssh/authorized_keys"}, []string{"PidFile"}},
+		{1000, map[string]string{"PermitRootLogin": "no", "UsePAM": "no", "HostKey": sshdRunDir + "/ssh_host_ed25519_key",
+			"PidFile": sshdRunDir + "/sshd.pid", "AuthorizedKeysFile": ".ssh/authorized_keys"}, []string{"AllowUsers"}},
+	} {
+		got := lines(sshdConfig(tc.uid))
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("runAsUser %d: %s %q, want %q", tc.uid, k, got[k], v)
+			}
+		}
+		for _, k := range tc.none {
+			if _, ok := got[k]; ok {
+				t.Errorf("runAsUser %d: %s set", tc.uid, k)
+			}
+		}
+		for k, v := range map[string]string{"PasswordAuthentication": "no", "ChallengeResponseAuthentication": "no",
+			"AllowTcpForwarding": "no", "PermitTunnel": "no", "StrictModes": "yes"} {
+			if got[k] != v {
+				t.Errorf("runAsUser %d: %s %q, want %q", tc.uid, k, got[k], v)
+			}
+		}
+		client := sshConfig(2222, tc.uid)
+		if hasRoot := strings.Contains(client, "User root"); hasRoot != (tc.uid == 0) {
+			t.Errorf("runAsUser %d: ssh_config says User root: %v\n%s", tc.uid, hasRoot, client)
 		}
 	}
 }

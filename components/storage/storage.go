@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	batchv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/batch/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	storagev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/storage/v1"
@@ -62,6 +63,9 @@ type Args struct {
 	// pod of the stack shares it, which is shared storage only on a one-node cluster. The
 	// kubelet creates it if missing; the volume keeps it when released (Retain).
 	HostPath string
+	// Owner, when set, gives the claim's root directory to the user the workloads run as
+	// (owner.go); nil leaves it to root.
+	Owner *Owner
 	// External: the store is not the stack's (an external NFS server, an existing EFS file system
 	// or Azure Files share). The volume keeps it when released (Retain) whatever Protect says, so
 	// that deleting the claim or the stack can never ask a driver to delete it.
@@ -77,6 +81,9 @@ type Storage struct {
 	// SDK adds a child to its component from the child's registration goroutine, so a dependency
 	// on the component taken just after New returns may miss the claim.
 	Claim pulumi.Resource
+	// Ready is what a pod that mounts the claim waits for: the claim, and the Job that gives its
+	// root to the workloads' user when there is one (Args.Owner). Same caveat as Claim.
+	Ready []pulumi.Resource
 }
 
 // New registers the storage.
@@ -144,6 +151,18 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	s.ClaimName, s.Claim = pvc.Metadata.Name().Elem(), pvc
+	s.Ready = []pulumi.Resource{pvc}
+	if args.Owner != nil {
+		// Awaited until it completes (the provider waits for a Job), so that no workload starts
+		// on a directory it cannot write. A new uid is a new pod template, which a Job cannot
+		// take: the old Job goes first.
+		job, err := batchv1.NewJob(ctx, name+"-owner", RenderOwnerJob(args), pulumi.Parent(s),
+			pulumi.DependsOn([]pulumi.Resource{pvc}), pulumi.DeleteBeforeReplace(true))
+		if err != nil {
+			return nil, err
+		}
+		s.Ready = append(s.Ready, job)
+	}
 	return s, ctx.RegisterResourceOutputs(s, pulumi.Map{"claimName": s.ClaimName})
 }
 

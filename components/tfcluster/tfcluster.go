@@ -89,6 +89,8 @@ type Args struct {
 	Scratch       storage.ScratchArgs
 	TensorBoard   *TensorBoard // nil: the entrypoint's TensorBoard reads the shared log directory
 	Labels        meta.Labels
+	// RunAsUser is the uid (and gid) every container of every task runs as; 0 keeps the image's user.
+	RunAsUser int
 
 	OnSuccess string        // meta.OnSuccessRelease: the chief, once its program succeeds, scales every task type to zero
 	Suspend   bool          // no tasks: their GPUs freed; they start again when unset
@@ -295,7 +297,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		replicas = 0
 	}
 	pod := &corev1.PodSpecArgs{
-		SecurityContext:              meta.PodSecurity(0),
+		SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
 		NodeSelector:                 a.Labels.PoolSelector(t.Pool),
 		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
 		Tolerations:                  tolerations,

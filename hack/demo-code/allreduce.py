@@ -1,16 +1,20 @@
 #!/usr/bin/python3
 """MPI check, run from the cloned repository: every rank allreduces rank+1.
 
-Every rank prints "rank R/N on HOST code=COMMIT greeting=GREETING": the commit of the checkout
-it runs from (kolotoc:code) and the value of $DEMO_GREETING (towers.env). Rank 0 then
-prints "allreduce: sum=S expected=E ranks=N hosts=h1,h2,..."; every rank exits 1 when S is
-wrong.
+Every rank prints "rank R/N on HOST code=COMMIT greeting=GREETING uid=UID": the commit of the
+checkout it runs from (kolotoc:code), the value of $DEMO_GREETING (towers.env) and the user it runs
+as (kolotoc:runAsUser). Rank 0 then prints "allreduce: sum=S expected=E ranks=N hosts=h1,h2,...",
+and writes the sum to the shared claim as a run would its checkpoint (RESULT, replaced whole);
+every rank exits 1 when S is wrong.
 """
 import os
 import socket
 import sys
 
 from mpi4py import MPI
+
+# Where rank 0 leaves its result: on the shared claim (storage.mountPath, default /shared).
+RESULT = "/shared/allreduce-result.txt"
 
 
 def commit():
@@ -35,7 +39,7 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 host = socket.gethostname()
 greeting = os.environ.get("DEMO_GREETING", "(unset)")
-print(f"rank {rank}/{size} on {host} code={commit()} greeting={greeting}", flush=True)
+print(f"rank {rank}/{size} on {host} code={commit()} greeting={greeting} uid={os.getuid()}", flush=True)
 
 total = comm.allreduce(rank + 1, op=MPI.SUM)
 hosts = comm.gather(host, root=0)
@@ -43,4 +47,9 @@ expected = size * (size + 1) // 2
 if rank == 0:
     print(f"allreduce: sum={total} expected={expected} ranks={size} "
           f"hosts={','.join(sorted(set(hosts)))}", flush=True)
+    # A new file renamed over the old one: a result left by another user is replaced, not edited.
+    with open(RESULT + ".tmp", "w") as f:
+        f.write(f"{total}\n")
+    os.replace(RESULT + ".tmp", RESULT)
+    print(f"allreduce: wrote {RESULT}", flush=True)
 sys.exit(0 if total == expected else 1)

@@ -40,6 +40,7 @@ func TestElasticTorchrunForReal(t *testing.T) {
 	start := time.Now()
 	w.waitOK(t, "both workers' all-reduce over 2 ranks", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-1": 0})
 	t.Logf("2 CPU workers: all-reduce over 2 ranks done %s after the update", time.Since(start).Round(time.Second))
+	runsAsDevUser(t, s, ns, "elastic-0", "worker") // torchrun and its ranks, not root
 
 	t.Run("a worker lost mid-run: the group re-forms and runs again", func(t *testing.T) {
 		lost := time.Now()

@@ -124,6 +124,59 @@ func TestDevStackRunsForReal(t *testing.T) {
 		}
 	})
 
+	t.Run("every training container runs as kolotoc:runAsUser, and writes the shared claim", func(t *testing.T) {
+		s := s.sub(t)
+		uid, ok := configValue(t, "dev", "kolotoc:runAsUser").(float64)
+		if !ok || uid == 0 {
+			t.Fatalf("the dev stack sets no kolotoc:runAsUser (%v): it is the stack that shows the workloads as a user", uid)
+		}
+		want := fmt.Sprint(int(uid))
+		// Every rank ran as the user, over ssh to a sshd running as the user.
+		logs := s.shell(t, str("launcherLogs"), "")
+		for i := 0; i < 2; i++ {
+			if !regexp.MustCompile(fmt.Sprintf(`on tower-%d code=\S+ greeting=.* uid=%s\b`, i, want)).MatchString(logs) {
+				t.Errorf("no rank on tower-%d reports uid=%s:\n%s", i, want, tail(logs))
+			}
+		}
+		ids := map[string][]string{
+			"tower-0/tower":                    {"sh", "-c", "id -u; id -g; ps -o uid= -C sshd | sort -u"},
+			"tower-0/sentinel":                 {"id", "-u"},
+			"carrier-0/dask-worker":            {"id", "-u"},
+			"deploy/entrypoint/jupyter":        {"id", "-u"},
+			"deploy/entrypoint/dask-scheduler": {"id", "-u"},
+		}
+		for target, cmd := range ids {
+			pod, container, _ := strings.Cut(strings.TrimPrefix(target, "deploy/"), "/")
+			if strings.HasPrefix(target, "deploy/") {
+				pod = "deploy/" + pod
+			}
+			got := strings.Fields(s.kubectl(t, "", append([]string{"-n", ns, "exec", pod, "-c", container, "--"}, cmd...)...))
+			wantIDs := want
+			if container == "dask-scheduler" {
+				wantIDs = "65534" // nobody, whatever runAsUser says: it writes nothing
+			}
+			if len(got) == 0 {
+				t.Errorf("%s: no id printed", target)
+			}
+			for _, id := range got {
+				if id != wantIDs {
+					t.Errorf("%s runs as %v, want every id %s", target, got, wantIDs)
+					break
+				}
+			}
+		}
+		// The claim's root was given to the user, and the rank's result is the user's.
+		own := strings.Fields(s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--",
+			"stat", "-c", "%u:%g", "/shared", "/shared/allreduce-result.txt"))
+		if len(own) != 2 || own[0] != want+":"+want || own[1] != want+":"+want {
+			t.Errorf("/shared and the rank's result belong to %v, want %s:%s both", own, want, want)
+		}
+		job := s.waitJob(t, ns, "shared-owner", time.Minute)
+		if job.Status.Succeeded != 1 {
+			t.Errorf("the shared-owner Job: %+v", job.Status)
+		}
+	})
+
 	t.Run("interactive mpirun from a tower, as the README shows", func(t *testing.T) {
 		s := s.sub(t)
 		out := s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--", "bash", "-c", interactiveMpirun)
@@ -142,7 +195,8 @@ ssh -n -o BatchMode=yes -o ConnectTimeout=10 tower-1.tower.%s.svc echo key-login
 `, ns, ns)
 		out := s.kubectl(t, script, "-n", ns, "exec", "-i", "tower-0", "-c", "tower", "--", "bash", "-s")
 		for _, want := range []string{
-			"passwordauthentication no", "permitrootlogin without-password", "allowtcpforwarding no", "x11forwarding no",
+			// sshd runs as kolotoc:runAsUser (dev: 1000): it can let in no one but that user.
+			"passwordauthentication no", "permitrootlogin no", "allowtcpforwarding no", "x11forwarding no",
 			"permittunnel no",
 			"seccomp 2", // filter mode: the runtime's default profile, not unconfined (0)
 			// Without a key, the server offers nothing else: no password, no keyboard-interactive.
@@ -329,7 +383,18 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 
 // interactiveMpirun is the README's command for mpirun from a tower's shell (gotoTower): the
 // hostfile's path is in every tower's environment, and without -np mpirun starts a rank per slot.
-const interactiveMpirun = `mpirun --allow-run-as-root --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
+const interactiveMpirun = `mpirun --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
+
+// runsAsDevUser checks that a container runs as the dev stack's kolotoc:runAsUser, user and group.
+func runsAsDevUser(t *testing.T, s *stack, ns, pod, container string) {
+	t.Helper()
+	uid, _ := configValue(t, "dev", "kolotoc:runAsUser").(float64)
+	want := fmt.Sprint(int(uid))
+	got := strings.Fields(s.kubectl(t, "", "-n", ns, "exec", pod, "-c", container, "--", "sh", "-c", "id -u; id -g"))
+	if uid == 0 || len(got) != 2 || got[0] != want || got[1] != want {
+		t.Errorf("%s/%s runs as uid and gid %v, want %s (kolotoc:runAsUser of dev)", pod, container, got, want)
+	}
+}
 
 // servedCommit is the commit the test bed's git daemon serves as demo.git's main.
 func servedCommit(t *testing.T) string {

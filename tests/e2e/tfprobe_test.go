@@ -59,6 +59,7 @@ func TestTFClusterProbeRunsForReal(t *testing.T) {
 		}
 		t.Logf("%s: %s", pod, m[0])
 	}
+	runsAsDevUser(t, s, ns, "tf-worker-0", "worker") // every task as kolotoc:runAsUser, not root
 
 	t.Run("the NetworkPolicies admit the tasks' traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+)
+
+// runStorage registers the storage with args and returns what the mock saw, and Storage.Ready's
+// URNs.
+func runStorage(t *testing.T, args *Args) (*mocks, []string) {
+	t.Helper()
+	m := &mocks{reg: map[string]registration{}}
+	var ready []string
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		s, err := New(ctx, "storage", args)
+		if err != nil {
+			return err
+		}
+		for _, r := range s.Ready {
+			r.URN().ApplyT(func(u pulumi.URN) error { ready = append(ready, string(u)); return nil })
+		}
+		return nil
+	}, pulumi.WithMocks("kolotoc", "dev", m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, ready
+}
+
+func localArgs(owner *Owner) *Args {
+	return &Args{
+		Namespace: pulumi.String("kolotoc-dev"), NamespaceDNS: "kolotoc-dev", VolumeName: "kolotoc-dev-shared",
+		ClaimName: "shared", HostPath: "/var/lib/kolotoc/kolotoc-dev/shared", Size: "10Gi",
+		Labels: meta.Labels{Instance: "dev"}, Owner: owner,
+	}
+}
+
+// TestOwnerJob: with an Owner, one Job gives the claim's root to the uid, after the claim is bound,
+// as root with CAP_CHOWN alone; pods wait for it (Storage.Ready). Without one there is no Job and
+// pods wait for the claim alone.
+func TestOwnerJob(t *testing.T) {
+	const jobKey = "kubernetes:batch/v1:Job::storage-owner"
+	m, ready := runStorage(t, localArgs(&Owner{UID: 1000, Image: "kolotoc.local/mpi:1", Pool: "node"}))
+	job, ok := m.reg[jobKey]
+	if !ok {
+		t.Fatalf("no owner Job among %v", keys(m.reg))
+	}
+	if !slices.Contains(job.deps, "kubernetes:core/v1:PersistentVolumeClaim::storage") {
+		t.Errorf("the owner Job does not wait for the claim: depends on %v", job.deps)
+	}
+	if len(ready) != 2 || !strings.HasSuffix(ready[1], "kubernetes:batch/v1:Job::storage-owner") {
+		t.Errorf("Storage.Ready = %v, want the claim and the owner Job", ready)
+	}
+	pod := job.inputs["spec"].ObjectValue()["template"].ObjectValue()["spec"].ObjectValue()
+	c := pod["containers"].ArrayValue()[0].ObjectValue()
+	args := c["args"].ArrayValue()
+	if len(args) != 2 || args[0].StringValue() != "/shared" || args[1].StringValue() != "1000:1000" {
+		t.Errorf("owner args %v, want [/shared 1000:1000]", args)
+	}
+	sc := c["securityContext"].ObjectValue()
+	if sc["runAsUser"].NumberValue() != 0 || sc["runAsNonRoot"].BoolValue() || sc["allowPrivilegeEscalation"].BoolValue() {
+		t.Errorf("owner container security %v: want root, no escalation", sc)
+	}
+	caps := sc["capabilities"].ObjectValue()
+	if add := caps["add"].ArrayValue(); len(add) != 1 || add[0].StringValue() != "CHOWN" {
+		t.Errorf("owner capabilities add %v, want [CHOWN] alone", add)
+	}
+	if drop := caps["drop"].ArrayValue(); len(drop) != 1 || drop[0].StringValue() != "ALL" {
+		t.Errorf("owner capabilities drop %v, want [ALL]", drop)
+	}
+	claim := pod["volumes"].ArrayValue()[0].ObjectValue()["persistentVolumeClaim"].ObjectValue()["claimName"]
+	if claim != resource.NewStringProperty("shared") {
+		t.Errorf("owner mounts claim %v, want shared", claim)
+	}
+
+	m, ready = runStorage(t, localArgs(nil))
+	if _, ok := m.reg[jobKey]; ok {
+		t.Error("an owner Job without an Owner")
+	}
+	if len(ready) != 1 || !strings.HasSuffix(ready[0], "kubernetes:core/v1:PersistentVolumeClaim::storage") {
+		t.Errorf("Storage.Ready = %v, want the claim alone", ready)
+	}
+}
+
+// TestOwnerScript runs the owner's script on a directory root owns, as the Job does: it gives
+// the directory (not its files) to the uid, and a second run changes nothing and says so.
+func TestOwnerScript(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, as the Job runs: chown to another user")
+	}
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(shared, "checkpoint")
+	if err := os.WriteFile(old, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		out, err := exec.Command("/bin/sh", "-c", OwnerScript, "shared-owner", shared, "1000:1000").CombinedOutput()
+		if err != nil {
+			t.Fatalf("owner script: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	owner := func(p string) (uint32, uint32) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Uid, st.Gid
+	}
+	if out := run(); !strings.Contains(out, "belonged to 0:0, now to 1000:1000") {
+		t.Errorf("first run said %q", out)
+	}
+	if u, g := owner(shared); u != 1000 || g != 1000 {
+		t.Errorf("shared belongs to %d:%d, want 1000:1000", u, g)
+	}
+	if u, g := owner(old); u != 0 || g != 0 {
+		t.Errorf("a file already there changed owner to %d:%d: only the directory is the Job's", u, g)
+	}
+	if out := run(); !strings.Contains(out, "already belongs to 1000:1000") {
+		t.Errorf("second run said %q", out)
+	}
+}

@@ -1,0 +1,65 @@
+package stacks
+
+import (
+	"fmt"
+	"strconv"
+
+	"kolotoc/components/storage"
+)
+
+// The user the training workloads run as (kolotoc:runAsUser): the towers (sshd and the ranks),
+// the launcher, the Dask carriers and sentinels, the elastic and TF workers, and Jupyter. 0, the
+// default, keeps each image's own user, which is root in the default Horovod and Dask images; any
+// other uid runs every one of them as that user and group, with no capability, and gives the
+// shared claim's root directory to it (storage.Owner) so that checkpoints can be written.
+
+const (
+	// maxRunAsUser: the largest uid Kubernetes accepts (int32 in the kubelet's checks).
+	maxRunAsUser = 1<<31 - 1
+	// minNonRootPort: a user other than root cannot bind a port below it (the towers' sshd).
+	minNonRootPort = 1024
+)
+
+// NonRoot reports whether the workloads run as a user other than root.
+func (c *Config) NonRoot() bool { return c.RunAsUser != 0 }
+
+func (c *Config) validateRunAsUser(v *validator) {
+	if c.RunAsUser < 0 || c.RunAsUser > maxRunAsUser {
+		v.add("runAsUser", strconv.Itoa(c.RunAsUser), fmt.Sprintf("allowed: 0 (each image's own user) or a uid from 1 to %d", maxRunAsUser))
+		return
+	}
+	if !c.NonRoot() {
+		return
+	}
+	if c.Towers.Enabled && c.Towers.SSHPort >= 1 && c.Towers.SSHPort < minNonRootPort {
+		v.add("towers.sshPort", strconv.Itoa(c.Towers.SSHPort), fmt.Sprintf(
+			"with runAsUser %d the towers' sshd runs as that user, which cannot bind a port below %d; allowed: %d..65535 (default %d)",
+			c.RunAsUser, minNonRootPort, minNonRootPort, defaultSSHPort))
+	}
+}
+
+// storageOwner is the Job that gives the shared claim's root to the workloads' user, or nil when
+// they run as their images' users. It runs in the first training image of the stack (each has a
+// shell, stat and chown) on the entrypoint's pool, which the stack always has.
+func (c *Config) storageOwner() *storage.Owner {
+	if !c.NonRoot() {
+		return nil
+	}
+	return &storage.Owner{UID: c.RunAsUser, Image: c.ownerImage(), Pool: c.Entrypoint.Pool}
+}
+
+// ownerImage is the image the storage owner Job runs: the towers', else the carriers', the
+// elastic workers', the TF tasks', else Jupyter's (the entrypoint is always deployed).
+func (c *Config) ownerImage() string {
+	switch {
+	case c.Towers.Enabled:
+		return c.Towers.Image
+	case c.Carriers.Enabled:
+		return c.Carriers.Image
+	case c.Elastic.Enabled:
+		return c.Elastic.Image
+	case c.TFCluster.Enabled:
+		return c.TFCluster.Image
+	}
+	return c.Entrypoint.JupyterImage
+}
