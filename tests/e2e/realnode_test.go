@@ -126,11 +126,7 @@ func TestDevStackRunsForReal(t *testing.T) {
 
 	t.Run("every training container runs as kolotoc:runAsUser, and writes the shared claim", func(t *testing.T) {
 		s := s.sub(t)
-		uid, ok := configValue(t, "dev", "kolotoc:runAsUser").(float64)
-		if !ok || uid == 0 {
-			t.Fatalf("the dev stack sets no kolotoc:runAsUser (%v): it is the stack that shows the workloads as a user", uid)
-		}
-		want := fmt.Sprint(int(uid))
+		want := fmt.Sprint(devRunAsUser(t))
 		// Every rank ran as the user, over ssh to a sshd running as the user.
 		logs := s.shell(t, str("launcherLogs"), "")
 		for i := 0; i < 2; i++ {
@@ -385,13 +381,23 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 // hostfile's path is in every tower's environment, and without -np mpirun starts a rank per slot.
 const interactiveMpirun = `mpirun --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
 
+// devRunAsUser is the dev stack's kolotoc:runAsUser; the test fails when it sets none, since dev
+// is the stack that shows the workloads running as a user.
+func devRunAsUser(t *testing.T) int {
+	t.Helper()
+	uid, ok := configValue(t, "dev", "kolotoc:runAsUser").(int)
+	if !ok || uid == 0 {
+		t.Fatalf("the dev stack sets no kolotoc:runAsUser (%v)", configValue(t, "dev", "kolotoc:runAsUser"))
+	}
+	return uid
+}
+
 // runsAsDevUser checks that a container runs as the dev stack's kolotoc:runAsUser, user and group.
 func runsAsDevUser(t *testing.T, s *stack, ns, pod, container string) {
 	t.Helper()
-	uid, _ := configValue(t, "dev", "kolotoc:runAsUser").(float64)
-	want := fmt.Sprint(int(uid))
+	want := fmt.Sprint(devRunAsUser(t))
 	got := strings.Fields(s.kubectl(t, "", "-n", ns, "exec", pod, "-c", container, "--", "sh", "-c", "id -u; id -g"))
-	if uid == 0 || len(got) != 2 || got[0] != want || got[1] != want {
+	if len(got) != 2 || got[0] != want || got[1] != want {
 		t.Errorf("%s/%s runs as uid and gid %v, want %s (kolotoc:runAsUser of dev)", pod, container, got, want)
 	}
 }
