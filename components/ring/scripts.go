@@ -19,22 +19,27 @@ func Hostfile(towers, slots int, service, namespace string) string {
 	return b.String()
 }
 
+// sshHomeSetup, the start of the towers' and the launcher's scripts, puts the derived key and the
+// ssh client's configuration in ~/.ssh of whichever user runs them (kolotoc:runAsUser): root, or
+// a user whose image gives it a home directory.
+const sshHomeSetup = `if ! mkdir -p "$HOME/.ssh" 2>/dev/null; then
+  echo "${0##*/}: cannot create $HOME/.ssh as uid $(id -u): the image needs a writable home directory for that user (kolotoc:runAsUser)" >&2
+  exit 1
+fi
+chmod 700 "$HOME/.ssh"
+cp /etc/kolotoc/ssh/id_ed25519 "$HOME/.ssh/id_ed25519"
+chmod 600 "$HOME/.ssh/id_ed25519"
+cp /etc/kolotoc/scripts/ssh_config "$HOME/.ssh/config"
+`
+
 // sshdScript starts sshd on a tower with Kolotoc's configuration and the derived key as the only
 // authorized key, as whichever user the tower runs as (kolotoc:runAsUser): root, or a user whose
 // image gives it a home directory. The host key is made where sshd_config's HostKey says.
 const sshdScript = `#!/bin/bash
 # Tower entrypoint: accept the launcher's ssh key, then run sshd in the foreground.
 set -euo pipefail
-if ! mkdir -p "$HOME/.ssh" 2>/dev/null; then
-  echo "tower: cannot create $HOME/.ssh as uid $(id -u): the image needs a writable home directory for that user (kolotoc:runAsUser)" >&2
-  exit 1
-fi
-chmod 700 "$HOME/.ssh"
-cp /etc/kolotoc/ssh/authorized_keys "$HOME/.ssh/authorized_keys"
+` + sshHomeSetup + `cp /etc/kolotoc/ssh/authorized_keys "$HOME/.ssh/authorized_keys"
 chmod 600 "$HOME/.ssh/authorized_keys"
-cp /etc/kolotoc/ssh/id_ed25519 "$HOME/.ssh/id_ed25519"
-chmod 600 "$HOME/.ssh/id_ed25519"
-cp /etc/kolotoc/scripts/ssh_config "$HOME/.ssh/config"
 # Root's sshd chroots its privilege-separated child to /run/sshd; another user's has none.
 [ "$(id -u)" != 0 ] || mkdir -p /run/sshd
 hostkey=$(awk '$1 == "HostKey" { print $2 }' /etc/kolotoc/scripts/sshd_config)
@@ -100,15 +105,7 @@ LogLevel INFO
 // the towers to zero.
 const launcherScript = `#!/bin/bash
 set -euo pipefail
-if ! mkdir -p "$HOME/.ssh" 2>/dev/null; then
-  echo "launcher: cannot create $HOME/.ssh as uid $(id -u): the image needs a writable home directory for that user (kolotoc:runAsUser)" >&2
-  exit 1
-fi
-chmod 700 "$HOME/.ssh"
-cp /etc/kolotoc/ssh/id_ed25519 "$HOME/.ssh/id_ed25519"
-chmod 600 "$HOME/.ssh/id_ed25519"
-cp /etc/kolotoc/scripts/ssh_config "$HOME/.ssh/config"
-deadline=$((SECONDS + KOLOTOC_WAIT_SECONDS))
+` + sshHomeSetup + `deadline=$((SECONDS + KOLOTOC_WAIT_SECONDS))
 while read -r host _; do
   [ -n "$host" ] || continue
   # -n: ssh must not read the loop's standard input, the rest of the hostfile.
