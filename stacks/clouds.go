@@ -268,6 +268,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		files, err := aks.NewFiles(ctx, cloudStoreName, &aks.FilesArgs{
 			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol,
 			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c), SubnetID: k.SubnetID,
+			PrivateEndpoint: s.PrivateEndpoint, PrivateDNSZoneID: s.PrivateDNSZoneID,
 		}, onAzure)
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err

@@ -25,7 +25,9 @@ var (
 	allowedAzureFilesProtocols = []string{AzureFilesNFS, AzureFilesSMB}
 
 	// azureSubnetID is an ARM subnet resource ID; its first group is the subscription.
-	azureSubnetID = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f-]{36})/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$`)
+	// privateFilesZoneID is an existing private DNS zone of the file service (storage.privateDnsZoneId).
+	privateFilesZoneID = regexp.MustCompile(`(?i)^/subscriptions/[0-9a-f-]{36}/resourceGroups/[^/]+/providers/Microsoft\.Network/privateDnsZones/privatelink\.file\.core\.windows\.net$`)
+	azureSubnetID      = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f-]{36})/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+/subnets/[^/]+$`)
 
 	// aksReservedRanges: AKS refuses these for the service, pod and virtual network ranges
 	// (link-local, and ranges Azure keeps for itself).
@@ -119,6 +121,14 @@ func (c *Config) validateAzureNetwork(v *validator) {
 		v.add("cluster.podCidr", k.PodCIDR, "overlaps cluster.serviceCidr "+k.ServiceCIDR+"; allowed: a range apart from it")
 	}
 
+	if s.PrivateDNSZoneID != "" && !s.PrivateEndpoint {
+		v.add("storage.privateDnsZoneId", s.PrivateDNSZoneID, "only with storage.privateEndpoint: true")
+	}
+	if s.Type != StorageAzureFiles || s.Share != "" {
+		if s.PrivateEndpoint {
+			v.add("storage.privateEndpoint", "true", "only for a share the stack creates (storage.type azurefiles without storage.share)")
+		}
+	}
 	if s.Type != StorageAzureFiles {
 		if s.Protocol != "" {
 			v.add("storage.protocol", s.Protocol, "only for storage.type azurefiles")
@@ -127,6 +137,13 @@ func (c *Config) validateAzureNetwork(v *validator) {
 	}
 	if s.Share != "" {
 		return // an existing share: its protocol is checked with it (storage_existing.go)
+	}
+	if s.PrivateEndpoint && s.Protocol != AzureFilesNFS {
+		v.add("storage.privateEndpoint", "true", "a private endpoint serves the NFS share (storage.protocol nfs, with cluster.subnetId); allowed with smb: false")
+	}
+	if z := s.PrivateDNSZoneID; z != "" && !privateFilesZoneID.MatchString(z) {
+		v.add("storage.privateDnsZoneId", z, "allowed: the resource ID of a "+aks.FilesPrivateZone+" zone, "+
+			"/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/privateDnsZones/"+aks.FilesPrivateZone)
 	}
 	v.oneOf("storage.protocol", s.Protocol, allowedAzureFilesProtocols)
 	if s.Protocol != AzureFilesNFS {
@@ -159,6 +176,9 @@ func overlapsAny(n *net.IPNet, ranges []string) string {
 func azureFilesVolume(files *aks.Files, resourceGroup pulumi.StringOutput, nfs bool) func(*storage.Args) {
 	return func(a *storage.Args) {
 		a.InCluster = false
+		// With a private endpoint, the volume waits for the share's private DNS records, so that
+		// no node mounts it through a name that still points at the closed public endpoint.
+		a.VolumeDeps = files.Ready
 		if nfs {
 			a.MountOptions = aks.NFSMountOptions
 			a.CSI = &storage.CSI{

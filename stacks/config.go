@@ -208,7 +208,17 @@ type Storage struct {
 	// root squash); default the node ranges of GCP's auto-mode `default` network, 10.128.0.0/9;
 	// required on another cluster.network.
 	ClientRanges []string `json:"clientRanges"`
-	Scratch      Scratch  `json:"scratch"`
+	// PrivateEndpoint (azurefiles, protocol nfs): the account's public endpoint refuses every
+	// network (publicNetworkAccess Disabled) and the share is reached through a private endpoint
+	// in cluster.subnetId, named through the privatelink.file.core.windows.net zone linked to the
+	// subnet's virtual network; default false (turned on for a share already mounted, its mounts
+	// stall until they are made again).
+	PrivateEndpoint bool `json:"privateEndpoint"`
+	// PrivateDNSZoneID (with privateEndpoint): an existing privatelink.file.core.windows.net zone,
+	// already linked to that virtual network, used instead of making one (a network can be linked
+	// to one zone of that name only); default none.
+	PrivateDNSZoneID string  `json:"privateDnsZoneId"`
+	Scratch          Scratch `json:"scratch"`
 
 	// Existing stores (storage_existing.go): Kolotoc mounts them and creates nothing cloud-side.
 	FileSystemID  string   `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one

@@ -252,7 +252,8 @@ func cloudRec(t *testing.T, name string, overrides map[string]string) *recorder 
 // account refuses shared keys and every network but that subnet, the share keeps root as root,
 // and the volume is mounted with no secret; the account's keys are never even read.
 func TestAKSFilesNFS(t *testing.T) {
-	r := cloudRec(t, "azure", nil)
+	// The service-endpoint mode: the example's storage without its private endpoint.
+	r := cloudRec(t, "azure", map[string]string{"storage": `{"type":"azurefiles","tier":"Premium","protocol":"nfs","size":"1Ti","protect":true}`})
 	acct := inputs(r.one(t, tStorageAcct, "shared-store"))
 	for field, want := range map[string]any{
 		"allowSharedKeyAccess": false,
@@ -297,6 +298,66 @@ func TestAKSFilesNFS(t *testing.T) {
 	}
 	if r.called(listKeys) {
 		t.Errorf("%s invoked: the NFS share needs no key, and the program must not read one", listKeys)
+	}
+}
+
+// TestAKSFilesPrivateEndpoint: with storage.privateEndpoint (the azure example) the account's
+// public endpoint refuses every network, and the share answers at a private endpoint in the
+// cluster's subnet, connected to the account's file service, whose name the privatelink zone,
+// linked to the subnet's virtual network, resolves; the shared volume waits for those records.
+// With privateDnsZoneId the user's zone is used, and no zone or link is made.
+func TestAKSFilesPrivateEndpoint(t *testing.T) {
+	const (
+		pe, zone, link, group = "azure-native:network:PrivateEndpoint", "azure-native:network:PrivateZone",
+			"azure-native:network:VirtualNetworkLink", "azure-native:network:PrivateDnsZoneGroup"
+		ownZone = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/dns/providers/Microsoft.Network/privateDnsZones/privatelink.file.core.windows.net"
+	)
+	vnet := strings.TrimSuffix(exampleSubnet, exampleSubnet[strings.LastIndex(exampleSubnet, "/subnets/"):])
+	for _, tc := range []struct {
+		name    string
+		ov      map[string]string
+		ownZone bool
+	}{
+		{"the example", nil, false},
+		{"an existing zone", map[string]string{"storage": `{"type":"azurefiles","tier":"Premium","protocol":"nfs","size":"1Ti","privateEndpoint":true,"privateDnsZoneId":"` + ownZone + `"}`}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cloudRec(t, "azure", tc.ov)
+			acct := inputs(r.one(t, tStorageAcct, "shared-store"))
+			if get(acct, "publicNetworkAccess") != "Disabled" || get(acct, "allowSharedKeyAccess") != false {
+				t.Errorf("storage account publicNetworkAccess %v, allowSharedKeyAccess %v: want Disabled, false",
+					get(acct, "publicNetworkAccess"), get(acct, "allowSharedKeyAccess"))
+			}
+			account := get(acct, "accountName").(string)
+			ep := inputs(r.one(t, pe, "shared-store"))
+			conns, _ := get(ep, "privateLinkServiceConnections").([]any)
+			if get(ep, "subnet", "id") != exampleSubnet || len(conns) != 1 || fmt.Sprint(get(conns[0], "groupIds")) != "[file]" ||
+				get(conns[0], "privateLinkServiceId") != "shared-store-id" || get(ep, "privateEndpointName") != account+"-files" {
+				t.Errorf("private endpoint %v: want one in %s, connected to the account's file service", ep, exampleSubnet)
+			}
+			zg := r.one(t, group, "shared-store")
+			configs, _ := get(inputs(zg), "privateDnsZoneConfigs").([]any)
+			wantZone := ownZone
+			if !tc.ownZone {
+				z := inputs(r.one(t, zone, "shared-store"))
+				if get(z, "privateZoneName") != "privatelink.file.core.windows.net" || get(z, "location") != "global" {
+					t.Errorf("private zone %v", z)
+				}
+				l := inputs(r.one(t, link, "shared-store"))
+				if get(l, "virtualNetwork", "id") != vnet || get(l, "privateZoneName") != "privatelink.file.core.windows.net" || get(l, "registrationEnabled") != false {
+					t.Errorf("zone link %v: want the subnet's virtual network %s", l, vnet)
+				}
+				wantZone = "shared-store-id" // the zone's ID, as the mock names it
+			} else if len(r.ofType(zone))+len(r.ofType(link)) != 0 {
+				t.Errorf("a zone or link made beside the given zone %s", ownZone)
+			}
+			if len(configs) != 1 || get(configs[0], "privateDnsZoneId") != wantZone || get(inputs(zg), "privateEndpointName") != account+"-files" {
+				t.Errorf("zone group %v: want the endpoint's records in %s", inputs(zg), wantZone)
+			}
+			if pv := r.one(t, tPV, "storage"); !slices.ContainsFunc(pv.DependsOnURNs, func(u string) bool { return strings.HasSuffix(u, group+"::shared-store") }) {
+				t.Errorf("the shared volume does not wait for the private DNS records: depends on %v", pv.DependsOnURNs)
+			}
+		})
 	}
 }
 

@@ -66,6 +66,9 @@ type Args struct {
 	// Owner, when set, gives the claim's root directory to the user the workloads run as
 	// (owner.go); nil leaves it to root.
 	Owner *Owner
+	// VolumeDeps are what the volume waits for besides an in-cluster server: a cloud store's
+	// private DNS records (Azure Files behind a private endpoint).
+	VolumeDeps []pulumi.Resource
 	// External: the store is not the stack's (an external NFS server, an existing EFS file system
 	// or Azure Files share). The volume keeps it when released (Retain) whatever Protect says, so
 	// that deleting the claim or the stack can never ask a driver to delete it.
@@ -142,6 +145,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		volumeDeps = append(volumeDeps, sc)
 	}
+	volumeDeps = append(volumeDeps, args.VolumeDeps...)
 	pv, err := corev1.NewPersistentVolume(ctx, name, RenderVolume(args, server), pulumi.Parent(s), protect, pulumi.DependsOn(volumeDeps))
 	if err != nil {
 		return nil, err

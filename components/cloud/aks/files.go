@@ -48,6 +48,12 @@ type FilesArgs struct {
 	// SubnetID, when set, is the only network that reaches the account (a virtual network rule;
 	// the subnet needs the Microsoft.Storage service endpoint); empty = any network.
 	SubnetID string
+	// PrivateEndpoint (NFS, with SubnetID): the account's public endpoint refuses every network
+	// and the share is reached through a private endpoint in the subnet (private.go).
+	PrivateEndpoint bool
+	// PrivateDNSZoneID, with PrivateEndpoint: an existing privatelink.file.core.windows.net zone,
+	// already linked to the subnet's virtual network, in place of one made for the stack.
+	PrivateDNSZoneID string
 }
 
 // Files is the storage account and its share.
@@ -61,6 +67,10 @@ type Files struct {
 	Key pulumi.StringOutput
 	// Lock is the CanNotDelete lock of a protected account; nil without Protect.
 	Lock *authorization.ManagementLockByScope
+	// Ready is what a mount of the share waits for: with a private endpoint, the DNS records that
+	// point the account's name at it (a dependency on the component could miss them: the SDK
+	// adds children from their registration goroutines); otherwise empty.
+	Ready []pulumi.Resource
 }
 
 // NewFiles registers the storage account and the share, and reads the account's key for SMB.
@@ -76,6 +86,9 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	}
 	if args.Protocol == NFS && (args.Tier != "Premium" || args.SubnetID == "") {
 		return nil, fmt.Errorf("files %q: an NFS share needs a Premium account and a subnet", name)
+	}
+	if err := checkPrivateEndpoint(name, args); err != nil {
+		return nil, err
 	}
 	f := &Files{}
 	if err := ctx.RegisterComponentResource("kolotoc:aks:Files", name, f, opts...); err != nil {
@@ -98,6 +111,11 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 			Notes:    pulumi.String("kolotoc:storage.protect: the shared checkpoints; set it to false and `pulumi up` before deleting"),
 		}, pulumi.Parent(f)) // not Pulumi-protected: turning storage.protect off must be able to remove it
 		if err != nil {
+			return nil, err
+		}
+	}
+	if args.PrivateEndpoint {
+		if f.Ready, err = privateEndpoint(ctx, name, args, account.ID().ToStringOutput(), pulumi.Parent(f)); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +148,14 @@ func RenderShare(a *FilesArgs, account pulumi.StringInput) *storage.FileShareArg
 	return share
 }
 
+// publicNetworkAccess is the account's publicNetworkAccess: Disabled behind a private endpoint.
+func publicNetworkAccess(a *FilesArgs) string {
+	if a.PrivateEndpoint {
+		return "Disabled"
+	}
+	return "Enabled"
+}
+
 // RenderAccount builds the storage account: TLS 1.2 at least, no public blob access, no
 // replication to other tenants, and what the protocol and the subnet allow.
 //
@@ -142,9 +168,10 @@ func RenderShare(a *FilesArgs, account pulumi.StringInput) *storage.FileShareArg
 //
 // With a subnet, the storage firewall denies every network but that subnet (a virtual network
 // rule, which needs the Microsoft.Storage service endpoint on it). publicNetworkAccess stays
-// Enabled: service-endpoint traffic arrives at the public endpoint, and Disabled would refuse it
-// too, leaving private endpoints alone (which need the network module). Bypass None: no Azure
-// service is let through on its own account. Pulumi is not affected: it reaches the account
+// Enabled for that: service-endpoint traffic arrives at the public endpoint, and Disabled would
+// refuse it too. With PrivateEndpoint it is Disabled: the public endpoint refuses every network,
+// the subnet's included, and the share answers only at the private endpoint. Bypass None: no
+// Azure service is let through on its own account. Pulumi is not affected: it reaches the account
 // and the share through Azure Resource Manager, which the firewall does not filter.
 func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 	kind, sku := "FileStorage", "Premium_LRS"
@@ -166,7 +193,7 @@ func RenderAccount(a *FilesArgs) *storage.StorageAccountArgs {
 		// Object replication to other tenants is a way out for the checkpoints; nothing uses it.
 		AllowCrossTenantReplication: pulumi.Bool(false),
 		AllowSharedKeyAccess:        pulumi.Bool(!nfs),
-		PublicNetworkAccess:         pulumi.String("Enabled"),
+		PublicNetworkAccess:         pulumi.String(publicNetworkAccess(a)),
 		LargeFileSharesState:        largeShares,
 		Tags:                        pulumi.ToStringMap(a.Tags),
 	}
