@@ -39,10 +39,12 @@ func (c *Config) validateRunAsUser(v *validator) {
 }
 
 // storageOwner is the Job that gives the shared claim's root to the workloads' user, or nil when
-// they run as their images' users. It runs in the first training image of the stack (each has a
-// shell, stat and chown) on the entrypoint's pool, which the stack always has.
+// they run as their images' users, or when an EFS access point (storage.accessPointId) decides
+// whom every file operation runs as: its POSIX user, whatever the pod's (and root's chown through
+// it is refused). It runs in the first training image of the stack (each has a shell, stat and
+// chown) on the entrypoint's pool, which the stack always has.
 func (c *Config) storageOwner() *storage.Owner {
-	if !c.NonRoot() {
+	if !c.NonRoot() || c.Storage.AccessPointID != "" {
 		return nil
 	}
 	return &storage.Owner{UID: c.RunAsUser, Image: c.ownerImage(), Pool: c.Entrypoint.Pool}

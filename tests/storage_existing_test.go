@@ -187,3 +187,31 @@ func TestExistingStoreSimulated(t *testing.T) {
 		t.Errorf("simulated volume %v, want the in-cluster NFS server", get(pv, "spec"))
 	}
 }
+
+// TestOwnerJobSkipsAccessPoints: with kolotoc:runAsUser the shared-owner Job gives the store's
+// root to the user, except through an EFS access point, which runs every file operation as its own
+// POSIX user (root's chown through it is refused, and the pods' user does not matter to it).
+func TestOwnerJobSkipsAccessPoints(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ov    map[string]string
+		owner bool
+	}{
+		{"efs", map[string]string{"runAsUser": "1000", "storage": `{"type":"efs","fileSystemId":"` + existingFS + `"}`}, true},
+		{"efs, access point", map[string]string{"runAsUser": "1000", "storage": `{"type":"efs","fileSystemId":"` + existingFS + `","accessPointId":"` + existingAP + `"}`}, false},
+		{"efs, images' users", map[string]string{"storage": `{"type":"efs","fileSystemId":"` + existingFS + `"}`}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cloudRec(t, "aws", tc.ov)
+			var jobs []string
+			for _, j := range r.ofType(tJob) {
+				if get(inputs(j), "metadata", "name") == "shared-owner" {
+					jobs = append(jobs, j.Name)
+				}
+			}
+			if (len(jobs) == 1) != tc.owner || len(jobs) > 1 {
+				t.Errorf("shared-owner Jobs %v, want one: %v", jobs, tc.owner)
+			}
+		})
+	}
+}

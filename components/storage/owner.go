@@ -37,15 +37,19 @@ const (
 
 // OwnerScript gives the directory at $1 to uid:gid $2 unless it already belongs to them, and
 // says what it did. Only the directory's owner changes, not its mode: the owner has rwx on every
-// store's root (0755 or wider).
+// store's root (0755 or wider). A store that refuses root's chown (an NFS export with root
+// squash) fails the Job with what to do about it.
 const OwnerScript = `set -eu
 dir=$1 want=$2
 now=$(stat -c %u:%g "$dir")
 if [ "$now" = "$want" ]; then
   echo "shared-owner: $dir already belongs to $want"
-else
-  chown "$want" "$dir"
+elif chown "$want" "$dir"; then
   echo "shared-owner: $dir belonged to $now, now to $want"
+else
+  echo "shared-owner: the store refused to give $dir ($now) to $want (an NFS export with root squash?):" \
+    "make its root directory belong to $want on the server, or set kolotoc:runAsUser to 0" >&2
+  exit 1
 fi
 `
 

@@ -134,3 +134,26 @@ func TestOwnerScript(t *testing.T) {
 		t.Errorf("second run said %q", out)
 	}
 }
+
+// TestOwnerScriptRefused: a store that refuses the chown fails the Job with what to do, instead
+// of workloads that fail later on a directory they cannot write.
+func TestOwnerScriptRefused(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// chown as an NFS server with root squash answers it.
+	if err := os.WriteFile(filepath.Join(bin, "chown"), []byte("#!/bin/sh\necho \"chown: changing ownership of '$2': Operation not permitted\" >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", OwnerScript, "shared-owner", dir, "4242:4242")
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the script succeeded although chown failed:\n%s", out)
+	}
+	if !strings.Contains(string(out), "refused to give "+dir) || !strings.Contains(string(out), "set kolotoc:runAsUser to 0") {
+		t.Errorf("the failure does not say what to do:\n%s", out)
+	}
+}
