@@ -467,9 +467,10 @@ func dedupe(in []string) []string {
 // It watches, as the real provider does through its informers: the object itself from the
 // resourceVersion it was applied at, and each list an evaluation reads (a Deployment's
 // ReplicaSets and claims, a Service's EndpointSlices, a claim's StorageClass) from the
-// resourceVersion of its first list. Readiness is evaluated again after every change a watch
-// reports; besides that only when a Service's endpoints have had their settling time, every
-// podReportInterval (to show what holds the Pods back), and after a failed evaluation.
+// resourceVersion of its first list. The watches start once the first look finds the object not
+// ready (one that is ready at once costs none). Readiness is evaluated again after every change
+// a watch reports; besides that only when a Service's endpoints have had their settling time,
+// every podReportInterval (to show what holds the Pods back), and after a failed evaluation.
 func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstructured.Unstructured,
 	timeout time.Duration, settle time.Duration,
 ) (*unstructured.Unstructured, error) {
@@ -492,9 +493,9 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 	if err != nil {
 		return nil, initErr(obj, []string{err.Error()})
 	}
-	wctx, stopWatches := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(ctx)
 	ws := newWatches(wctx)
-	defer func() { stopWatches(); ws.wg.Wait() }()
+	defer ws.stop(cancel)
 	w := &waiter{c: c, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName(), settle: settle, watches: ws}
 	w.self = ws.object(rc, obj)
 	deadline := time.NewTimer(timeout)
@@ -528,6 +529,7 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 		case err != nil:
 			lastErr = err
 			retry = time.After(retryAfterError)
+			ws.start() // what was read before the error is kept current meanwhile
 		default:
 			lastErr, lastEval, last = nil, ev, ev.live
 			if ev.readiness.Ready {
@@ -548,6 +550,7 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 			if !w.wakeAt.IsZero() {
 				wake = time.After(time.Until(w.wakeAt))
 			}
+			ws.start() // not ready: watch what was read, from where it was read
 		}
 		select {
 		case <-ctx.Done():
@@ -593,9 +596,9 @@ func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstr
 	w := &waiter{c: c, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	wctx, stopWatches := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(ctx)
 	ws := newWatches(wctx)
-	defer func() { stopWatches(); ws.wg.Wait() }()
+	defer ws.stop(cancel)
 	last := obj
 	uid := obj.GetUID()
 	for {
@@ -607,6 +610,7 @@ func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstr
 				return rcErr
 			}
 			w.self = ws.object(rc, live)
+			ws.start()
 		}
 		switch {
 		case apierrors.IsNotFound(err):

@@ -217,6 +217,19 @@ func TestAwaitReadyReactsToTheWatch(t *testing.T) {
 	}
 }
 
+// TestAwaitReadyStartsNoWatchWhenReadyAtOnce: an object ready at the first look (most Secrets,
+// ConfigMaps' kin, a bound claim) costs neither a read nor a watch.
+func TestAwaitReadyStartsNoWatchWhenReadyAtOnce(t *testing.T) {
+	api := newFakeAPI()
+	r := waitResult(t, startAwaitReady(fakeCluster(api), towersStatefulSet("10", 2), time.Minute, 0), 3*time.Second)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(api.watches) != 0 || len(api.calls) != 0 {
+		t.Errorf("%d watches and calls %v for an object ready at once", len(api.watches), api.calls)
+	}
+}
+
 // TestAwaitReadyWatchesAgainWhenTheWatchEnds: a watch the server ends is started again from the
 // last resourceVersion seen; one whose resourceVersion expired (410) makes the set list again
 // and watch from the list's resourceVersion.

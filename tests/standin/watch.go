@@ -212,35 +212,50 @@ func isExpired(err error) bool {
 	return errors.As(err, &status) && status.Status().Code == http.StatusGone
 }
 
-// watches is the set of watchedSets of one await; all signal the same channel.
+// watches is the set of watchedSets of one await; all signal the same channel. A set's watch
+// starts only when the await has to wait (start): an object that is ready at the first look costs
+// no watch.
 type watches struct {
 	ctx     context.Context
 	changed chan struct{}
 	wg      sync.WaitGroup
 	lists   map[string]*watchedSet // by resource, namespace and selectors
+	pending []*watchedSet          // listed or seeded, not watched yet
 }
 
 func newWatches(ctx context.Context) *watches {
 	return &watches{ctx: ctx, changed: make(chan struct{}, 1), lists: map[string]*watchedSet{}}
 }
 
-func (ws *watches) start(s *watchedSet) {
-	ws.wg.Add(1)
-	go func() {
-		defer ws.wg.Done()
-		s.run(ws.ctx)
-	}()
+// start starts the watches not started yet, each from the resourceVersion its set was listed or
+// seeded at, so that no change since is missed.
+func (ws *watches) start() {
+	for _, s := range ws.pending {
+		ws.wg.Add(1)
+		go func() {
+			defer ws.wg.Done()
+			s.run(ws.ctx)
+		}()
+	}
+	ws.pending = nil
 }
 
-// object starts watching the one object named obj's name, from obj's resourceVersion.
+// stop ends every watch and waits until they are over.
+func (ws *watches) stop(cancel context.CancelFunc) {
+	cancel()
+	ws.wg.Wait()
+}
+
+// object returns a set holding obj alone, to be watched by its name from obj's resourceVersion.
 func (ws *watches) object(ri dynamic.ResourceInterface, obj *unstructured.Unstructured) *watchedSet {
 	s := newWatchedSet(ri, metav1.ListOptions{FieldSelector: "metadata.name=" + obj.GetName()}, ws.changed)
 	s.seed(obj)
-	ws.start(s)
+	ws.pending = append(ws.pending, s)
 	return s
 }
 
-// list returns the objects of a watched list, listing and starting its watch the first time.
+// list returns the objects of a watched list, listing them the first time (its watch then starts
+// with the others').
 func (ws *watches) list(ctx context.Context, key string, ri dynamic.ResourceInterface,
 	opts metav1.ListOptions,
 ) (*unstructured.UnstructuredList, error) {
@@ -253,6 +268,6 @@ func (ws *watches) list(ctx context.Context, key string, ri dynamic.ResourceInte
 		return nil, err
 	}
 	ws.lists[key] = s
-	ws.start(s)
+	ws.pending = append(ws.pending, s)
 	return s.unstructuredList(), nil
 }
