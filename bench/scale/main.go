@@ -8,7 +8,11 @@
 // runs) and of the floor's `kubectl delete`.
 //
 //	make bench-scale [SIZES=128,1024,4096]
-//	go run ./bench/scale [-sizes 128,1024,4096]   (after eval "$(hack/stack.sh env)", cluster up)
+//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5]   (after eval "$(hack/stack.sh env)", cluster up)
+//
+// With -runs N each size is measured N times over (a row per run), and a summary gives every
+// run's up/floor ratio with their median: on a shared 2-core machine one run's ratio can be off
+// by half either way (the floor alone varies from 1.7 s to 3.5 s at 128 ranks).
 //
 // Each size is a throw-away stack bench-<N> (hack/throwaway: its own backend and passphrase under
 // .kolotoc/bench/, throw-away secrets) in namespace kolotoc-bench-<N>; it is destroyed before
@@ -43,6 +47,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,10 +64,14 @@ const gpusPerNode = 8
 
 func main() {
 	sizes := flag.String("sizes", "128,1024,4096", "ranks per run, comma-separated (multiples of 8)")
+	runs := flag.Int("runs", 1, "measures of each size (their median ratio is printed after the table)")
 	flag.Parse()
 	ns, err := parseSizes(*sizes)
+	if err == nil && *runs < 1 {
+		err = fmt.Errorf("-runs: %d, want 1 or more", *runs)
+	}
 	if err == nil {
-		err = run(ns, os.Stdout)
+		err = run(ns, *runs, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
@@ -100,7 +109,7 @@ type Result struct {
 // Ratio is up over floor.
 func (r Result) Ratio() float64 { return r.Up.Seconds() / r.Floor.Seconds() }
 
-func run(sizes []int, out io.Writer) error {
+func run(sizes []int, runs int, out io.Writer) error {
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -134,18 +143,60 @@ func run(sizes []int, out io.Writer) error {
 
 	var results []Result
 	for _, n := range sizes {
-		st := &throwaway.Stack{Root: root, Dir: filepath.Join(dir, fmt.Sprintf("bench-%d", n)),
-			Name: fmt.Sprintf("bench-%d", n), Log: logFile,
-			Description: "bench/scale's throw-away stack, destroyed after the measure"}
-		r, err := measure(st, k, n, kubeconfig)
-		if err != nil {
-			return fmt.Errorf("N=%d: %w (log: %s)", n, err, logFile.Name())
+		for i := 0; i < runs; i++ {
+			st := &throwaway.Stack{Root: root, Dir: filepath.Join(dir, fmt.Sprintf("bench-%d", n)),
+				Name: fmt.Sprintf("bench-%d", n), Log: logFile,
+				Description: "bench/scale's throw-away stack, destroyed after the measure"}
+			r, err := measure(st, k, n, kubeconfig)
+			if err != nil {
+				return fmt.Errorf("N=%d: %w (log: %s)", n, err, logFile.Name())
+			}
+			results = append(results, r)
+			logf("N=%d: up %s, floor %s (×%.2f), %d resources, destroy %s", n, secs(r.Up), secs(r.Floor), r.Ratio(), r.Resources, secs(r.Destroy))
 		}
-		results = append(results, r)
-		logf("N=%d: up %s, floor %s (×%.2f), %d resources, destroy %s", n, secs(r.Up), secs(r.Floor), r.Ratio(), r.Resources, secs(r.Destroy))
 	}
 	Table(out, results)
+	if runs > 1 {
+		fmt.Fprintln(out)
+		Summary(out, results)
+	}
 	return nil
+}
+
+// Summary prints, per size measured more than once, every run's up/floor ratio and the medians
+// of the ratio, of pulumi up and of the floor.
+func Summary(w io.Writer, rs []Result) {
+	var sizes []int
+	bySize := map[int][]Result{}
+	for _, r := range rs {
+		if _, ok := bySize[r.Ranks]; !ok {
+			sizes = append(sizes, r.Ranks)
+		}
+		bySize[r.Ranks] = append(bySize[r.Ranks], r)
+	}
+	for _, n := range sizes {
+		runs := bySize[n]
+		var ratios, ups, floors []float64
+		var each []string
+		for _, r := range runs {
+			ratios = append(ratios, r.Ratio())
+			ups = append(ups, r.Up.Seconds())
+			floors = append(floors, r.Floor.Seconds())
+			each = append(each, fmt.Sprintf("%.2f", r.Ratio()))
+		}
+		fmt.Fprintf(w, "N=%d, %d runs: up/floor %s; median %.2f (pulumi up %.1f s, floor %.1f s)\n",
+			n, len(runs), strings.Join(each, " "), median(ratios), median(ups), median(floors))
+	}
+}
+
+// median of a non-empty list (the mean of the middle two when their number is even).
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // Config is the bench stack's Pulumi.<stack>.yaml for n ranks: examples/gpu-dev's layout with

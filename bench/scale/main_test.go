@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -100,5 +101,19 @@ func TestConfig(t *testing.T) {
 		if _, err := parseSizes(bad); err == nil {
 			t.Errorf("-sizes %s accepted", bad)
 		}
+	}
+}
+
+// TestSummary: every run's ratio in order, and the medians of the ratio, up and floor.
+func TestSummary(t *testing.T) {
+	r := func(n int, up, floor float64) Result {
+		return Result{Ranks: n, Up: time.Duration(up * float64(time.Second)), Floor: time.Duration(floor * float64(time.Second))}
+	}
+	var b strings.Builder
+	Summary(&b, []Result{r(128, 3, 2), r(128, 4, 2), r(128, 2, 2), r(1024, 10, 10), r(1024, 12, 10)})
+	want := "N=128, 3 runs: up/floor 1.50 2.00 1.00; median 1.50 (pulumi up 3.0 s, floor 2.0 s)\n" +
+		"N=1024, 2 runs: up/floor 1.00 1.20; median 1.10 (pulumi up 11.0 s, floor 10.0 s)\n"
+	if b.String() != want {
+		t.Errorf("got\n%swant\n%s", b.String(), want)
 	}
 }

@@ -21,19 +21,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
 
-// Await timing. The timeouts and the settle time are the real provider's. The real provider
-// watches the objects and sees a change at once; the stand-in polls, every 250 ms, so that it is
-// never more than a quarter second later than the real one (at 1 s each awaited step on a
-// dependency chain cost up to a second more than it would under the real provider: bench/scale).
+// Await timing. The timeouts and the settle time are the real provider's. Like the real provider,
+// the stand-in watches what it waits for (watch.go) and re-evaluates readiness on every change it
+// is told of, rather than re-reading the object at intervals.
 const (
 	defaultAwaitTimeout   = 10 * time.Minute       // workloads, Services, Jobs, deletions
 	defaultVolumeTimeout  = 5 * time.Minute        // PersistentVolume(Claim)s
 	defaultSecretTimeout  = 5 * time.Second        // service-account-token Secrets
-	pollInterval          = 250 * time.Millisecond // how often the object is re-read
 	podReportInterval     = 10 * time.Second       // how often Pod problems are shown while waiting
 	defaultServiceSettled = 10 * time.Second       // endpoints must be unchanged this long
+	retryAfterError       = 250 * time.Millisecond // a failed evaluation (e.g. a list refused) is tried again after this
 )
 
 var (
@@ -129,12 +129,34 @@ type waiter struct {
 	name      string
 	settle    time.Duration
 
+	// During an await, the object and every list an evaluation makes are watched: self is the
+	// object's watchedSet, watches the lists'. Without them (checkReady, a single look) get and
+	// list read the API server.
+	self    *watchedSet
+	watches *watches
+	// wakeAt, when set by an evaluation, is when the result may change without any event (the
+	// end of a Service's settling time).
+	wakeAt time.Time
+
 	// Service endpoint settling.
 	sliceFingerprint string
 	sliceChanged     time.Time
 }
 
+// get returns the object: the watched copy during an await, else a GET.
 func (w *waiter) get(ctx context.Context) (*unstructured.Unstructured, error) {
+	if w.self != nil {
+		for _, obj := range w.self.objects() {
+			if obj.GetName() == w.name {
+				return obj, nil
+			}
+		}
+		m, err := w.c.mapping(w.gvk)
+		if err != nil {
+			return nil, err
+		}
+		return nil, apierrors.NewNotFound(m.Resource.GroupResource(), w.name)
+	}
 	rc, err := w.c.resourceClient(w.gvk, w.namespace)
 	if err != nil {
 		return nil, err
@@ -142,7 +164,28 @@ func (w *waiter) get(ctx context.Context) (*unstructured.Unstructured, error) {
 	return rc.Get(ctx, w.name, metav1.GetOptions{})
 }
 
+// list returns the objects of a related kind in the object's namespace that readiness depends
+// on: watched during an await (listed once, then kept current by a watch), else listed.
 func (w *waiter) list(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	ns := canonicalNamespace(w.namespace)
+	return w.listOf(ctx, gvr.String()+"@"+ns, w.c.dynamic.Resource(gvr).Namespace(ns), opts)
+}
+
+// listClusterScoped is list for a cluster-scoped kind.
+func (w *waiter) listClusterScoped(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return w.listOf(ctx, gvr.String(), w.c.dynamic.Resource(gvr), opts)
+}
+
+func (w *waiter) listOf(ctx context.Context, key string, ri dynamic.ResourceInterface, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	if w.watches != nil {
+		return w.watches.list(ctx, key, ri, opts)
+	}
+	return ri.List(ctx, opts)
+}
+
+// listNow lists from the API server, for the diagnostics shown while waiting or on failure
+// (Pods, events), which readiness does not depend on.
+func (w *waiter) listNow(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 	return w.c.dynamic.Resource(gvr).Namespace(canonicalNamespace(w.namespace)).List(ctx, opts)
 }
 
@@ -282,6 +325,7 @@ func evalService(ctx context.Context, w *waiter) (evaluation, error) {
 		if r.Ready && time.Since(w.sliceChanged) < w.settle {
 			r.Ready = false
 			r.Status = "[2/3] Waiting for the Service's endpoints to settle"
+			w.wakeAt = w.sliceChanged.Add(w.settle) // settled then, unless a slice changes first
 		}
 	}
 	return evaluation{readiness: r, live: live}, nil
@@ -310,9 +354,12 @@ func evalPVC(ctx context.Context, w *waiter) (evaluation, error) {
 	}
 	var mode storagev1.VolumeBindingMode
 	if sc := pvc.Spec.StorageClassName; sc != nil && *sc != "" {
-		if obj, err := w.c.dynamic.Resource(gvrStorageClasses).Get(ctx, *sc, metav1.GetOptions{}); err == nil {
-			if m, _, _ := unstructured.NestedString(obj.Object, "volumeBindingMode"); m != "" {
-				mode = storagev1.VolumeBindingMode(m)
+		l, err := w.listClusterScoped(ctx, gvrStorageClasses, metav1.ListOptions{FieldSelector: "metadata.name=" + *sc})
+		if err == nil {
+			for _, obj := range l.Items {
+				if m, _, _ := unstructured.NestedString(obj.Object, "volumeBindingMode"); obj.GetName() == *sc && m != "" {
+					mode = storagev1.VolumeBindingMode(m)
+				}
 			}
 		}
 	}
@@ -360,7 +407,7 @@ func (w *waiter) podProblems(ctx context.Context, ev evaluation) []string {
 	if ev.podOwner == "" {
 		return nil
 	}
-	l, err := w.list(ctx, gvrPods, metav1.ListOptions{LabelSelector: selectorString(ev.selector)})
+	l, err := w.listNow(ctx, gvrPods, metav1.ListOptions{LabelSelector: selectorString(ev.selector)})
 	if err != nil {
 		return nil
 	}
@@ -381,7 +428,7 @@ func (w *waiter) warningEvents(ctx context.Context, obj *unstructured.Unstructur
 	if obj == nil || obj.GetUID() == "" {
 		return nil
 	}
-	l, err := w.list(ctx, gvrEvents, metav1.ListOptions{
+	l, err := w.listNow(ctx, gvrEvents, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(obj.GetUID())).String(),
 	})
 	if err != nil {
@@ -416,6 +463,14 @@ func dedupe(in []string) []string {
 
 // awaitReady waits until obj (just applied) is ready, or the timeout passes, or ctx is
 // cancelled. It returns the last live object seen.
+//
+// It watches, as the real provider does through its informers: the object itself from the
+// resourceVersion it was applied at, and each list an evaluation reads (a Deployment's
+// ReplicaSets and claims, a Service's EndpointSlices, a claim's StorageClass) from the
+// resourceVersion of its first list. The watches start once the first look finds the object not
+// ready (one that is ready at once costs none). Readiness is evaluated again after every change
+// a watch reports; besides that only when a Service's endpoints have had their settling time,
+// every podReportInterval (to show what holds the Pods back), and after a failed evaluation.
 func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstructured.Unstructured,
 	timeout time.Duration, settle time.Duration,
 ) (*unstructured.Unstructured, error) {
@@ -434,11 +489,19 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 	if timeout == 0 {
 		timeout = a.timeout
 	}
-	w := &waiter{c: c, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName(), settle: settle}
+	rc, err := c.resourceClient(gvk, obj.GetNamespace())
+	if err != nil {
+		return nil, initErr(obj, []string{err.Error()})
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	ws := newWatches(wctx)
+	defer ws.stop(cancel)
+	w := &waiter{c: c, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName(), settle: settle, watches: ws}
+	w.self = ws.object(rc, obj)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
+	podReport := time.NewTicker(podReportInterval)
+	defer podReport.Stop()
 
 	last := obj
 	var lastEval evaluation
@@ -456,6 +519,8 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 		return mk(last, dedupe(reasons))
 	}
 	for {
+		w.wakeAt = time.Time{}
+		var retry, wake <-chan time.Time
 		ev, err := a.eval(ctx, w)
 		switch {
 		case err != nil && apierrors.IsNotFound(err):
@@ -463,6 +528,8 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 			return nil, initErr(last, []string{lastErr.Error()})
 		case err != nil:
 			lastErr = err
+			retry = time.After(retryAfterError)
+			ws.start() // what was read before the error is kept current meanwhile
 		default:
 			lastErr, lastEval, last = nil, ev, ev.live
 			if ev.readiness.Ready {
@@ -480,13 +547,20 @@ func awaitReady(ctx context.Context, c *cluster, log *statusLogger, obj *unstruc
 					log.status(ctx, diag.Warning, p)
 				}
 			}
+			if !w.wakeAt.IsZero() {
+				wake = time.After(time.Until(w.wakeAt))
+			}
+			ws.start() // not ready: watch what was read, from where it was read
 		}
 		select {
 		case <-ctx.Done():
 			return nil, failure(cancelErr)
 		case <-deadline.C:
 			return nil, failure(timeoutErr)
-		case <-ticker.C:
+		case <-ws.changed:
+		case <-podReport.C:
+		case <-retry:
+		case <-wake:
 		}
 	}
 }
@@ -511,7 +585,10 @@ func checkReady(ctx context.Context, c *cluster, obj *unstructured.Unstructured)
 	return initErr(ev.live, dedupe(reasons))
 }
 
-// awaitDeleted waits until the object is gone.
+// awaitDeleted waits until the object is gone. It reads the object once, then watches its name
+// from that read's resourceVersion: it is gone when the watch reports its deletion, or when the
+// name is taken by another object (another UID: a controller made its node again at once, and
+// the object deleted is gone all the same).
 func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstructured.Unstructured,
 	timeout time.Duration,
 ) error {
@@ -519,25 +596,34 @@ func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstr
 	w := &waiter{c: c, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
+	wctx, cancel := context.WithCancel(ctx)
+	ws := newWatches(wctx)
+	defer ws.stop(cancel)
 	last := obj
 	uid := obj.GetUID()
 	for {
-		live, err := w.get(ctx)
+		var retry <-chan time.Time
+		live, err := w.get(ctx) // the read, until it succeeds; then the watched copy
+		if err == nil && w.self == nil {
+			rc, rcErr := c.resourceClient(gvk, obj.GetNamespace())
+			if rcErr != nil {
+				return rcErr
+			}
+			w.self = ws.object(rc, live)
+			ws.start()
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			log.clear(ctx)
 			return nil
 		case err == nil && uid != "" && live.GetUID() != uid:
-			// Another object took the name between two polls (a controller making its node
-			// again): the one deleted is gone. The real provider watches, and its watch sees the
-			// deletion; a poll must tell them apart by UID, or wait out the timeout.
 			log.clear(ctx)
 			return nil
 		case err == nil:
 			last = live
 			log.status(ctx, diag.Info, deletionStatus(gvk, live))
+		default:
+			retry = time.After(retryAfterError)
 		}
 		select {
 		case <-ctx.Done():
@@ -548,7 +634,8 @@ func awaitDeleted(ctx context.Context, c *cluster, log *statusLogger, obj *unstr
 				object:  last,
 				reasons: []string{deletionStatus(gvk, last)},
 			}
-		case <-ticker.C:
+		case <-ws.changed:
+		case <-retry:
 		}
 	}
 }

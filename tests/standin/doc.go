@@ -51,8 +51,9 @@
 //     readiness checks; a missing object is reported as deleted.
 //   - Delete: propagation Foreground by default or pulumi.com/deletionPropagationPolicy,
 //     then wait until the object is gone (bounded by the resource timeout, 10 minutes by
-//     default); pulumi.com/skipAwait skips that wait only for the kinds the real
-//     provider allows.
+//     default): one read, then a watch of its name from that read's resourceVersion, done
+//     at the deletion event or when another object (another UID) takes the name;
+//     pulumi.com/skipAwait skips that wait only for the kinds the real provider allows.
 //   - pulumi.com/waitFor (the real provider's ReadyCondition): "condition=<Type>[=<Status>]",
 //     or a JSON array of such expressions, replaces the built-in wait of any kind, kubectl's
 //     rule included (a condition reported for an older generation does not count). The
@@ -71,6 +72,16 @@
 //     progress, and on failure it says why: Pod conditions (e.g. the scheduler's
 //     "0/3 nodes are available: 3 Insufficient nvidia.com/gpu"), container waiting and
 //     termination reasons, and the workload's Warning events.
+//   - How it waits: by watching, as the real provider does with informers (watch.go). The
+//     object is watched from the resourceVersion its apply returned, and each list readiness
+//     depends on (a Deployment's ReplicaSets and claims, a Service's EndpointSlices, a
+//     claim's StorageClass) is listed once and watched from the list's resourceVersion.
+//     Readiness is evaluated again on every event, so a change is seen as soon as the API
+//     server sends it. A watch that ends is started again from the last resourceVersion
+//     seen; one whose version expired (410 Gone), or that fails, is preceded by a new list.
+//     Unlike the real provider, each await has its own narrow watches (by name or label
+//     selector) instead of namespace-wide informers shared by all awaits, and the Pods and
+//     events shown while waiting are listed when shown (at most every 10 s), not watched.
 //   - Outputs: the live object, plus __inputs, __initialApiVersion and __fieldManager,
 //     as the real provider checkpoints them. Every value that arrived as a secret stays
 //     a secret in outputs and in __inputs; a core/v1 Secret's data and stringData are
@@ -84,7 +95,8 @@
 // components, no Patch resources (<Kind>Patch), no List resources, no client-side
 // apply mode, no renderYamlToDirectory, no OpenAPI schema validation in Check (the API
 // server's strict validation reports such errors at preview or update instead), no
-// CRD-specific or pulumi.com/waitFor awaiters, no Ingress awaiter, no
+// CRD-specific awaiters (a custom resource is awaited only through pulumi.com/waitFor's
+// condition= expressions; jsonpath= ones are refused), no Ingress awaiter, no
 // pulumi.com/replaceUnready, and the field-manager takeover for ignoreChanges is the
 // simpler "keep the live value" rule.
 package standin

@@ -385,8 +385,9 @@ func TestE2EStatefulSetDriftIsShownAndReverted(t *testing.T) {
 
 // TestE2EDeleteEndsWhenTheNameIsTakenAgain: a Delete returns once the object is gone, even when
 // something makes an object of the same name at once (the simulated pools' controller remakes a
-// Node that a stack moving to pools deletes). The real provider's watch sees the deletion; the
-// stand-in, which polls, must tell the new object from the old by its UID.
+// Node that a stack moving to pools deletes). The watch sees the deletion; should the deletion
+// fall between two watches (a re-list then finds the new object), the UID tells the new object
+// from the old.
 func TestE2EDeleteEndsWhenTheNameIsTakenAgain(t *testing.T) {
 	e := newE2E(t)
 	cms := e.kube.CoreV1().ConfigMaps(e.namespace)

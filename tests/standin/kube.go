@@ -31,7 +31,14 @@ type cluster struct {
 	config  *rest.Config
 	dynamic dynamic.Interface
 	disco   discovery.CachedDiscoveryInterface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	mapper  resettableMapper
+}
+
+// resettableMapper is a RESTMapper whose discovery cache can be dropped (a
+// restmapper.DeferredDiscoveryRESTMapper; a fixed mapper in unit tests).
+type resettableMapper interface {
+	meta.RESTMapper
+	Reset()
 }
 
 func newCluster(config *rest.Config) (*cluster, error) {

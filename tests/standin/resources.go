@@ -357,6 +357,8 @@ func (p *Provider) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*p
 		return &pulumirpc.CreateResponse{Properties: state}, nil
 	}
 
+	// The state records the object as the apply returned it, or as the await last saw it (as the
+	// real provider does); after a failed await, as it is now.
 	live := applied
 	var awaitErr error
 	if !SkipAwait(newInputs) {
@@ -364,12 +366,12 @@ func (p *Provider) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*p
 		timeout := resourceTimeout(req.GetTimeout(), newInputs, 0)
 		if ready, err := awaitReady(ctx, c, log, applied, timeout, p.ServiceSettle); err != nil {
 			awaitErr = err
+			if got, err := rc.Get(ctx, applied.GetName(), metav1.GetOptions{}); err == nil {
+				live = got
+			}
 		} else {
 			live = ready
 		}
-	}
-	if got, err := rc.Get(ctx, applied.GetName(), metav1.GetOptions{}); err == nil {
-		live = got
 	}
 	state, err := p.marshal(checkpointObject(newInputs, live, newResInputs, initialAPIVersion, fieldManager), "Create.state")
 	if err != nil {
@@ -593,15 +595,15 @@ func (p *Provider) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*p
 		}
 		return &pulumirpc.UpdateResponse{Properties: state}, nil
 	}
+	// As in Create: the object as the apply returned it, or as the await last saw it.
+	live := applied
 	if !SkipAwait(newInputs) {
 		log := &statusLogger{host: p.getHost(), urn: urn}
-		if _, err := awaitReady(ctx, c, log, applied, resourceTimeout(req.GetTimeout(), newInputs, 0), p.ServiceSettle); err != nil {
+		ready, err := awaitReady(ctx, c, log, applied, resourceTimeout(req.GetTimeout(), newInputs, 0), p.ServiceSettle)
+		if err != nil {
 			return fail(err)
 		}
-	}
-	live := applied
-	if got, err := rc.Get(ctx, applied.GetName(), metav1.GetOptions{}); err == nil {
-		live = got
+		live = ready
 	}
 	if fieldManagerOld != fieldManager {
 		if err := relinquish(ctx, rc, live, fieldManagerOld); err != nil {
