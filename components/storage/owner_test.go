@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -20,14 +21,22 @@ import (
 func runStorage(t *testing.T, args *Args) (*mocks, []string) {
 	t.Helper()
 	m := &mocks{reg: map[string]registration{}}
-	var ready []string
+	var (
+		mu    sync.Mutex
+		ready []string
+	)
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
 		s, err := New(ctx, "storage", args)
 		if err != nil {
 			return err
 		}
 		for _, r := range s.Ready {
-			r.URN().ApplyT(func(u pulumi.URN) error { ready = append(ready, string(u)); return nil })
+			r.URN().ApplyT(func(u pulumi.URN) error {
+				mu.Lock()
+				defer mu.Unlock()
+				ready = append(ready, string(u))
+				return nil
+			})
 		}
 		return nil
 	}, pulumi.WithMocks("kolotoc", "dev", m))
@@ -58,7 +67,10 @@ func TestOwnerJob(t *testing.T) {
 	if !slices.Contains(job.deps, "kubernetes:core/v1:PersistentVolumeClaim::storage") {
 		t.Errorf("the owner Job does not wait for the claim: depends on %v", job.deps)
 	}
-	if len(ready) != 2 || !strings.HasSuffix(ready[1], "kubernetes:batch/v1:Job::storage-owner") {
+	// The URNs resolve in any order.
+	slices.Sort(ready)
+	if len(ready) != 2 || !strings.HasSuffix(ready[0], "kubernetes:batch/v1:Job::storage-owner") ||
+		!strings.HasSuffix(ready[1], "kubernetes:core/v1:PersistentVolumeClaim::storage") {
 		t.Errorf("Storage.Ready = %v, want the claim and the owner Job", ready)
 	}
 	pod := job.inputs["spec"].ObjectValue()["template"].ObjectValue()["spec"].ObjectValue()
