@@ -128,19 +128,24 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if s.Scratch.Type == ScratchHostPath {
 		scratch.HostPath = s.Scratch.Path
 	}
-	withStorage := pulumi.DependsOn(append(append([]pulumi.Resource{ns}, shared.Ready...), podDeps...))
+	// The workloads wait for the namespace, pools, policies and pull Secrets; only their pods (and
+	// the launcher) also wait for the claim (MountDeps), not their Secrets, ConfigMaps and
+	// Services, which then exist by the time the claim is bound.
+	withPodDeps := pulumi.DependsOn(append([]pulumi.Resource{ns}, podDeps...))
+	mount := shared.Ready
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint
 	entryArgs := EntrypointArgs(c)
 	entryArgs.Namespace = namespace
+	entryArgs.MountDeps = mount
 	if e.Jupyter {
 		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 	}
 	if c.EntrypointTLSKey.IsSet() {
 		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
 	}
-	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withStorage)
+	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withPodDeps)
 	if err != nil {
 		return err
 	}
@@ -162,8 +167,8 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
 			WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
-			RunAsUser:   c.RunAsUser,
-		}, k8s, withStorage)
+			RunAsUser:   c.RunAsUser, MountDeps: mount,
+		}, k8s, withPodDeps)
 		if err != nil {
 			return err
 		}
@@ -174,13 +179,13 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
 			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
 			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
-			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser,
-		}, k8s, withStorage); err != nil {
+			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser, MountDeps: mount,
+		}, k8s, withPodDeps); err != nil {
 			return err
 		}
 	}
 
-	if err := deployWorkloads(ctx, c, namespace, agents, k8s, withStorage); err != nil {
+	if err := deployWorkloads(ctx, c, namespace, agents, mount, k8s, withPodDeps); err != nil {
 		return err
 	}
 

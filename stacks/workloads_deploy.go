@@ -18,7 +18,9 @@ import (
 // agents is the GPU agents' namespace (the DCGM exporter's), nil when there is none. opts carry
 // the Kubernetes provider and the dependencies every workload waits for (the namespace, the
 // shared storage, the simulated nodes).
-func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, opts ...pulumi.ResourceOption) error {
+// deployWorkloads registers the optional workloads with opts; the pods of those that mount the
+// shared claim also wait for mount (the claim and its owner Job).
+func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
@@ -36,6 +38,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 			// Workers started before etcd is ready would spend their join timeout failing.
 			a.WaitFor = []pulumi.Resource{store}
 		}
+		a.WaitFor = append(a.WaitFor, mount...)
 		if _, err := elastic.New(ctx, "elastic", a, opts...); err != nil {
 			return err
 		}
@@ -43,6 +46,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)
 		a.Namespace = namespace
+		a.MountDeps = mount
 		if _, err := tfcluster.New(ctx, "tfcluster", a, opts...); err != nil {
 			return err
 		}

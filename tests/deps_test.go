@@ -93,6 +93,20 @@ func waitsForURN(rec *recorder, r registered, suffix string) bool {
 	}
 }
 
+// claimURN ends the shared claim's URN.
+const claimURN = "kubernetes:core/v1:PersistentVolumeClaim::storage"
+
+// templateMountsClaim reports whether a workload's pod template mounts the shared claim.
+func templateMountsClaim(r registered) bool {
+	vols, _ := get(inputs(r), "spec", "template", "spec", "volumes").([]any)
+	for _, v := range vols {
+		if get(v, "persistentVolumeClaim", "claimName") != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // TestPodsWaitForEveryPolicy: every workload that makes pods waits for every NetworkPolicy of the
 // stack (its default-deny and metadata-deny included) and every pull Secret, so that no pod runs
 // a moment without them. The dependencies name the policies and Secrets themselves: a dependency
@@ -128,14 +142,36 @@ func TestPodsWaitForEveryPolicy(t *testing.T) {
 						t.Errorf("%s %s does not wait for NetworkPolicy %s", r.Type, r.Name, p)
 					}
 				}
-				// The shared claim itself, for the same reason (a dependency on the storage
-				// component could miss its claim; the worst was a pod Pending a moment).
-				if r.Type != tDaemonSet && !waitsForURN(rec, r, "kubernetes:core/v1:PersistentVolumeClaim::storage") {
-					t.Errorf("%s %s does not wait for the shared claim", r.Type, r.Name)
+				// The shared claim itself, for the pods that mount it, for the same reason (a
+				// dependency on the storage component could miss its claim; the worst was a pod
+				// Pending a moment).
+				if templateMountsClaim(r) && !waitsForURN(rec, r, claimURN) {
+					t.Errorf("%s %s mounts the shared claim and does not wait for it", r.Type, r.Name)
 				}
 			}
 			if checked < 5 {
 				t.Errorf("only %d workloads checked", checked)
+			}
+			// What makes no pod does not wait for the claim: the workloads' Secrets, ConfigMaps
+			// and Services are made while the storage comes up, not after it (bench/scale: the
+			// claim's dependents are on the critical path of every first deployment).
+			others := 0
+			for _, r := range rec.sorted() {
+				switch r.Type {
+				case tSecret, tConfigMap, tService:
+				default:
+					continue
+				}
+				if r.Parent == "storage" || r.Parent == "" {
+					continue
+				}
+				others++
+				if waitsForURN(rec, r, claimURN) {
+					t.Errorf("%s %s (of %s) waits for the shared claim, which it does not use", r.Type, r.Name, r.Parent)
+				}
+			}
+			if others < 3 {
+				t.Errorf("only %d Secrets, ConfigMaps and Services of workloads checked", others)
 			}
 		})
 	}

@@ -78,9 +78,14 @@ type CarrierArgs struct {
 	MountPath string
 	Scratch   storage.ScratchArgs
 	Labels    meta.Labels
-	RunAsUser int           // uid (and gid) of every container of the carriers; 0 keeps the image's user
-	Env       []meta.EnvVar // the stack's variables for every worker
-	Code      *meta.Code    // repository cloned into every carrier; nil for none
+	RunAsUser int // uid (and gid) of every container of the carriers; 0 keeps the image's user
+	// MountDeps are what the pods wait for besides the component's own dependencies: the shared
+	// claim and the Job that gives it to the workloads' user. Only the pod-making resources take
+	// them: the component's Secrets, ConfigMaps and Services need no claim.
+	MountDeps []pulumi.Resource
+
+	Env  []meta.EnvVar // the stack's variables for every worker
+	Code *meta.Code    // repository cloned into every carrier; nil for none
 }
 
 // Carriers is the carrier StatefulSet.
@@ -102,7 +107,8 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 	if err != nil {
 		return nil, err
 	}
-	c.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderCarriers(args), pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{svc}))
+	c.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderCarriers(args), pulumi.Parent(c),
+		pulumi.DependsOn(append([]pulumi.Resource{svc}, args.MountDeps...)))
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ type Args struct {
 	MountPath     string             // where the claim is mounted
 	CheckpointDir string             // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
 	Scratch       storage.ScratchArgs
-	WaitFor       []pulumi.Resource // created before the workers (the etcd component); not a dependency of the component itself
+	WaitFor       []pulumi.Resource // created before the workers (the etcd component, the shared claim and its owner Job); not dependencies of the component itself
 	Labels        meta.Labels
 	// RunAsUser is the uid (and gid) every container of the workers runs as; 0 keeps the image's user.
 	RunAsUser int
