@@ -368,13 +368,9 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 	}
 	if c.Towers.Enabled {
-		// Sizes that do not grow with the towers: a pattern and a count, and the command that
-		// prints the hostfile itself (for mpirun from a tower or Jupyter's terminal).
-		out["towerHostnamePattern"] = pulumi.String(ring.HostnamePattern(TowerName, c.Namespace, c.Towers.Count))
-		out["towerCount"] = pulumi.Int(c.Towers.Count)
-		out["towerHostfile"] = kube.Kubectlf("-n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", c.Namespace, TowerName)
-		out["gotoTower"] = kube.Kubectlf("-n %s exec -it %s-0 -c tower -- bash", c.Namespace, TowerName)
-		out["launcherLogs"] = kube.Kubectlf("-n %s logs -f job/%s -c launcher", c.Namespace, LauncherName)
+		for k, v := range ring.Outputs(TowerName, LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf) {
+			out[k] = v
+		}
 	}
 	if c.Carriers.Enabled {
 		out["gotoCarrier"] = kube.Kubectlf("-n %s exec -it %s-0 -c dask-worker -- bash", c.Namespace, CarrierName)

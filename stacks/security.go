@@ -140,21 +140,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	}
 
 	if c.Towers.Enabled {
-		// An MPI job is more than ssh: mpirun starts an orted on each tower over ssh, each orted
-		// connects back to mpirun in the launcher, and the ranks talk to one another (Open MPI's
-		// TCP transport, Horovod's driver and tasks) on ports chosen at run time. Allowing only
-		// the ssh port stops every run once the policies are enforced.
-		add(isolation.Allow{
-			Name: "mpi-towers", Pods: []string{ring.TowerComponent},
-			From: []isolation.Peer{pod(ring.LauncherComponent, ring.TowerComponent)},
-			Why: "The launcher and the other towers reach a tower on any port: ssh, then the orted and " +
-				"rank-to-rank connections on ports picked at run time. Nothing else reaches the towers' sshd.",
-		})
-		add(isolation.Allow{
-			Name: "mpi-launcher", Pods: []string{ring.LauncherComponent},
-			From: []isolation.Peer{pod(ring.TowerComponent)},
-			Why:  "The towers' orted daemons and ranks call mpirun back in the launcher, on ports it picks at run time.",
-		})
+		out = append(out, ring.Allows()...) // MPI: ssh, then orted and ranks on any port
 	}
 	if c.InClusterNFS() {
 		add(isolation.Allow{
