@@ -3,6 +3,8 @@
 // together and exports the stack outputs. It is the one place that decides what an environment is.
 package stacks
 
+import "kolotoc/components/ring"
+
 // Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
 // home is here, and CHANGELOG.md's latest release names it (a test checks they agree). A release
 // build may stamp another at build time, through the language host's go toolchain:
@@ -239,28 +241,8 @@ type Scratch struct {
 	MountPath string `json:"mountPath"` // where workloads mount it; default /scratch
 }
 
-// Towers are the MPI/Horovod ranks: a worker StatefulSet and a launcher Job (kolotoc:towers).
-type Towers struct {
-	Enabled      bool     `json:"enabled"`      // deploy towers at all; default true
-	Count        int      `json:"count"`        // number of towers (MPI hosts), at least 1; default 2
-	GPUsPerTower int      `json:"gpusPerTower"` // nvidia.com/gpu per tower, 0 for CPU towers; default the pool's gpusPerNode (0 on a CPU pool)
-	Slots        int      `json:"slots"`        // MPI slots per host in the hostfile; default gpusPerTower, 1 for CPU towers
-	Pool         string   `json:"pool"`         // node pool name; default the first GPU pool
-	Image        string   `json:"image"`        // worker and launcher image; default DefaultHorovodImage
-	Command      []string `json:"command"`      // launcher command after the hostfile is written; default DefaultLauncherCommand
-	HostNetwork  bool     `json:"hostNetwork"`  // run towers on the node's network (needs Pod Security privileged); default false
-	SSHPort      int      `json:"sshPort"`      // sshd port on every tower; default 2222
-	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
-	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
-
-	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
-	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
-	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
-
-	Run       string   `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
-	OnSuccess string   `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
-	Env       []EnvVar `json:"env"`       // environment of the towers and the launcher (runs.go)
-}
+// Towers are the MPI/Horovod ranks (kolotoc:towers): the section's type is the ring's own.
+type Towers = ring.Config
 
 // Carriers are Dask worker pods on a CPU pool (kolotoc:carriers).
 type Carriers struct {

@@ -8,7 +8,6 @@ import (
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
 const (
-	DefaultHorovodImage      = "horovod/horovod:0.28.1"
 	DefaultDaskImage         = "ghcr.io/dask/dask:2024.8.0-py3.11"
 	DefaultJupyterImage      = "quay.io/jupyter/scipy-notebook:2024-10-07"
 	DefaultTensorBoardImage  = "tensorflow/tensorflow:2.17.0"
@@ -20,21 +19,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// defaultTowers: two ranks are the smallest ring that exercises allreduce across hosts.
-	defaultTowers = 2
-	// defaultSSHPort: the horovod chart's sshd port; above 1024 so sshd needs no NET_BIND_SERVICE.
-	defaultSSHPort = 2222
-	// defaultTowerCPU, defaultTowerMemory: requests per tower (cores, bytes as quantity) that
-	// leave room for the input pipeline; GPUs are requested separately.
-	defaultTowerCPU    = "4"
-	defaultTowerMemory = "16Gi"
-	// defaultCPUTowerSlots: MPI slots of a CPU tower (gpusPerTower 0), one rank per host as the
-	// old `--num-gpus 0` ran.
-	defaultCPUTowerSlots = 1
-	// defaultLauncherCPU, defaultLauncherMemory: requests of the launcher (cores, bytes), an ssh
-	// client and mpirun that compute nothing.
-	defaultLauncherCPU    = "500m"
-	defaultLauncherMemory = "1Gi"
 	// defaultCarriers: one Dask carrier, as the old cluster.sh started by default.
 	defaultCarriers = 1
 	// defaultCarrierMemory: memory per carrier pod (quantity), split among its worker processes.
@@ -72,15 +56,6 @@ const (
 	// the project directory (Pulumi runs the program there).
 	defaultKubeconfig = ".kolotoc/kubeconfig"
 )
-
-// DefaultLauncherCommand is the launcher's command when towers.command is empty: Horovod's
-// synthetic benchmark over every slot of the hostfile, so that a new environment proves its
-// ring works before any real job is written. KOLOTOC_NP and KOLOTOC_HOSTFILE are set by the
-// launcher script.
-var DefaultLauncherCommand = []string{
-	"horovodrun", "-np", "$(KOLOTOC_NP)", "--hostfile", "$(KOLOTOC_HOSTFILE)",
-	"python", "/horovod/examples/tensorflow2/tensorflow2_synthetic_benchmark.py",
-}
 
 // applyDefaults fills zero values only, so it is idempotent: applying it twice changes nothing.
 func (c *Config) applyDefaults() {
@@ -157,33 +132,7 @@ func (c *Config) applyDefaults() {
 			t.GPUsPerTower = p.GPUsPerNode
 		}
 	}
-	if t.Slots == 0 {
-		t.Slots = t.GPUsPerTower
-		if t.GPUsPerTower == 0 {
-			t.Slots = defaultCPUTowerSlots
-		}
-	}
-	if t.Image == "" {
-		t.Image = DefaultHorovodImage
-	}
-	if len(t.Command) == 0 {
-		t.Command = append([]string(nil), DefaultLauncherCommand...)
-	}
-	if t.SSHPort == 0 {
-		t.SSHPort = defaultSSHPort
-	}
-	if t.CPU == "" {
-		t.CPU = defaultTowerCPU
-	}
-	if t.Memory == "" {
-		t.Memory = defaultTowerMemory
-	}
-	if t.LauncherCPU == "" {
-		t.LauncherCPU = defaultLauncherCPU
-	}
-	if t.LauncherMemory == "" {
-		t.LauncherMemory = defaultLauncherMemory
-	}
+	t.Default() // the rest is the ring's own (components/ring/config.go)
 
 	k := &c.Carriers
 	if k.Pool == "" {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"kolotoc/components/ring"
 )
 
 // Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
@@ -108,7 +110,7 @@ func newConfig(project, stack string) *Config {
 	c := &Config{
 		Project:    project,
 		Stack:      stack,
-		Towers:     Towers{Enabled: true, Count: defaultTowers},
+		Towers:     ring.NewConfig(),
 		Carriers:   Carriers{Enabled: true, Count: defaultCarriers},
 		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"kolotoc/components/ring"
 )
 
 const (
@@ -67,7 +69,7 @@ func TestDevDefaults(t *testing.T) {
 		t.Errorf("pool node = %+v, want one real CPU node", p)
 	}
 	// CPU towers: one slot each unless told, on the real node.
-	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != defaultCPUTowerSlots || t0.SSHPort != defaultSSHPort {
+	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != ring.DefaultCPUTowerSlots || t0.SSHPort != ring.DefaultSSHPort {
 		t.Errorf("towers = %+v", c.Towers)
 	}
 	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != defaultMountPath {

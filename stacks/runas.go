@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
 
@@ -34,7 +35,7 @@ func (c *Config) validateRunAsUser(v *validator) {
 	if c.Towers.Enabled && c.Towers.SSHPort >= 1 && c.Towers.SSHPort < minNonRootPort {
 		v.add("towers.sshPort", strconv.Itoa(c.Towers.SSHPort), fmt.Sprintf(
 			"with runAsUser %d the towers' sshd runs as that user, which cannot bind a port below %d; allowed: %d..65535 (default %d)",
-			c.RunAsUser, minNonRootPort, minNonRootPort, defaultSSHPort))
+			c.RunAsUser, minNonRootPort, minNonRootPort, ring.DefaultSSHPort))
 	}
 }
 

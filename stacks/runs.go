@@ -29,24 +29,13 @@ type Code struct {
 	CredentialsSecret string `json:"credentialsSecret"`
 }
 
-// EnvVar is one environment variable of a workload (kolotoc:<workload>.env[i]), shaped as in a
-// Kubernetes container: a value, or a reference to a key of an existing Secret.
-type EnvVar struct {
-	Name      string        `json:"name"`
-	Value     string        `json:"value"`
-	ValueFrom *EnvVarSource `json:"valueFrom"`
-}
-
-// EnvVarSource is where a secret variable's value comes from (valueFrom).
-type EnvVarSource struct {
-	SecretKeyRef *SecretKeyRef `json:"secretKeyRef"`
-}
-
-// SecretKeyRef names a key of a Secret in the stack's namespace (valueFrom.secretKeyRef).
-type SecretKeyRef struct {
-	Name string `json:"name"`
-	Key  string `json:"key"`
-}
+// EnvVar, EnvVarSource and SecretKeyRef are a workload's environment as its config section says
+// it (kolotoc:<workload>.env); the workload packages share the type (meta.EnvSetting).
+type (
+	EnvVar       = meta.EnvSetting
+	EnvVarSource = meta.EnvSource
+	SecretKeyRef = meta.SecretKeyRef
+)
 
 // Run policies of towers.onSuccess, elastic.onSuccess and tfcluster.onSuccess.
 const (

@@ -19,6 +19,26 @@ const (
 	OnSuccessRelease = "release" // the run's StatefulSets are scaled to zero: every GPU is freed
 )
 
+// EnvSetting is one environment variable of a workload as its config section says it
+// (kolotoc:<workload>.env[i]), shaped as in a Kubernetes container: a value, or a reference to a
+// key of an existing Secret. Setting renders it as an EnvVar.
+type EnvSetting struct {
+	Name      string     `json:"name"`
+	Value     string     `json:"value"`
+	ValueFrom *EnvSource `json:"valueFrom"`
+}
+
+// EnvSource is where a secret variable's value comes from (valueFrom).
+type EnvSource struct {
+	SecretKeyRef *SecretKeyRef `json:"secretKeyRef"`
+}
+
+// SecretKeyRef names a key of a Secret in the stack's namespace (valueFrom.secretKeyRef).
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
 // EnvVar is one environment variable the stack gives a workload: a plain value, or a key of a
 // Secret that already exists in the namespace (secret values are only ever referenced).
 type EnvVar struct {

@@ -1,0 +1,97 @@
+package ring
+
+import "kolotoc/components/meta"
+
+// Config is the towers' config section, kolotoc:towers, as the stack file says it: the YAML
+// shape of the section, with each field's meaning and default. The stack fills the defaults and
+// checks the whole against the node pools before the ring is registered.
+type Config struct {
+	Enabled      bool     `json:"enabled"`      // deploy towers at all; default true
+	Count        int      `json:"count"`        // number of towers (MPI hosts), at least 1; default 2
+	GPUsPerTower int      `json:"gpusPerTower"` // nvidia.com/gpu per tower, 0 for CPU towers; default the pool's gpusPerNode (0 on a CPU pool)
+	Slots        int      `json:"slots"`        // MPI slots per host in the hostfile; default gpusPerTower, 1 for CPU towers
+	Pool         string   `json:"pool"`         // node pool name; default the first GPU pool
+	Image        string   `json:"image"`        // worker and launcher image; default DefaultImage
+	Command      []string `json:"command"`      // launcher command after the hostfile is written; default DefaultLauncherCommand
+	HostNetwork  bool     `json:"hostNetwork"`  // run towers on the node's network (needs Pod Security privileged); default false
+	SSHPort      int      `json:"sshPort"`      // sshd port on every tower; default 2222
+	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
+	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
+
+	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
+	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
+	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
+
+	Run       string            `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
+	OnSuccess string            `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
+	Env       []meta.EnvSetting `json:"env"`       // environment of the towers and the launcher (runs.go)
+}
+
+// DefaultImage is the towers' and the launcher's image when towers.image is empty, pinned by a
+// tag that exists upstream (validation refuses tagless and :latest images).
+const DefaultImage = "horovod/horovod:0.28.1"
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// DefaultTowers: two ranks are the smallest ring that exercises allreduce across hosts.
+	DefaultTowers = 2
+	// DefaultSSHPort: the horovod chart's sshd port; above 1024 so sshd needs no NET_BIND_SERVICE,
+	// and a tower that runs as a user (kolotoc:runAsUser) may bind it.
+	DefaultSSHPort = 2222
+	// DefaultCPUTowerSlots: MPI slots of a CPU tower (gpusPerTower 0), one rank per host as the
+	// old `--num-gpus 0` ran.
+	DefaultCPUTowerSlots = 1
+	// defaultTowerCPU, defaultTowerMemory: requests per tower (cores, bytes as quantity) that
+	// leave room for the input pipeline; GPUs are requested separately.
+	defaultTowerCPU    = "4"
+	defaultTowerMemory = "16Gi"
+	// defaultLauncherCPU, defaultLauncherMemory: requests of the launcher (cores, bytes), an ssh
+	// client and mpirun that compute nothing.
+	defaultLauncherCPU    = "500m"
+	defaultLauncherMemory = "1Gi"
+)
+
+// DefaultLauncherCommand is the launcher's command when towers.command is empty: Horovod's
+// synthetic benchmark over every slot of the hostfile, so that a new environment proves its
+// ring works before any real job is written. KOLOTOC_NP and KOLOTOC_HOSTFILE are set by the
+// launcher script.
+var DefaultLauncherCommand = []string{
+	"horovodrun", "-np", "$(KOLOTOC_NP)", "--hostfile", "$(KOLOTOC_HOSTFILE)",
+	"python", "/horovod/examples/tensorflow2/tensorflow2_synthetic_benchmark.py",
+}
+
+// NewConfig is the section before the stack file is read: towers on, DefaultTowers of them.
+func NewConfig() Config { return Config{Enabled: true, Count: DefaultTowers} }
+
+// Default fills the zero values the ring decides alone. The pool, gpusPerTower and launcherPool
+// depend on the stack's node pools: the stack fills them first, and slots follow gpusPerTower.
+// It fills zero values only, so applying it twice changes nothing.
+func (t *Config) Default() {
+	if t.Slots == 0 {
+		t.Slots = t.GPUsPerTower
+		if t.GPUsPerTower == 0 {
+			t.Slots = DefaultCPUTowerSlots
+		}
+	}
+	if t.Image == "" {
+		t.Image = DefaultImage
+	}
+	if len(t.Command) == 0 {
+		t.Command = append([]string(nil), DefaultLauncherCommand...)
+	}
+	if t.SSHPort == 0 {
+		t.SSHPort = DefaultSSHPort
+	}
+	if t.CPU == "" {
+		t.CPU = defaultTowerCPU
+	}
+	if t.Memory == "" {
+		t.Memory = defaultTowerMemory
+	}
+	if t.LauncherCPU == "" {
+		t.LauncherCPU = defaultLauncherCPU
+	}
+	if t.LauncherMemory == "" {
+		t.LauncherMemory = defaultLauncherMemory
+	}
+}
