@@ -258,7 +258,7 @@ func (c *Config) validateTowers(v *validator) {
 		}
 		return
 	}
-	v.positive("towers.count", t.Count)
+	t.Validate(v) // the towers' own settings (components/ring/config.go)
 	pool := v.pool(c, "towers.pool", t.Pool, true)
 	if pool != nil {
 		switch {
@@ -283,18 +283,7 @@ func (c *Config) validateTowers(v *validator) {
 	if lp := c.validateLauncherPool(v); lp != nil {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
-	if t.Slots < 1 {
-		v.add("towers.slots", strconv.Itoa(t.Slots), "must be at least 1")
-	}
 	v.image("towers.image", t.Image)
-	if t.SSHPort < 1 || t.SSHPort > 65535 {
-		v.add("towers.sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
-	}
-	for i, arg := range t.Command {
-		if strings.TrimSpace(arg) == "" {
-			v.add(fmt.Sprintf("towers.command[%d]", i), strconv.Quote(arg), "empty argument")
-		}
-	}
 	if t.Count > 0 {
 		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", TowerName, t.Count-1), TowerName, c.Namespace)
 	}
@@ -416,6 +405,9 @@ type validator struct{ errs []FieldError }
 func (v *validator) add(key, value, msg string) {
 	v.errs = append(v.errs, FieldError{Key: key, Value: value, Msg: msg})
 }
+
+// Add is add for the components' own checks (meta.Problems).
+func (v *validator) Add(key, value, msg string) { v.add(key, value, msg) }
 
 func (v *validator) oneOf(key, value string, allowed []string) {
 	for _, a := range allowed {

@@ -305,3 +305,10 @@ func SortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Problems collects what is wrong with a stack's configuration: each problem with its full key
+// (towers.sshPort), the bad value and what is allowed. The stack reports them all at once, before
+// anything is registered; a component's config section adds its own.
+type Problems interface {
+	Add(key, value, msg string)
+}

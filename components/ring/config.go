@@ -1,6 +1,15 @@
 package ring
 
-import "kolotoc/components/meta"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"kolotoc/components/meta"
+)
+
+// Key is the towers' config key, kolotoc:towers: the prefix of every problem Validate reports.
+const Key = "towers"
 
 // Config is the towers' config section, kolotoc:towers, as the stack file says it: the YAML
 // shape of the section, with each field's meaning and default. The stack fills the defaults and
@@ -93,5 +102,25 @@ func (t *Config) Default() {
 	}
 	if t.LauncherMemory == "" {
 		t.LauncherMemory = defaultLauncherMemory
+	}
+}
+
+// Validate reports what is wrong with the towers' own settings, with their full keys. What
+// depends on the node pools (the pool, gpusPerTower, the launcher's pool, whether the towers fit)
+// and on the stack (the image's pin, hostnames in the namespace, runs) the stack checks.
+func (t Config) Validate(p meta.Problems) {
+	if t.Count < 1 {
+		p.Add(Key+".count", strconv.Itoa(t.Count), "must be at least 1")
+	}
+	if t.Slots < 1 {
+		p.Add(Key+".slots", strconv.Itoa(t.Slots), "must be at least 1")
+	}
+	if t.SSHPort < 1 || t.SSHPort > 65535 {
+		p.Add(Key+".sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
+	}
+	for i, arg := range t.Command {
+		if strings.TrimSpace(arg) == "" {
+			p.Add(fmt.Sprintf("%s.command[%d]", Key, i), strconv.Quote(arg), "empty argument")
+		}
 	}
 }
