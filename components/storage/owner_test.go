@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -104,68 +103,75 @@ func TestOwnerJob(t *testing.T) {
 	}
 }
 
-// TestOwnerScript runs the owner's script on a directory root owns, as the Job does: it gives
-// the directory (not its files) to the uid, and a second run changes nothing and says so.
-func TestOwnerScript(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, as the Job runs: chown to another user")
-	}
+// fakeStore stands in for a store under the owner's script: stat prints its root's owner, chown
+// records its arguments and, unless the store refuses, gives the root to its first argument. The
+// real chown, as root on a real store, is the real node's (TestDevStackRunsForReal's shared-owner
+// Job).
+type fakeStore struct{ bin, state, calls string }
+
+func newFakeStore(t *testing.T, owner string, refuse bool) *fakeStore {
+	t.Helper()
 	dir := t.TempDir()
-	shared := filepath.Join(dir, "shared")
-	if err := os.Mkdir(shared, 0o755); err != nil {
+	f := &fakeStore{bin: filepath.Join(dir, "bin"), state: filepath.Join(dir, "owner"), calls: filepath.Join(dir, "calls")}
+	chown := "echo \"$*\" >>" + f.calls + "\necho \"$1\" >" + f.state + "\n"
+	if refuse { // as an NFS server with root squash answers
+		chown = "echo \"$*\" >>" + f.calls + "\necho \"chown: changing ownership of '$2': Operation not permitted\" >&2\nexit 1\n"
+	}
+	if err := os.Mkdir(f.bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old := filepath.Join(shared, "checkpoint")
-	if err := os.WriteFile(old, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func() string {
-		out, err := exec.Command("/bin/sh", "-c", OwnerScript, "shared-owner", shared, "1000:1000").CombinedOutput()
-		if err != nil {
-			t.Fatalf("owner script: %v\n%s", err, out)
-		}
-		return string(out)
-	}
-	owner := func(p string) (uint32, uint32) {
-		var st syscall.Stat_t
-		if err := syscall.Stat(p, &st); err != nil {
+	for name, body := range map[string]string{"stat": "cat " + f.state + "\n", "chown": chown} {
+		if err := os.WriteFile(filepath.Join(f.bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return st.Uid, st.Gid
 	}
-	if out := run(); !strings.Contains(out, "belonged to 0:0, now to 1000:1000") {
+	if err := os.WriteFile(f.state, []byte(owner+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// run runs the owner's script as the Job does, giving the store's root to want.
+func (f *fakeStore) run(want string) (string, error) {
+	cmd := exec.Command("/bin/sh", "-c", OwnerScript, "shared-owner", "/shared", want)
+	cmd.Env = []string{"PATH=" + f.bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (f *fakeStore) read(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
+
+// TestOwnerScript: a root that belongs to root is given to the uid, the directory alone (one
+// chown, not recursive: files already there keep their owner), and a second run changes nothing
+// and says so.
+func TestOwnerScript(t *testing.T) {
+	f := newFakeStore(t, "0:0", false)
+	out, err := f.run("1000:1000")
+	if err != nil {
+		t.Fatalf("owner script: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "belonged to 0:0, now to 1000:1000") {
 		t.Errorf("first run said %q", out)
 	}
-	if u, g := owner(shared); u != 1000 || g != 1000 {
-		t.Errorf("shared belongs to %d:%d, want 1000:1000", u, g)
+	if calls := f.read(f.calls); calls != "1000:1000 /shared" {
+		t.Errorf("chown called as %q, want once, as `chown 1000:1000 /shared` (the directory only, not -R)", calls)
 	}
-	if u, g := owner(old); u != 0 || g != 0 {
-		t.Errorf("a file already there changed owner to %d:%d: only the directory is the Job's", u, g)
-	}
-	if out := run(); !strings.Contains(out, "already belongs to 1000:1000") {
-		t.Errorf("second run said %q", out)
+	if out, err := f.run("1000:1000"); err != nil || !strings.Contains(out, "already belongs to 1000:1000") || f.read(f.calls) != "1000:1000 /shared" {
+		t.Errorf("second run said %q (%v), chown calls %q: want no new call", out, err, f.read(f.calls))
 	}
 }
 
 // TestOwnerScriptRefused: a store that refuses the chown fails the Job with what to do, instead
 // of workloads that fail later on a directory they cannot write.
 func TestOwnerScriptRefused(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// chown as an NFS server with root squash answers it.
-	if err := os.WriteFile(filepath.Join(bin, "chown"), []byte("#!/bin/sh\necho \"chown: changing ownership of '$2': Operation not permitted\" >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", OwnerScript, "shared-owner", dir, "4242:4242")
-	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
-	out, err := cmd.CombinedOutput()
+	out, err := newFakeStore(t, "0:0", true).run("4242:4242")
 	if err == nil {
 		t.Fatalf("the script succeeded although chown failed:\n%s", out)
 	}
-	if !strings.Contains(string(out), "refused to give "+dir) || !strings.Contains(string(out), "set kolotoc:runAsUser to 0") {
+	if !strings.Contains(out, "refused to give /shared (0:0) to 4242:4242") || !strings.Contains(out, "set kolotoc:runAsUser to 0") {
 		t.Errorf("the failure does not say what to do:\n%s", out)
 	}
 }

@@ -134,29 +134,24 @@ func TestDevStackRunsForReal(t *testing.T) {
 				t.Errorf("no rank on tower-%d reports uid=%s:\n%s", i, want, tail(logs))
 			}
 		}
-		ids := map[string][]string{
-			"tower-0/tower":                    {"sh", "-c", "id -u; id -g; ps -o uid= -C sshd | sort -u"},
-			"tower-0/sentinel":                 {"id", "-u"},
-			"carrier-0/dask-worker":            {"id", "-u"},
-			"deploy/entrypoint/jupyter":        {"id", "-u"},
-			"deploy/entrypoint/dask-scheduler": {"id", "-u"},
-		}
-		for target, cmd := range ids {
-			pod, container, _ := strings.Cut(strings.TrimPrefix(target, "deploy/"), "/")
-			if strings.HasPrefix(target, "deploy/") {
-				pod = "deploy/" + pod
-			}
-			got := strings.Fields(s.kubectl(t, "", append([]string{"-n", ns, "exec", pod, "-c", container, "--"}, cmd...)...))
-			wantIDs := want
-			if container == "dask-scheduler" {
-				wantIDs = "65534" // nobody, whatever runAsUser says: it writes nothing
-			}
+		for _, c := range []struct {
+			pod, container, want string
+			cmd                  []string
+		}{
+			{"tower-0", "tower", want, []string{"sh", "-c", "id -u; id -g; ps -o uid= -C sshd | sort -u"}},
+			{"tower-0", "sentinel", want, []string{"id", "-u"}},
+			{"carrier-0", "dask-worker", want, []string{"id", "-u"}},
+			{"deploy/entrypoint", "jupyter", want, []string{"id", "-u"}},
+			// nobody, whatever runAsUser says: it writes nothing
+			{"deploy/entrypoint", "dask-scheduler", "65534", []string{"id", "-u"}},
+		} {
+			got := strings.Fields(s.kubectl(t, "", append([]string{"-n", ns, "exec", c.pod, "-c", c.container, "--"}, c.cmd...)...))
 			if len(got) == 0 {
-				t.Errorf("%s: no id printed", target)
+				t.Errorf("%s/%s: no id printed", c.pod, c.container)
 			}
 			for _, id := range got {
-				if id != wantIDs {
-					t.Errorf("%s runs as %v, want every id %s", target, got, wantIDs)
+				if id != c.want {
+					t.Errorf("%s/%s runs as %v, want every id %s", c.pod, c.container, got, c.want)
 					break
 				}
 			}
