@@ -66,6 +66,12 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	}
 	k8s := pulumi.Provider(provider)
 
+	// The simulated pools are registered first: the engine starts at most --parallel steps at
+	// once, in registration order, and making the nodes is the longest step pods wait for.
+	sim, err := deploySimulatedNodes(ctx, c, labels, provider)
+	if err != nil {
+		return err
+	}
 	// The namespace enforces its Pod Security level; its NetworkPolicies exist before any pod.
 	ns, err := corev1.NewNamespace(ctx, c.Namespace, isolation.Render(c.Namespace, PodSecurity(c), labels, "namespace"), k8s)
 	if err != nil {
@@ -84,24 +90,17 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err != nil {
 		return err
 	}
-	sim, err := deploySimulatedNodes(ctx, c, labels, provider)
-	if err != nil {
-		return err
-	}
+	// What the pods wait for besides their objects' dependencies: the node pools they may be placed
+	// on. Only pods wait for nodes: the Secrets, ConfigMaps and Services are made while the nodes
+	// are (on the simulated cloud, with hundreds of nodes, that is the longest wait).
+	var pools []pulumi.Resource
 	if sim != nil {
-		clusterDeps = append(clusterDeps, sim.Pools...)
+		pools = sim.Pools
 	}
-	// Pods wait for their NetworkPolicies and pull Secrets; the storage does not, so that `pulumi
-	// destroy --exclude-protected` keeps only the protected storage and what it truly needs.
-	podDeps := append(append(append([]pulumi.Resource{}, clusterDeps...), policies...), pullSecrets...)
-
-	if *c.DevicePlugin.Enabled {
-		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
-			Namespace: agents, Image: c.DevicePlugin.Image, Labels: labels,
-		}, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, podDeps...))); err != nil {
-			return err
-		}
-	}
+	// The workloads wait for the namespace, the cluster, their NetworkPolicies and pull Secrets;
+	// the storage does not, so that `pulumi destroy --exclude-protected` keeps only the protected
+	// storage and what it truly needs.
+	workloadDeps := append(append(append([]pulumi.Resource{ns}, clusterDeps...), policies...), pullSecrets...)
 
 	s := c.Storage
 	storageArgs := &storage.Args{
@@ -116,36 +115,42 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
 	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
 	applyExistingStorage(c, storageArgs)
-	storageAfter := after
-	if c.InClusterNFS() { // the server's pod pulls its image; nothing of it can be protected
-		storageAfter = pulumi.DependsOn(append(append([]pulumi.Resource{ns}, clusterDeps...), pullSecrets...))
-	}
-	shared, err := storage.New(ctx, "storage", storageArgs, k8s, storageAfter)
+	// The store's own pods (the in-cluster server, the owner Job) pull images and wait for their
+	// pool only: the server is made while the GPU pools' nodes are, not after them.
+	storageArgs.PodDeps = append(append([]pulumi.Resource{}, pullSecrets...), sim.PoolOf(c.Entrypoint.Pool)...)
+	shared, err := storage.New(ctx, "storage", storageArgs, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...)))
 	if err != nil {
 		return err
 	}
+	if *c.DevicePlugin.Enabled {
+		if _, err := deviceplugin.New(ctx, "device-plugin", &deviceplugin.Args{
+			Namespace: agents, Image: c.DevicePlugin.Image, Labels: labels,
+		}, k8s, pulumi.DependsOn(append(append([]pulumi.Resource{}, workloadDeps...), pools...))); err != nil {
+			return err
+		}
+	}
+
 	scratch := storage.ScratchArgs{SizeLimit: s.Scratch.SizeLimit, MountPath: s.Scratch.MountPath}
 	if s.Scratch.Type == ScratchHostPath {
 		scratch.HostPath = s.Scratch.Path
 	}
-	// The workloads wait for the namespace, pools, policies and pull Secrets; only their pods (and
-	// the launcher) also wait for the claim (MountDeps), not their Secrets, ConfigMaps and
-	// Services, which then exist by the time the claim is bound.
-	withPodDeps := pulumi.DependsOn(append([]pulumi.Resource{ns}, podDeps...))
-	mount := shared.Ready
+	// Only the workloads' pods (and the launcher) wait for the pools and the claim (PodDeps), not
+	// their Secrets, ConfigMaps and Services, which then exist by the time both are ready.
+	withDeps := pulumi.DependsOn(workloadDeps)
+	mount := append(append([]pulumi.Resource{}, pools...), shared.Ready...)
 	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
 
 	e := c.Entrypoint
 	entryArgs := EntrypointArgs(c)
 	entryArgs.Namespace = namespace
-	entryArgs.MountDeps = mount
+	entryArgs.PodDeps = mount
 	if e.Jupyter {
 		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 	}
 	if c.EntrypointTLSKey.IsSet() {
 		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
 	}
-	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withPodDeps)
+	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withDeps)
 	if err != nil {
 		return err
 	}
@@ -167,8 +172,8 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
 			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
 			WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
-			RunAsUser:   c.RunAsUser, MountDeps: mount,
-		}, k8s, withPodDeps)
+			RunAsUser:   c.RunAsUser, PodDeps: mount,
+		}, k8s, withDeps)
 		if err != nil {
 			return err
 		}
@@ -179,13 +184,13 @@ func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
 			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
 			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
-			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser, MountDeps: mount,
-		}, k8s, withPodDeps); err != nil {
+			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser, PodDeps: mount,
+		}, k8s, withDeps); err != nil {
 			return err
 		}
 	}
 
-	if err := deployWorkloads(ctx, c, namespace, agents, mount, k8s, withPodDeps); err != nil {
+	if err := deployWorkloads(ctx, c, namespace, agents, pools, mount, k8s, withDeps); err != nil {
 		return err
 	}
 

@@ -14,17 +14,16 @@ import (
 )
 
 // deployWorkloads registers the optional workloads the stack enables (their outputs are
-// WorkloadOutputs).
-// agents is the GPU agents' namespace (the DCGM exporter's), nil when there is none. opts carry
-// the Kubernetes provider and the dependencies every workload waits for (the namespace, the
-// shared storage, the simulated nodes).
-// deployWorkloads registers the optional workloads with opts; the pods of those that mount the
-// shared claim also wait for mount (the claim and its owner Job).
-func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
+// WorkloadOutputs). agents is the GPU agents' namespace (the DCGM exporter's), nil when there is
+// none. opts carry the Kubernetes provider and what every workload waits for (the namespace, the
+// cluster, the NetworkPolicies, the pull Secrets). Their pods also wait for the simulated node
+// pools, and those that mount the shared claim for mount (the pools, the claim and its owner Job).
+func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
 		a.Namespace = namespace
+		a.PodDeps = pools
 		e, err := etcd.New(ctx, "etcd", a, opts...)
 		if err != nil {
 			return err
@@ -36,9 +35,9 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 		a.Namespace = namespace
 		if a.Backend != elastic.BackendC10d && store != nil {
 			// Workers started before etcd is ready would spend their join timeout failing.
-			a.WaitFor = []pulumi.Resource{store}
+			a.PodDeps = []pulumi.Resource{store}
 		}
-		a.WaitFor = append(a.WaitFor, mount...)
+		a.PodDeps = append(a.PodDeps, mount...)
 		if _, err := elastic.New(ctx, "elastic", a, opts...); err != nil {
 			return err
 		}
@@ -46,7 +45,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)
 		a.Namespace = namespace
-		a.MountDeps = mount
+		a.PodDeps = mount
 		if _, err := tfcluster.New(ctx, "tfcluster", a, opts...); err != nil {
 			return err
 		}
@@ -58,6 +57,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.St
 			a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
 		}
 		a.AgentsNamespace = agents
+		a.PodDeps = pools
 		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
 			return err
 		}

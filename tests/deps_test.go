@@ -9,19 +9,55 @@ import (
 )
 
 // TestOnlyPodsWaitForSimulatedNodes: on the simulated cloud every workload that makes pods waits
-// for every node pool (ready once all its nodes are: pods need somewhere to run, and on destroy
-// they must go before their nodes, or they linger until the pod garbage collector finds them),
-// and the namespaces and their policies do not: they are created while the nodes are made. The
-// policies used to wait for every Node, so with hundreds of Nodes they were created only after
-// the last one (bench/scale).
+// for every node pool its pods can be placed on (ready once all its nodes are: pods need
+// somewhere to run, and on destroy they must go before their nodes, or they linger until the pod
+// garbage collector finds them), and nothing else does: the namespaces, policies, Secrets,
+// ConfigMaps, Services and volumes are created while the nodes are made. The policies used to
+// wait for every Node, so with hundreds of Nodes they were created only after the last one, and
+// the towers' Secrets and Services waited for the pools, then the StatefulSet for them
+// (bench/scale). The in-cluster NFS server, which
+// every pod that mounts the claim waits for, waits for its own pool alone: it used to wait for
+// the GPU pools too, which put their nodes and the server one after the other on the way to
+// every workload (bench/scale).
 func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
-	rec := deploy(t, layoutRaw(t, 1)) // prod-simulated: 8 GPU nodes, 2 CPU nodes in 2 pools
-	var pools []string
-	for _, p := range rec.ofType(tPool) {
-		pools = append(pools, p.Name)
+	for _, l := range []struct {
+		name   string
+		raw    func(t *testing.T) stacks.Raw
+		nodes  int
+		checks int // pod-making resources at least
+	}{
+		{"prod-simulated", func(t *testing.T) stacks.Raw { return layoutRaw(t, 1) }, 10, 5},
+		// etcd, elastic, the TensorFlow cluster and monitoring: every optional workload.
+		{"workloads", func(t *testing.T) stacks.Raw { return workloadsRaw(t, nil) }, 7, 10},
+	} {
+		t.Run(l.name, func(t *testing.T) { onlyPodsWaitForNodes(t, deploy(t, l.raw(t)), l.nodes, l.checks) })
 	}
-	if n := len(rec.simulatedNodes()); len(pools) != 2 || n != 10 {
-		t.Fatalf("%d pools of %d nodes registered, want the 2 of prod-simulated, 10 nodes", len(pools), n)
+}
+
+func onlyPodsWaitForNodes(t *testing.T, rec *recorder, nodes, checks int) {
+	pools := map[string]map[string]any{} // pool resource → its nodes' labels
+	for _, p := range rec.ofType(tPool) {
+		labels, _ := get(inputs(p), "spec", "template", "metadata", "labels").(map[string]any)
+		pools[p.Name] = labels
+	}
+	if n := len(rec.simulatedNodes()); len(pools) != 2 || n != nodes {
+		t.Fatalf("%d pools of %d nodes registered, want 2 pools of %d nodes", len(pools), n, nodes)
+	}
+	// placeable: the pools whose nodes a pod template's nodeSelector matches (all without one).
+	placeable := func(r registered) []string {
+		sel, _ := get(inputs(r), "spec", "template", "spec", "nodeSelector").(map[string]any)
+		var out []string
+		for name, labels := range pools {
+			fits := true
+			for k, v := range sel {
+				fits = fits && labels[k] == v
+			}
+			if fits {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
 	}
 	waitsFor := waitsForFunc(rec)
 	podMakers := map[string]bool{tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true}
@@ -31,24 +67,35 @@ func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
 			continue
 		}
 		deps := waitsFor(r)
-		waits := 0
-		for _, p := range pools {
+		var waits []string
+		for p := range pools {
 			if slices.Contains(deps, p) {
-				waits++
+				waits = append(waits, p)
 			}
 		}
+		slices.Sort(waits)
 		switch {
 		case podMakers[r.Type]:
 			checked++
-			if waits != len(pools) {
-				t.Errorf("%s %s waits for %d of the %d node pools: its pods may start before their node exists, and outlive it on destroy", r.Type, r.Name, waits, len(pools))
+			want := placeable(r)
+			if len(want) == 0 {
+				t.Errorf("%s %s: its pods fit no pool", r.Type, r.Name)
 			}
-		case (r.Type == "kubernetes:core/v1:Namespace" || r.Type == "kubernetes:networking.k8s.io/v1:NetworkPolicy") && waits > 0:
-			t.Errorf("%s %s waits for %d node pools: it makes no pod, and need not wait for nodes", r.Type, r.Name, waits)
+			for _, p := range want {
+				if !slices.Contains(waits, p) {
+					t.Errorf("%s %s does not wait for node pool %s, where its pods may be placed: they may start before their node exists, and outlive it on destroy", r.Type, r.Name, p)
+				}
+			}
+			if r.Name == "storage-server" && !slices.Equal(waits, want) {
+				t.Errorf("the NFS server waits for node pools %v, want only its own %v: every pod that mounts the claim waits for it", waits, want)
+			}
+		case len(waits) > 0:
+			// A Secret, ConfigMap, Service, volume or policy is made while the nodes are.
+			t.Errorf("%s %s waits for node pools %v: it makes no pod, and need not wait for nodes", r.Type, r.Name, waits)
 		}
 	}
-	if checked < 5 {
-		t.Errorf("only %d workloads checked", checked)
+	if checked < checks {
+		t.Errorf("only %d workloads checked, want %d at least", checked, checks)
 	}
 }
 

@@ -100,19 +100,15 @@ func TestPullSecretOnEveryPod(t *testing.T) {
 					}
 				}
 			}
-			// The pods' components wait for the pull Secret (their children are registered once
-			// the component is), or a first pull would go without it.
-			owners := map[string]registered{}
-			for _, r := range rec.sorted() {
-				if !strings.HasPrefix(r.Type, "kubernetes:") && !strings.Contains(r.Type, ":providers:") {
-					owners[r.Name] = r
-				}
-			}
+			// Every pod-making resource waits for the pull Secret, itself or through its
+			// component (its children are registered once the component is), or a first pull
+			// would go without it.
+			waitsFor := waitsForFunc(rec)
 			for _, r := range rec.sorted() {
 				switch r.Type {
 				case tDeployment, tStatefulSet, tDaemonSet, tJob:
-					if c, ok := owners[r.Parent]; !ok || !slices.Contains(c.DependsOn, pullSecret) {
-						t.Errorf("%s %s: its component %s does not wait for %s (depends on %v)", r.Type, r.Name, r.Parent, pullSecret, c.DependsOn)
+					if deps := waitsFor(r); !slices.Contains(deps, pullSecret) {
+						t.Errorf("%s %s does not wait for %s (waits for %v)", r.Type, r.Name, pullSecret, deps)
 					}
 				}
 			}

@@ -59,7 +59,17 @@ type Simulated struct {
 	// its nodes are. Depend on them, not on the component: the SDK adds a child to its component
 	// from the child's registration goroutine, so a dependency on the component taken just after
 	// NewSimulated returns may miss the pools registered last.
-	Pools []pulumi.Resource
+	Pools  []pulumi.Resource
+	byName map[string]pulumi.Resource
+}
+
+// PoolOf is the SimulatedNodePool of the named pool, what a pod placed on it waits for; none for
+// a pool that is not simulated (a real pool, a cloud's) or a nil Simulated.
+func (c *Simulated) PoolOf(pool string) []pulumi.Resource {
+	if c == nil || c.byName[pool] == nil {
+		return nil
+	}
+	return []pulumi.Resource{c.byName[pool]}
 }
 
 // NewSimulated registers one SimulatedNodePool per pool.
@@ -67,7 +77,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	if args == nil {
 		return nil, errors.New("cluster: args are required")
 	}
-	c := &Simulated{}
+	c := &Simulated{byName: map[string]pulumi.Resource{}}
 	if err := ctx.RegisterComponentResource("kolotoc:cluster:Simulated", name, c, opts...); err != nil {
 		return nil, err
 	}
@@ -82,6 +92,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 			return nil, err
 		}
 		c.Pools = append(c.Pools, r)
+		c.byName[p.Name] = r
 		for i := 0; i < p.Nodes; i++ {
 			names = append(names, pulumi.String(NodeName(args.Name, p.Name, i)))
 		}

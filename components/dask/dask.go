@@ -79,10 +79,11 @@ type CarrierArgs struct {
 	Scratch   storage.ScratchArgs
 	Labels    meta.Labels
 	RunAsUser int // uid (and gid) of every container of the carriers; 0 keeps the image's user
-	// MountDeps are what the pods wait for besides the component's own dependencies: the shared
-	// claim and the Job that gives it to the workloads' user. Only the pod-making resources take
-	// them: the component's Secrets, ConfigMaps and Services need no claim.
-	MountDeps []pulumi.Resource
+	// PodDeps are what the pods wait for besides the component's own dependencies: the node
+	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
+	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
+	// Services need neither nodes nor the claim, and are made while the nodes are.
+	PodDeps []pulumi.Resource
 
 	Env  []meta.EnvVar // the stack's variables for every worker
 	Code *meta.Code    // repository cloned into every carrier; nil for none
@@ -108,7 +109,7 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 		return nil, err
 	}
 	c.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderCarriers(args), pulumi.Parent(c),
-		pulumi.DependsOn(append([]pulumi.Resource{svc}, args.MountDeps...)))
+		pulumi.DependsOn(append([]pulumi.Resource{svc}, args.PodDeps...)))
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ type Args struct {
 	MountPath     string             // where the claim is mounted
 	CheckpointDir string             // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
 	Scratch       storage.ScratchArgs
-	WaitFor       []pulumi.Resource // created before the workers (the etcd component, the shared claim and its owner Job); not dependencies of the component itself
+	PodDeps       []pulumi.Resource // created before the workers (their node pools, the etcd component, the shared claim and its owner Job); not dependencies of the component itself
 	Labels        meta.Labels
 	// RunAsUser is the uid (and gid) every container of the workers runs as; 0 keeps the image's user.
 	RunAsUser int
@@ -131,7 +131,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// A new pod shape (GPUs, CPU, memory, pool) replaces the workers as a whole: a rolling
 	// update to it can stall for good on a full pool (meta.PodShape). Other changes (image,
 	// command) roll worker by worker, which the rendezvous survives; scaling stays in place.
-	deps := append([]pulumi.Resource{scale, scripts, svc}, args.WaitFor...)
+	deps := append([]pulumi.Resource{scale, scripts, svc}, args.PodDeps...)
 	if args.releases() {
 		rel, err := meta.NewReleaser(ctx, args.Name+"-release", args.Namespace, args.Labels, Component, []string{args.Name}, pulumi.Parent(e))
 		if err != nil {

@@ -77,10 +77,11 @@ type Args struct {
 	MountPath       string
 	Labels          meta.Labels
 	JupyterEnv      []meta.EnvVar // the stack's variables for Jupyter
-	// MountDeps are what the pods wait for besides the component's own dependencies: the shared
-	// claim and the Job that gives it to the workloads' user. Only the pod-making resources take
-	// them: the component's Secrets, ConfigMaps and Services need no claim.
-	MountDeps []pulumi.Resource
+	// PodDeps are what the pods wait for besides the component's own dependencies: the node
+	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
+	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
+	// Services need neither nodes nor the claim, and are made while the nodes are.
+	PodDeps []pulumi.Resource
 	// RunAsUser is the uid (and gid) Jupyter runs as, the user of the notebooks that write the
 	// shared claim; 0 keeps the image's user (jovyan in the Jupyter images). The scheduler and
 	// TensorBoard run as NonRootUser whatever it is.
@@ -167,7 +168,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		deps = append(deps, s)
 	}
 	var err error
-	e.Deployment, err = appsv1.NewDeployment(ctx, name, RenderDeployment(args), pulumi.Parent(e), pulumi.DependsOn(append(deps, args.MountDeps...)))
+	e.Deployment, err = appsv1.NewDeployment(ctx, name, RenderDeployment(args), pulumi.Parent(e), pulumi.DependsOn(append(deps, args.PodDeps...)))
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,9 @@ type Args struct {
 	StorageClass  string             // storage class of the members' claims; "" = the cluster's default
 	StaticVolumes bool               // pre-create one hostPath volume per member, for clusters without a provisioner (simulated)
 	Labels        meta.Labels
+	// PodDeps are what the members wait for besides the component's own dependencies (the node
+	// pools they are placed on); the Services, volumes and budget do not wait for them.
+	PodDeps []pulumi.Resource
 }
 
 // Etcd is the rendezvous store.
@@ -94,7 +97,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			return nil, err
 		}
 	}
-	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e), pulumi.DependsOn(deps))
+	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e), pulumi.DependsOn(append(deps, args.PodDeps...)))
 	if err != nil {
 		return nil, err
 	}

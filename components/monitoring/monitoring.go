@@ -56,6 +56,11 @@ type Args struct {
 	// Security level allows its host path and capability; default Namespace.
 	AgentsNamespace    pulumi.StringInput
 	AgentsNamespaceDNS string
+
+	// PodDeps are what the pods (Prometheus, Grafana, the DCGM exporter) wait for besides the
+	// component's own dependencies: the node pools they are placed on. The ConfigMaps, Secrets,
+	// RBAC and Services do not wait for them.
+	PodDeps []pulumi.Resource
 }
 
 // Endpoint is one user-facing service.
@@ -102,7 +107,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-prometheus", RenderPrometheus(args), parent,
-		pulumi.DependsOn(append(bindings, promConfig))); err != nil {
+		pulumi.DependsOn(append(append(bindings, promConfig), args.PodDeps...))); err != nil {
 		return nil, err
 	}
 	if _, err := corev1.NewService(ctx, name+"-prometheus", RenderPrometheusService(args), parent); err != nil {
@@ -110,7 +115,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 
 	if args.DCGMExporter {
-		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent); err != nil {
+		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent, pulumi.DependsOn(args.PodDeps)); err != nil {
 			return nil, err
 		}
 	}
@@ -152,7 +157,7 @@ func newGrafana(ctx *pulumi.Context, name string, args *Args, parent pulumi.Reso
 		return fmt.Errorf("monitoring %q: %w", name, err)
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-grafana", grafana, parent,
-		pulumi.DependsOn([]pulumi.Resource{secret, provisioning, dashboards})); err != nil {
+		pulumi.DependsOn(append([]pulumi.Resource{secret, provisioning, dashboards}, args.PodDeps...))); err != nil {
 		return err
 	}
 	_, err = corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent)

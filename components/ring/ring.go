@@ -99,10 +99,11 @@ type Args struct {
 	Scratch        storage.ScratchArgs
 	Sidecars       []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
 	Labels         meta.Labels
-	// MountDeps are what the pods wait for besides the component's own dependencies: the shared
-	// claim and the Job that gives it to the workloads' user. Only the pod-making resources take
-	// them: the component's Secrets, ConfigMaps and Services need no claim.
-	MountDeps []pulumi.Resource
+	// PodDeps are what the pods wait for besides the component's own dependencies: the node
+	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
+	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
+	// Services need neither nodes nor the claim, and are made while the nodes are.
+	PodDeps []pulumi.Resource
 	// RunAsUser is the uid (and gid) of every container of the towers and the launcher, sshd
 	// and the ranks included; 0 keeps the image's user (root in the Horovod image). Another user
 	// needs a home directory in the image and an sshPort of 1024 or more.
@@ -168,7 +169,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// Any change of the towers' pods restarts the ring anyway (mpirun ends with its first rank):
 	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
 	// (meta.PodShape). The Service and the pod names stay.
-	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.MountDeps),
+	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.PodDeps),
 		meta.ReplaceOnChangesOf(meta.PodSpec))
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
 	// (same name) must go first.
-	r.Launcher, err = batchv1.NewJob(ctx, name+"-launcher", RenderLauncher(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.MountDeps),
+	r.Launcher, err = batchv1.NewJob(ctx, name+"-launcher", RenderLauncher(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.PodDeps),
 		pulumi.DependsOn(append([]pulumi.Resource{r.StatefulSet}, launcherDeps...)), pulumi.DeleteBeforeReplace(true))
 	if err != nil {
 		return nil, err

@@ -66,9 +66,14 @@ type Args struct {
 	// Owner, when set, gives the claim's root directory to the user the workloads run as
 	// (owner.go); nil leaves it to root.
 	Owner *Owner
-	// VolumeDeps are what the volume waits for besides an in-cluster server: a cloud store's
-	// private DNS records (Azure Files behind a private endpoint).
+	// VolumeDeps are what the volume waits for: a cloud store's private DNS records (Azure Files
+	// behind a private endpoint).
 	VolumeDeps []pulumi.Resource
+	// PodDeps are what the store's own pods (the in-cluster server, the owner Job) wait for and
+	// nothing else of it does: the pool they run on (on the simulated cloud) and the pull
+	// Secrets. The volume and the claim never wait for a pool, so that
+	// `pulumi destroy --exclude-protected` keeps no pool for a protected claim.
+	PodDeps []pulumi.Resource
 	// External: the store is not the stack's (an external NFS server, an existing EFS file system
 	// or Azure Files share). The volume keeps it when released (Retain) whatever Protect says, so
 	// that deleting the claim or the stack can never ask a driver to delete it.
@@ -79,13 +84,14 @@ type Args struct {
 type Storage struct {
 	pulumi.ResourceState
 	ClaimName pulumi.StringOutput // the claim to mount
-	// Claim is the PersistentVolumeClaim, what pods that mount it must wait for (bound once its
-	// volume, and the in-cluster server behind it, are). Depend on it, not on the component: the
-	// SDK adds a child to its component from the child's registration goroutine, so a dependency
-	// on the component taken just after New returns may miss the claim.
+	// Claim is the PersistentVolumeClaim (bound once its volume is). Depend on Ready, not on the
+	// component: the SDK adds a child to its component from the child's registration goroutine,
+	// so a dependency on the component taken just after New returns may miss the claim.
 	Claim pulumi.Resource
-	// Ready is what a pod that mounts the claim waits for: the claim, and the Job that gives its
-	// root to the workloads' user when there is one (Args.Owner). Same caveat as Claim.
+	// Ready is what a pod that mounts the claim waits for: the claim, the in-cluster server
+	// whose readiness probe says NFS answers (made beside the volume and claim, not before them:
+	// the three are awaited at once), and the Job that gives the claim's root to the workloads'
+	// user when there is one (Args.Owner).
 	Ready []pulumi.Resource
 }
 
@@ -99,16 +105,21 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	server := pulumi.String(args.Server).ToStringOutput()
-	// What the volume waits for before it is created (so that no pod mounts it too early).
+	// What the volume waits for before it is created.
 	var volumeDeps []pulumi.Resource
+	// What a pod that mounts the claim waits for besides the claim (so that none mounts it too
+	// early): the in-cluster server's Deployment.
+	var serving []pulumi.Resource
+	podDeps := pulumi.DependsOn(args.PodDeps)
 	if args.InCluster {
-		// The volume waits for the server's Deployment, whose readiness probe says NFS answers.
-		// The Service is not waited for (see RenderServerService).
-		dep, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s))
+		// Pods that mount the claim wait for the server's Deployment, whose readiness probe says
+		// NFS answers; the volume only needs the Service's address. The Service is not waited
+		// for (see RenderServerService).
+		dep, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s), podDeps)
 		if err != nil {
 			return nil, err
 		}
-		volumeDeps = append(volumeDeps, dep)
+		serving = append(serving, dep)
 		svc, err := corev1.NewService(ctx, name+"-server", RenderServerService(args), pulumi.Parent(s))
 		if err != nil {
 			return nil, err
@@ -155,13 +166,14 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	s.ClaimName, s.Claim = pvc.Metadata.Name().Elem(), pvc
-	s.Ready = []pulumi.Resource{pvc}
+	s.Ready = append([]pulumi.Resource{pvc}, serving...)
 	if args.Owner != nil {
 		// Awaited until it completes (the provider waits for a Job), so that no workload starts
 		// on a directory it cannot write. A new uid is a new pod template, which a Job cannot
-		// take: the old Job goes first.
+		// take: the old Job goes first. It mounts the claim, so it waits for what any such pod
+		// does, and for its own pool.
 		job, err := batchv1.NewJob(ctx, name+"-owner", RenderOwnerJob(args), pulumi.Parent(s),
-			pulumi.DependsOn([]pulumi.Resource{pvc}), pulumi.DeleteBeforeReplace(true))
+			pulumi.DependsOn(s.Ready), podDeps, pulumi.DeleteBeforeReplace(true))
 		if err != nil {
 			return nil, err
 		}

@@ -50,20 +50,43 @@ func (m *mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
 	return resource.PropertyMap{}, nil
 }
 
-// TestInClusterServerGatesTheVolume: the shared volume is created once the NFS server's
-// Deployment is ready (its readiness probe: NFS answers), never before, and the server's Service
-// is not waited for: a waited-for Service is ready only 10 s after its endpoints settle, which
-// delayed every pod that mounts the volume (bench/scale measured it on the critical path of every
-// first deployment). Both halves fail without the fix: the volume depended on the Service alone.
-func TestInClusterServerGatesTheVolume(t *testing.T) {
+// TestInClusterServerGatesThePods: every pod that mounts the claim waits for the NFS server's
+// Deployment (its readiness probe: NFS answers) and the claim, never less, and the server's
+// Service is not waited for: a waited-for Service is ready only 10 s after its endpoints settle,
+// which delayed every pod that mounts the volume (bench/scale measured it on the critical path of
+// every first deployment). The volume and the claim are made beside the server, not after it, and
+// do not wait for the pool the server's pod runs on (PodDeps): only the store's own pods do, the
+// owner Job too. bench/scale measured the chain pool → server → volume → claim on the way to
+// every workload; the volume depended on the server, and the server on every pool.
+func TestInClusterServerGatesThePods(t *testing.T) {
 	m := &mocks{reg: map[string]registration{}}
+	var ready []string
 	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "storage", &Args{
+		pool := &pulumi.CustomResourceState{} // stands for the SimulatedNodePool the server runs on
+		if err := ctx.RegisterResource("kolotoc:test:Pool", "cpu", nil, pool); err != nil {
+			return err
+		}
+		s, err := New(ctx, "storage", &Args{
 			Namespace: pulumi.String("kolotoc-dev"), NamespaceDNS: "kolotoc-dev", VolumeName: "kolotoc-dev-shared",
 			ClaimName: "shared", InCluster: true, Path: "/", Size: "10Gi", ServerImage: "nfs:1",
-			Labels: meta.Labels{Instance: "dev"},
+			Labels: meta.Labels{Instance: "dev"}, Owner: &Owner{UID: 1000, Image: "towers:1", Pool: "cpu"},
+			PodDeps: []pulumi.Resource{pool},
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex
+		for _, r := range s.Ready {
+			r.URN().ApplyT(func(u pulumi.URN) error {
+				mu.Lock()
+				defer mu.Unlock()
+				parts := strings.Split(string(u), "::")
+				typ := parts[len(parts)-2]
+				ready = append(ready, typ[strings.LastIndex(typ, "$")+1:]+"::"+parts[len(parts)-1])
+				return nil
+			})
+		}
+		return nil
 	}, pulumi.WithMocks("kolotoc", "dev", m))
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +99,32 @@ func TestInClusterServerGatesTheVolume(t *testing.T) {
 	if v := ann[meta.SkipAwaitAnnotation]; !v.IsString() || v.StringValue() != "true" {
 		t.Errorf("the server's Service is waited for (annotations %v)", ann)
 	}
-	pv := m.reg["kubernetes:core/v1:PersistentVolume::storage"]
-	if !slices.Contains(pv.deps, "kubernetes:apps/v1:Deployment::storage-server") {
-		t.Errorf("the volume does not wait for the server's Deployment: depends on %v", pv.deps)
+	const (
+		server = "kubernetes:apps/v1:Deployment::storage-server"
+		claim  = "kubernetes:core/v1:PersistentVolumeClaim::storage"
+		volume = "kubernetes:core/v1:PersistentVolume::storage"
+		owner  = "kubernetes:batch/v1:Job::storage-owner"
+		pool   = "kolotoc:test:Pool::cpu"
+	)
+	slices.Sort(ready)
+	if want := []string{server, owner, claim}; !slices.Equal(ready, want) {
+		t.Errorf("pods that mount the claim wait for %v, want %v", ready, want)
 	}
-	nfs := pv.inputs["spec"].ObjectValue()["nfs"].ObjectValue()
+	for name, want := range map[string][]string{server: {pool}, owner: {pool, server, claim}} {
+		for _, dep := range want {
+			if !slices.Contains(m.reg[name].deps, dep) {
+				t.Errorf("%s does not wait for %s: depends on %v", name, dep, m.reg[name].deps)
+			}
+		}
+	}
+	for _, name := range []string{volume, claim} {
+		for _, dep := range []string{server, pool} {
+			if slices.Contains(m.reg[name].deps, dep) {
+				t.Errorf("%s waits for %s: it is made beside the server, and needs no node", name, dep)
+			}
+		}
+	}
+	nfs := m.reg[volume].inputs["spec"].ObjectValue()["nfs"].ObjectValue()
 	if got := nfs["server"].StringValue(); got != "10.96.0.42" {
 		t.Errorf("the volume's server is %q, want the Service's ClusterIP", got)
 	}

@@ -89,10 +89,11 @@ type Args struct {
 	Scratch       storage.ScratchArgs
 	TensorBoard   *TensorBoard // nil: the entrypoint's TensorBoard reads the shared log directory
 	Labels        meta.Labels
-	// MountDeps are what the pods wait for besides the component's own dependencies: the shared
-	// claim and the Job that gives it to the workloads' user. Only the pod-making resources take
-	// them: the component's Secrets, ConfigMaps and Services need no claim.
-	MountDeps []pulumi.Resource
+	// PodDeps are what the pods wait for besides the component's own dependencies: the node
+	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
+	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
+	// Services need neither nodes nor the claim, and are made while the nodes are.
+	PodDeps []pulumi.Resource
 	// RunAsUser is the uid (and gid) every container of every task runs as; 0 keeps the image's user.
 	RunAsUser int
 
@@ -173,7 +174,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		// A new pod shape replaces the task type's StatefulSet as a whole (meta.PodShape); a
 		// new count changes every task's cluster spec and rolls in place.
-		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn(append(append([]pulumi.Resource{svc}, taskDeps...), args.MountDeps...)),
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn(append(append([]pulumi.Resource{svc}, taskDeps...), args.PodDeps...)),
 			meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
 			return nil, err
 		}
@@ -184,7 +185,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 	}
 	if tb := args.TensorBoard; tb != nil {
-		if _, err := appsv1.NewDeployment(ctx, name+"-tensorboard", RenderTensorBoard(args), pulumi.Parent(c), pulumi.DependsOn(args.MountDeps)); err != nil {
+		if _, err := appsv1.NewDeployment(ctx, name+"-tensorboard", RenderTensorBoard(args), pulumi.Parent(c), pulumi.DependsOn(args.PodDeps)); err != nil {
 			return nil, err
 		}
 		if _, err := corev1.NewService(ctx, name+"-tensorboard", RenderTensorBoardService(args), pulumi.Parent(c)); err != nil {
