@@ -42,6 +42,14 @@ func Deploy(ctx *pulumi.Context, c *Config) error { return DeployTo(ctx, c, ctx.
 
 // DeployTo is Deploy handing each stack output to export (tests collect them).
 func DeployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input)) error {
+	if err := deployTo(ctx, c, export); err != nil {
+		return err
+	}
+	// The components register their outputs while the program goes on (meta.RegisterOutputs).
+	return meta.WaitOutputs(ctx)
+}
+
+func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input)) error {
 	labels := stackLabels(c)
 	// Every awaited workload, Service and claim waits kolotoc:awaitTimeout (timeouts.go).
 	if err := registerAwaitTimeouts(ctx, c); err != nil {

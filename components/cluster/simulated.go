@@ -98,7 +98,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 		}
 	}
 	c.NodeNames = names.ToStringArrayOutput()
-	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{"nodeNames": c.NodeNames}); err != nil {
+	if err := meta.RegisterOutputs(ctx, c, pulumi.Map{"nodeNames": c.NodeNames}); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -113,7 +113,7 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 	if err != nil {
 		return nil, err
 	}
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.StatefulSet.Metadata.Name()})
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{"name": c.StatefulSet.Metadata.Name()})
 }
 
 // RenderCarrierService is the carriers' headless Service (stable pod names for `kubectl exec`).

@@ -43,7 +43,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	d.DaemonSet = ds
-	return d, ctx.RegisterResourceOutputs(d, pulumi.Map{"name": ds.Metadata.Name()})
+	return d, meta.RegisterOutputs(ctx, d, pulumi.Map{"name": ds.Metadata.Name()})
 }
 
 // RenderDaemonSet builds the DaemonSet: selected onto nodes labelled nvidia.com/gpu.present=true,

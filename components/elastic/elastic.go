@@ -148,7 +148,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	e.Endpoint = pulumi.String(Endpoint(args)).ToStringOutput()
-	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})
+	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})
 }
 
 // Endpoint is torchrun's --rdzv_endpoint: worker 0's store for c10d, else the etcd Service.

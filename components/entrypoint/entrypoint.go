@@ -181,7 +181,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			return nil, err
 		}
 	}
-	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"service": e.Service.Metadata.Name()})
+	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"service": e.Service.Metadata.Name()})
 }
 
 // SchedulerAddress is the address every Dask worker connects to.

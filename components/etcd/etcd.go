@@ -102,7 +102,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	e.Endpoint = pulumi.String(ClientEndpoint(args.Name, args.NamespaceDNS)).ToStringOutput()
-	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"endpoint": e.Endpoint})
+	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"endpoint": e.Endpoint})
 }
 
 // ClientEndpoint is the client Service's host:port.

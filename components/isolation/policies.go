@@ -116,7 +116,7 @@ func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 			return nil, err
 		}
 	}
-	return p, ctx.RegisterResourceOutputs(p, pulumi.Map{})
+	return p, meta.RegisterOutputs(ctx, p, pulumi.Map{})
 }
 
 // RenderDefaultDeny selects every pod and allows no ingress. Kubernetes still lets the kubelet

@@ -130,7 +130,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		m.GrafanaURL = pulumi.String(eps["grafana"].URL).ToStringOutput()
 		outputs["grafanaUrl"] = m.GrafanaURL
 	}
-	return m, ctx.RegisterResourceOutputs(m, outputs)
+	return m, meta.RegisterOutputs(ctx, m, outputs)
 }
 
 // newGrafana registers Grafana: the password, the provisioned data source and dashboard, the

@@ -102,7 +102,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		c.Secrets = append(c.Secrets, s)
 	}
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{})
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{})
 }
 
 // RenderSecret builds the pull Secret of one namespace. Its data is secret in the inputs, in the

@@ -185,7 +185,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Towers)
-	return r, ctx.RegisterResourceOutputs(r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
+	return r, meta.RegisterOutputs(ctx, r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
 }
 
 // HostnamePattern is the towers' hostnames as one bash brace expansion,

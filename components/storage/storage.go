@@ -179,7 +179,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		s.Ready = append(s.Ready, job)
 	}
-	return s, ctx.RegisterResourceOutputs(s, pulumi.Map{"claimName": s.ClaimName})
+	return s, meta.RegisterOutputs(ctx, s, pulumi.Map{"claimName": s.ClaimName})
 }
 
 // RenderVolume builds the PersistentVolume (NFS, CSI or a host directory), pre-bound to the claim.

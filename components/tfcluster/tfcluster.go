@@ -193,7 +193,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 	}
 	c.ClusterSpec = pulumi.String(spec).ToStringOutput()
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"clusterSpec": c.ClusterSpec})
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{"clusterSpec": c.ClusterSpec})
 }
 
 // Address is the stable address of task i of t: its pod's name under the headless Service.

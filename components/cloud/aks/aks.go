@@ -18,6 +18,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cloud/kubeaccess"
+	"kolotoc/components/meta"
 )
 
 const (
@@ -184,7 +185,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 		return string(kc), nil
 	})).(pulumi.StringOutput)
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"clusterName": c.ClusterName, "kubeconfig": c.Kubeconfig})
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{"clusterName": c.ClusterName, "kubeconfig": c.Kubeconfig})
 }
 
 // RenderSubnetAccess grants the cluster's identity Network Contributor on the subnet it brings,

@@ -7,6 +7,8 @@ import (
 	"github.com/pulumi/pulumi-azure-native-sdk/authorization/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/storage/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 // ShareName is the Azure Files share every stack uses.
@@ -129,7 +131,7 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 		f.Key = pulumi.ToSecret(keys.Keys().Index(pulumi.Int(0)).Value()).(pulumi.StringOutput)
 	}
 	// The key is not among the component's outputs: it is handed on, never shown.
-	return f, ctx.RegisterResourceOutputs(f, pulumi.Map{"account": f.Account, "shareName": f.ShareName})
+	return f, meta.RegisterOutputs(ctx, f, pulumi.Map{"account": f.Account, "shareName": f.ShareName})
 }
 
 // RenderShare builds the share. Its protocol is chosen when it is created: a change replaces it.

@@ -8,6 +8,8 @@ import (
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/efs"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 const (
@@ -85,7 +87,7 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 	if err != nil {
 		return nil, err
 	}
-	return e, ctx.RegisterResourceOutputs(e, pulumi.Map{"fileSystemId": e.FileSystemID})
+	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"fileSystemId": e.FileSystemID})
 }
 
 // newFileSystem registers the file system, its security group and a mount target in each subnet;

@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cloud/kubeaccess"
+	"kolotoc/components/meta"
 )
 
 // Managed policies of the roles, as AWS documents them for EKS.
@@ -168,7 +169,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			}
 			return Kubeconfig(v[0].(string), region, v[1].(string), data)
 		})).(pulumi.StringOutput)
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{
 		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "nodeSecurityGroupId": c.NodeSecurityGroupID,
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 const (
@@ -155,7 +157,7 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 		n.PrivateSubnetIDs = append(n.PrivateSubnetIDs, sn.ID().ToStringOutput())
 	}
 	n.VPCID = vpc.ID().ToStringOutput()
-	return n, ctx.RegisterResourceOutputs(n, pulumi.Map{"vpcId": n.VPCID, "privateSubnetIds": pulumi.StringArray(n.PrivateSubnetIDs)})
+	return n, meta.RegisterOutputs(ctx, n, pulumi.Map{"vpcId": n.VPCID, "privateSubnetIds": pulumi.StringArray(n.PrivateSubnetIDs)})
 }
 
 // Subnet is the index-th subnet of a CIDR with newBits more prefix bits (Terraform's cidrsubnet).

@@ -6,6 +6,8 @@ import (
 
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/filestore"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
 )
 
 // ShareName is the Filestore file share every stack exports; the volume mounts /<ShareName>.
@@ -56,7 +58,7 @@ func NewFilestore(ctx *pulumi.Context, name string, args *FilestoreArgs, opts ..
 	}
 	f.Instance = inst
 	f.Address = inst.Networks.Index(pulumi.Int(0)).IpAddresses().Index(pulumi.Int(0))
-	return f, ctx.RegisterResourceOutputs(f, pulumi.Map{"address": f.Address, "path": pulumi.String(f.Path)})
+	return f, meta.RegisterOutputs(ctx, f, pulumi.Map{"address": f.Address, "path": pulumi.String(f.Path)})
 }
 
 // RenderFilestore builds the instance: one share on the cluster's network, reachable by direct

@@ -17,6 +17,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cloud/kubeaccess"
+	"kolotoc/components/meta"
 )
 
 const (
@@ -207,7 +208,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			ca, _ := v[2].(*string)
 			return Kubeconfig(v[0].(string), v[1].(string), deref(ca))
 		})).(pulumi.StringOutput)
-	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{
 		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "serviceAccount": c.ServiceAccount,
 	})
 }

@@ -1,0 +1,67 @@
+package meta
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// RegisterOutputs registers a component's outputs without holding the program up.
+//
+// The SDK's ctx.RegisterResourceOutputs first waits for the component's URN, that is for the
+// component to be registered, which happens only once everything it depends on exists. Called at
+// the end of a constructor, it held the whole program there: every resource registered after a
+// component that waits for the simulated node pools (the device plugin) waited for those nodes
+// too, the towers' Secrets and Services included, so the towers' StatefulSet started late
+// (bench/scale). Here that wait happens on a goroutine; WaitOutputs, called once at the end of
+// the program, joins them and returns what failed.
+func RegisterOutputs(ctx *pulumi.Context, c pulumi.ComponentResource, outs pulumi.Map) error {
+	p := pendingOf(ctx)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if err := ctx.RegisterResourceOutputs(c, outs); err != nil {
+			p.mu.Lock()
+			p.errs = append(p.errs, err)
+			p.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// WaitOutputs waits for the outputs RegisterOutputs registers on ctx; the program must call it
+// before it returns, or the last components' outputs may never reach the engine.
+func WaitOutputs(ctx *pulumi.Context) error {
+	pending.Lock()
+	p := pending.of[ctx]
+	delete(pending.of, ctx)
+	pending.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.wg.Wait()
+	return errors.Join(p.errs...)
+}
+
+type outputs struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+var pending = struct {
+	sync.Mutex
+	of map[*pulumi.Context]*outputs
+}{of: map[*pulumi.Context]*outputs{}}
+
+func pendingOf(ctx *pulumi.Context) *outputs {
+	pending.Lock()
+	defer pending.Unlock()
+	p := pending.of[ctx]
+	if p == nil {
+		p = &outputs{}
+		pending.of[ctx] = p
+	}
+	return p
+}
