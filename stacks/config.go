@@ -3,7 +3,10 @@
 // together and exports the stack outputs. It is the one place that decides what an environment is.
 package stacks
 
-import "kolotoc/components/ring"
+import (
+	"kolotoc/components/dask"
+	"kolotoc/components/ring"
+)
 
 // Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
 // home is here, and CHANGELOG.md's latest release names it (a test checks they agree). A release
@@ -244,25 +247,13 @@ type Scratch struct {
 // Towers are the MPI/Horovod ranks (kolotoc:towers): the section's type is the ring's own.
 type Towers = ring.Config
 
-// Carriers are Dask worker pods on a CPU pool (kolotoc:carriers).
-type Carriers struct {
-	Enabled           bool     `json:"enabled"`           // deploy carriers at all; default true
-	Count             int      `json:"count"`             // carrier pods, at least 1; default 1
-	WorkersPerCarrier int      `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
-	Pool              string   `json:"pool"`              // node pool name; default the first CPU pool
-	Image             string   `json:"image"`             // default DefaultDaskImage
-	Memory            string   `json:"memory"`            // memory per carrier as a quantity; default 8Gi
-	CPU               string   `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
-	Env               []EnvVar `json:"env"`               // environment of the carriers and the sentinels (runs.go)
-}
+// Carriers are Dask worker pods on a CPU pool (kolotoc:carriers): the section's type is the
+// dask package's own.
+type Carriers = dask.CarriersConfig
 
-// Sentinels are Dask workers running beside each tower (kolotoc:sentinels).
-type Sentinels struct {
-	Enabled bool   `json:"enabled"` // default false
-	Threads int    `json:"threads"` // threads per sentinel worker; default 2
-	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
-	CPU     string `json:"cpu"`     // CPU request per sentinel as a quantity (the limit is threads cores); default 500m
-}
+// Sentinels are Dask workers running beside each tower (kolotoc:sentinels): the section's type is
+// the dask package's own.
+type Sentinels = dask.SentinelsConfig
 
 // Entrypoint is the scheduler node: dask-scheduler, Jupyter, TensorBoard, Dask dashboard
 // (kolotoc:entrypoint).

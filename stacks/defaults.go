@@ -3,12 +3,14 @@ package stacks
 import (
 	"fmt"
 	"strings"
+
+	"kolotoc/components/dask"
 )
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
 const (
-	DefaultDaskImage         = "ghcr.io/dask/dask:2024.8.0-py3.11"
+	DefaultDaskImage         = dask.DefaultImage // the carriers' (components/dask); the scheduler runs the same Dask
 	DefaultJupyterImage      = "quay.io/jupyter/scipy-notebook:2024-10-07"
 	DefaultTensorBoardImage  = "tensorflow/tensorflow:2.17.0"
 	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
@@ -19,18 +21,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// defaultCarriers: one Dask carrier, as the old cluster.sh started by default.
-	defaultCarriers = 1
-	// defaultCarrierMemory: memory per carrier pod (quantity), split among its worker processes.
-	defaultCarrierMemory = "8Gi"
-	// defaultCarrierCPU: cores a carrier requests. Its worker processes share the node's cores
-	// (the limit is one per process); requesting them all would leave no room for the entrypoint
-	// on a one-node pool.
-	defaultCarrierCPU = "1"
-	// defaultSentinelThreads, defaultSentinelMemory: a sentinel shares its tower's node, so it is small.
-	defaultSentinelThreads = 2
-	defaultSentinelMemory  = "4Gi"
-	defaultSentinelCPU     = "500m"
 	// Requests (cores, bytes) of the entrypoint's containers: the scheduler's bookkeeping,
 	// Jupyter's kernels, TensorBoard's log reader.
 	defaultSchedulerCPU      = "500m"
@@ -145,25 +135,8 @@ func (c *Config) applyDefaults() {
 			k.WorkersPerCarrier = p.CPUs
 		}
 	}
-	if k.Image == "" {
-		k.Image = DefaultDaskImage
-	}
-	if k.Memory == "" {
-		k.Memory = defaultCarrierMemory
-	}
-	if k.CPU == "" {
-		k.CPU = defaultCarrierCPU
-	}
-
-	if c.Sentinels.Threads == 0 {
-		c.Sentinels.Threads = defaultSentinelThreads
-	}
-	if c.Sentinels.Memory == "" {
-		c.Sentinels.Memory = defaultSentinelMemory
-	}
-	if c.Sentinels.CPU == "" {
-		c.Sentinels.CPU = defaultSentinelCPU
-	}
+	k.Default()           // the rest is the carriers' own (components/dask/config.go)
+	c.Sentinels.Default() // the sentinels' are all their own
 
 	e := &c.Entrypoint
 	if e.ServiceType == "" {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kolotoc/components/dask"
 	"kolotoc/components/ring"
 )
 
@@ -111,7 +112,7 @@ func newConfig(project, stack string) *Config {
 		Project:    project,
 		Stack:      stack,
 		Towers:     ring.NewConfig(),
-		Carriers:   Carriers{Enabled: true, Count: defaultCarriers},
+		Carriers:   dask.NewCarriersConfig(),
 		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
 	}
 	presetWorkloads(c)

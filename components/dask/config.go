@@ -1,0 +1,93 @@
+package dask
+
+import (
+	"kolotoc/components/meta"
+)
+
+// Config keys of the two sections, kolotoc:carriers and kolotoc:sentinels: the prefixes of every
+// problem Validate reports.
+const (
+	CarriersKey  = "carriers"
+	SentinelsKey = "sentinels"
+)
+
+// CarriersConfig is the carriers' config section, kolotoc:carriers, as the stack file says it:
+// the YAML shape of the section, with each field's meaning and default. The stack fills the
+// pool-dependent defaults and checks the whole against the node pools before the carriers are
+// registered.
+type CarriersConfig struct {
+	Enabled           bool              `json:"enabled"`           // deploy carriers at all; default true
+	Count             int               `json:"count"`             // carrier pods, at least 1; default 1
+	WorkersPerCarrier int               `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
+	Pool              string            `json:"pool"`              // node pool name; default the first CPU pool
+	Image             string            `json:"image"`             // default DefaultImage
+	Memory            string            `json:"memory"`            // memory per carrier as a quantity; default 8Gi
+	CPU               string            `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
+	Env               []meta.EnvSetting `json:"env"`               // environment of the carriers and the sentinels (runs.go)
+}
+
+// SentinelsConfig is the sentinels' config section, kolotoc:sentinels: Dask workers running
+// beside each tower. Whether towers run at all is the stack's to check.
+type SentinelsConfig struct {
+	Enabled bool   `json:"enabled"` // default false
+	Threads int    `json:"threads"` // threads per sentinel worker; default 2
+	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
+	CPU     string `json:"cpu"`     // CPU request per sentinel as a quantity (the limit is threads cores); default 500m
+}
+
+// DefaultImage is the carriers' and the sentinels' image when carriers.image is empty, pinned by
+// a tag that exists upstream (validation refuses tagless and :latest images). The stack gives the
+// entrypoint's scheduler the same one by default: Dask wants one version on both sides.
+const DefaultImage = "ghcr.io/dask/dask:2024.8.0-py3.11"
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// DefaultCarriers: one Dask carrier, as the old cluster.sh started by default.
+	DefaultCarriers = 1
+	// defaultCarrierMemory: memory per carrier pod (quantity), split among its worker processes.
+	defaultCarrierMemory = "8Gi"
+	// defaultCarrierCPU: cores a carrier requests. Its worker processes share the node's cores
+	// (the limit is one per process); requesting them all would leave no room for the entrypoint
+	// on a one-node pool.
+	defaultCarrierCPU = "1"
+	// DefaultSentinelThreads, defaultSentinelMemory, defaultSentinelCPU: threads, bytes and cores
+	// of a sentinel; it shares its tower's node, so it is small.
+	DefaultSentinelThreads = 2
+	defaultSentinelMemory  = "4Gi"
+	defaultSentinelCPU     = "500m"
+)
+
+// NewCarriersConfig is the section before the stack file is read: carriers on, DefaultCarriers
+// of them.
+func NewCarriersConfig() CarriersConfig {
+	return CarriersConfig{Enabled: true, Count: DefaultCarriers}
+}
+
+// Default fills the zero values the carriers decide alone. The pool and workersPerCarrier (the
+// pool's cores) depend on the stack's node pools: the stack fills them. It fills zero values
+// only, so applying it twice changes nothing.
+func (k *CarriersConfig) Default() {
+	if k.Image == "" {
+		k.Image = DefaultImage
+	}
+	if k.Memory == "" {
+		k.Memory = defaultCarrierMemory
+	}
+	if k.CPU == "" {
+		k.CPU = defaultCarrierCPU
+	}
+}
+
+// Default fills the sentinels' zero values; applying it twice changes nothing. Their image is
+// the carriers'.
+func (s *SentinelsConfig) Default() {
+	if s.Threads == 0 {
+		s.Threads = DefaultSentinelThreads
+	}
+	if s.Memory == "" {
+		s.Memory = defaultSentinelMemory
+	}
+	if s.CPU == "" {
+		s.CPU = defaultSentinelCPU
+	}
+}
