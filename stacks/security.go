@@ -290,18 +290,14 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	return append(append(deps, agentsNS), ap.Items...), agents, nil
 }
 
-// validateIsolation checks what the namespaces and NetworkPolicies need of the config: a GPU
-// agents' namespace name that is a DNS label, and Dask worker processes within the port ranges
-// the policies open.
+// validateIsolation checks what the namespaces need of the config: a GPU agents' namespace name
+// that is a DNS label. That Dask worker processes stay within the port ranges the policies open
+// the carriers check themselves (components/dask/config.go).
 func (c *Config) validateIsolation(v *validator) {
 	if name := c.GPUAgentsNamespace(); name != "" && len(c.Namespace) <= validation.DNS1123LabelMaxLength {
 		if len(name) > validation.DNS1123LabelMaxLength {
 			v.add("namespace", c.Namespace, fmt.Sprintf("at most %d characters with GPU nodes: the device plugin and DCGM exporter run in %q, which must be a DNS label too",
 				validation.DNS1123LabelMaxLength-len(GPUAgentsSuffix), name))
 		}
-	}
-	if c.Carriers.Enabled && c.Carriers.WorkersPerCarrier > dask.MaxProcesses {
-		v.add("carriers.workersPerCarrier", fmt.Sprint(c.Carriers.WorkersPerCarrier),
-			fmt.Sprintf("allowed: 1..%d (each process listens on a port of a fixed range the NetworkPolicies open)", dask.MaxProcesses))
 	}
 }

@@ -288,9 +288,7 @@ func (c *Config) validateTowers(v *validator) {
 		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", TowerName, t.Count-1), TowerName, c.Namespace)
 	}
 	if c.Sentinels.Enabled {
-		if c.Sentinels.Threads < 1 {
-			v.add("sentinels.threads", strconv.Itoa(c.Sentinels.Threads), "must be at least 1")
-		}
+		c.Sentinels.Validate(v) // the sentinels' own settings (components/dask/config.go)
 		v.quantity("sentinels.memory", c.Sentinels.Memory)
 		v.quantity("sentinels.cpu", c.Sentinels.CPU)
 	}
@@ -319,12 +317,9 @@ func (c *Config) validateCarriers(v *validator) {
 	if !k.Enabled {
 		return
 	}
-	v.positive("carriers.count", k.Count)
+	k.Validate(v) // the carriers' own settings (components/dask/config.go)
 	if pool := v.pool(c, "carriers.pool", k.Pool, false); pool != nil {
 		v.fits("carriers", pool, k.CPU, k.Memory)
-	}
-	if k.WorkersPerCarrier < 1 {
-		v.add("carriers.workersPerCarrier", strconv.Itoa(k.WorkersPerCarrier), "must be at least 1")
 	}
 	v.image("carriers.image", k.Image)
 	if k.Count > 0 {

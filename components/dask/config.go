@@ -1,6 +1,9 @@
 package dask
 
 import (
+	"fmt"
+	"strconv"
+
 	"kolotoc/components/meta"
 )
 
@@ -89,5 +92,29 @@ func (s *SentinelsConfig) Default() {
 	}
 	if s.CPU == "" {
 		s.CPU = defaultSentinelCPU
+	}
+}
+
+// Validate reports what is wrong with the carriers' own settings, with their full keys. What
+// depends on the node pools (the pool, whether a carrier fits a node) and on the stack (the
+// image's pin, hostnames in the namespace, the environment) the stack checks.
+func (k CarriersConfig) Validate(p meta.Problems) {
+	if k.Count < 1 {
+		p.Add(CarriersKey+".count", strconv.Itoa(k.Count), "must be at least 1")
+	}
+	switch {
+	case k.WorkersPerCarrier < 1:
+		p.Add(CarriersKey+".workersPerCarrier", strconv.Itoa(k.WorkersPerCarrier), "must be at least 1")
+	case k.WorkersPerCarrier > MaxProcesses:
+		p.Add(CarriersKey+".workersPerCarrier", strconv.Itoa(k.WorkersPerCarrier),
+			fmt.Sprintf("allowed: 1..%d (each process listens on a port of a fixed range the NetworkPolicies open)", MaxProcesses))
+	}
+}
+
+// Validate reports what is wrong with the sentinels' own settings, with their full keys. That
+// towers run for them to sit beside, and the syntax of their quantities, the stack checks.
+func (s SentinelsConfig) Validate(p meta.Problems) {
+	if s.Threads < 1 {
+		p.Add(SentinelsKey+".threads", strconv.Itoa(s.Threads), "must be at least 1")
 	}
 }
