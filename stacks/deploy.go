@@ -386,7 +386,9 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 		}
 	}
 	if c.Carriers.Enabled {
-		out["gotoCarrier"] = kube.Kubectlf("-n %s exec -it %s-0 -c dask-worker -- bash", c.Namespace, CarrierName)
+		for k, v := range dask.Outputs(CarrierName, c.Namespace, kube.Kubectlf) {
+			out[k] = v
+		}
 	}
 	if c.Entrypoint.Jupyter {
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))

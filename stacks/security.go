@@ -103,17 +103,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		From:  []isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)},
 		Why:   "Dask workers and Jupyter reach the scheduler (8786), and nothing else: it has no authentication.",
 	})
-	if len(daskWorkers) > 0 {
-		add(isolation.Allow{
-			Name: "dask-workers", Pods: daskWorkers,
-			Ports: []isolation.Port{
-				{Port: dask.WorkerPortFirst, EndPort: dask.WorkerPortFirst + dask.MaxProcesses - 1},
-				{Port: dask.NannyPortFirst, EndPort: dask.NannyPortFirst + dask.MaxProcesses - 1},
-			},
-			From: []isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)},
-			Why:  "The scheduler and the other workers reach each Dask worker process and nanny on their fixed port ranges.",
-		})
-	}
+	out = append(out, dask.Allows(entrypoint.Component, daskWorkers)...) // each worker process and nanny
 	var ui []isolation.Port
 	if e.Jupyter {
 		ui = append(ui, isolation.Port{Port: entrypoint.JupyterPort})

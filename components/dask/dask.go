@@ -139,7 +139,7 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					InitContainers:               a.Code.InitContainers(),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{
-						Name: "dask-worker", Image: a.Image, Scheduler: a.Scheduler,
+						Name: carrierContainer, Image: a.Image, Scheduler: a.Scheduler,
 						Processes: a.Workers, Threads: 1, CPU: a.CPU, Memory: a.Memory,
 						Mounts:   corev1.VolumeMountArray{storage.Mount("shared", a.MountPath), storage.Mount("scratch", a.Scratch.MountPath)},
 						LocalDir: a.Scratch.MountPath, Env: a.Env, Code: a.Code,

@@ -1,0 +1,41 @@
+package dask
+
+import (
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/isolation"
+)
+
+// What the Dask workers ask of the stack around them: the NetworkPolicy allow their processes
+// need and the stack outputs that reach the carriers. The scheduler and its dashboard are the
+// entrypoint's; the stack composes them with the other workloads'.
+
+// carrierContainer is the carriers' dask-worker container, the one a shell enters.
+const carrierContainer = "dask-worker"
+
+// Allows are the NetworkPolicy allows of the Dask workers: the pods of the components in workers
+// (the carriers, the towers when sentinels run beside them) and the scheduler's pods (component
+// scheduler) reach each worker process and its nanny on their fixed port ranges, and nothing else
+// does. None without workers.
+func Allows(scheduler string, workers []string) []isolation.Allow {
+	if len(workers) == 0 {
+		return nil
+	}
+	return []isolation.Allow{{
+		Name: "dask-workers", Pods: workers,
+		Ports: []isolation.Port{
+			{Port: WorkerPortFirst, EndPort: WorkerPortFirst + MaxProcesses - 1},
+			{Port: NannyPortFirst, EndPort: NannyPortFirst + MaxProcesses - 1},
+		},
+		From: []isolation.Peer{{Components: append([]string{scheduler}, workers...)}},
+		Why:  "The scheduler and the other workers reach each Dask worker process and nanny on their fixed port ranges.",
+	}}
+}
+
+// Outputs are the carriers' stack outputs: a shell in the first carrier (the old `goto carrier
+// 0`). kubectl renders a kubectl command line for the stack's cluster.
+func Outputs(name, namespace string, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
+	return pulumi.Map{
+		"gotoCarrier": kubectl("-n %s exec -it %s-0 -c %s -- bash", namespace, name, carrierContainer),
+	}
+}
