@@ -1,22 +1,18 @@
 package stacks
 
-import "strings"
+import (
+	"strings"
+
+	"kolotoc/components/etcd"
+)
 
 // The optional training workloads: etcd (rendezvous store), elastic PyTorch, a TensorFlow
 // cluster, and monitoring. Each is off unless its key says enabled: true. This file holds their
 // config types and defaults; workloads_validate.go checks them, workloads_deploy.go wires them.
 
-// Etcd is the rendezvous store for elastic training (kolotoc:etcd).
-type Etcd struct {
-	Enabled      bool   `json:"enabled"`      // deploy etcd; default false
-	Members      int    `json:"members"`      // members: 1 or 3; default 1
-	Image        string `json:"image"`        // an etcd 3.5.x image (3.6 dropped the v2 API); default DefaultEtcdImage
-	Pool         string `json:"pool"`         // node pool name (a CPU pool); default the first CPU pool
-	CPU          string `json:"cpu"`          // CPU request per member as a quantity; default 500m
-	Memory       string `json:"memory"`       // memory request and limit per member as a quantity; default 1Gi
-	StorageSize  string `json:"storageSize"`  // volume per member as a quantity; default 10Gi
-	StorageClass string `json:"storageClass"` // storage class of the members' volumes; default the cluster's default (simulated: static volumes)
-}
+// Etcd is the rendezvous store for elastic training (kolotoc:etcd): the section's type is the
+// etcd package's own.
+type Etcd = etcd.Config
 
 // Elastic is elastic PyTorch training with torchrun (kolotoc:elastic).
 type Elastic struct {
@@ -90,8 +86,8 @@ const (
 	// LocalImageRegistry names the images the local test bed builds from Debian packages
 	// (hack/images.sh); they exist only in the real node's containerd.
 	LocalImageRegistry = "kolotoc.local"
-	// DefaultEtcdImage: etcd 3.5 (v3.5.17, 2024-11-12) is the last line with the v2 API.
-	DefaultEtcdImage = "quay.io/coreos/etcd:v3.5.17"
+	// DefaultEtcdImage is the store's (components/etcd): etcd 3.5, the last line with the v2 API.
+	DefaultEtcdImage = etcd.DefaultImage
 	// DefaultPyTorchImage has torchrun; it lacks python-etcd, which the workers install at start
 	// when an etcd backend is used.
 	DefaultPyTorchImage      = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
@@ -115,14 +111,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// defaultEtcdMembers: one member is enough for a rendezvous store that holds no data worth
-	// keeping; three survive a node's loss.
-	defaultEtcdMembers = 1
-	// defaultEtcdCPU, defaultEtcdMemory, defaultEtcdStorage: requests (cores, bytes) and volume
-	// (bytes) of a member; rendezvous is a few keys per round.
-	defaultEtcdCPU     = "500m"
-	defaultEtcdMemory  = "1Gi"
-	defaultEtcdStorage = "10Gi"
 	// defaultElasticMinNodes: one node lets training start as soon as anything is scheduled.
 	defaultElasticMinNodes = 1
 	// defaultRdzvPort: torchrun's documented c10d port.
@@ -189,15 +177,8 @@ func (c *Config) applyWorkloadDefaults() {
 		}
 	}
 
-	e := &c.Etcd
-	if e.Members == 0 {
-		e.Members = defaultEtcdMembers
-	}
-	setStr(&e.Image, DefaultEtcdImage)
-	setStr(&e.Pool, cpuPool())
-	setStr(&e.CPU, defaultEtcdCPU)
-	setStr(&e.Memory, defaultEtcdMemory)
-	setStr(&e.StorageSize, defaultEtcdStorage)
+	setStr(&c.Etcd.Pool, cpuPool())
+	c.Etcd.Default() // the rest is the store's own (components/etcd/config.go)
 
 	el := &c.Elastic
 	if el.MinNodes == 0 {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"kolotoc/components/etcd"
 )
 
 var (
@@ -31,15 +33,9 @@ func (c *Config) validateEtcd(v *validator) {
 	if !e.Enabled {
 		return
 	}
-	if e.Members != 1 && e.Members != 3 {
-		msg := "allowed: 1, 3"
-		if e.Members > 0 && e.Members%2 == 0 {
-			msg = fmt.Sprintf("an even count tolerates no more failures than %d members and needs a larger quorum; allowed: 1, 3", e.Members-1)
-		}
-		v.add("etcd.members", strconv.Itoa(e.Members), msg)
-	}
+	e.Validate(v) // the store's own settings (components/etcd/config.go)
 	if v.image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") && !isLocalImage(e.Image) {
-		if tag := imageTag(e.Image); tag != "" && tag != "latest" && !isEtcd35(tag) {
+		if tag := imageTag(e.Image); tag != "" && tag != "latest" && !etcd.Is35(tag) {
 			v.add("etcd.image", e.Image, "must be etcd 3.5.x (e.g. "+DefaultEtcdImage+"): etcd runs with --enable-v2=true, "+
 				"which torch's etcd rendezvous needs and etcd 3.6 removed")
 		}
@@ -311,11 +307,6 @@ func imageTag(ref string) string {
 // serves the v2 API too).
 func isLocalImage(image string) bool {
 	return strings.HasPrefix(image, LocalImageRegistry+"/")
-}
-
-// isEtcd35 reports whether an etcd image tag is a 3.5 release: v3.5.17, 3.5.16-0 (registry.k8s.io).
-func isEtcd35(tag string) bool {
-	return strings.HasPrefix(strings.TrimPrefix(tag, "v"), "3.5.")
 }
 
 func orUnset(s string) string {
