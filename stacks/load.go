@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"kolotoc/components/dask"
+	"kolotoc/components/elastic"
 	"kolotoc/components/ring"
 )
 
@@ -113,6 +114,7 @@ func newConfig(project, stack string) *Config {
 		Stack:      stack,
 		Towers:     ring.NewConfig(),
 		Carriers:   dask.NewCarriersConfig(),
+		Elastic:    elastic.NewConfig(),
 		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
 	}
 	presetWorkloads(c)

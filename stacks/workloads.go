@@ -3,6 +3,7 @@ package stacks
 import (
 	"strings"
 
+	"kolotoc/components/elastic"
 	"kolotoc/components/etcd"
 )
 
@@ -14,25 +15,9 @@ import (
 // etcd package's own.
 type Etcd = etcd.Config
 
-// Elastic is elastic PyTorch training with torchrun (kolotoc:elastic).
-type Elastic struct {
-	Enabled     bool     `json:"enabled"`     // deploy the workers; default false
-	MinNodes    int      `json:"minNodes"`    // torchrun --nnodes lower bound (nodes = worker pods); default 1
-	MaxNodes    int      `json:"maxNodes"`    // torchrun --nnodes upper bound; default minNodes
-	Nodes       int      `json:"nodes"`       // worker pods to run now, minNodes..maxNodes; default maxNodes
-	GPUsPerNode int      `json:"gpusPerNode"` // GPUs per worker pod and --nproc_per_node; default the pool's gpusPerNode
-	Pool        string   `json:"pool"`        // node pool name; default the first GPU pool
-	Image       string   `json:"image"`       // PyTorch image with torchrun (etcd backends: python-etcd, else installed at start); default DefaultPyTorchImage
-	Command     []string `json:"command"`     // training script and arguments after torchrun's options; default the built-in all-reduce check
-	RdzvBackend string   `json:"rdzvBackend"` // c10d | etcd-v2 | etcd; default c10d (etcd backends need kolotoc:etcd.enabled)
-	RdzvID      string   `json:"rdzvId"`      // --rdzv_id, the job's identity in the rendezvous; default kolotoc-<stack>
-	RdzvPort    int      `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
-	MaxRestarts int      `json:"maxRestarts"` // --max_restarts of the worker group; default 3
-	CPU         string   `json:"cpu"`         // CPU request per worker as a quantity; default 8
-	Memory      string   `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
-	OnSuccess   string   `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
-	Env         []EnvVar `json:"env"`         // environment of the workers (runs.go)
-}
+// Elastic is elastic PyTorch training with torchrun (kolotoc:elastic): the section's type is the
+// elastic package's own.
+type Elastic = elastic.Config
 
 // TFCluster is distributed TensorFlow with parameter servers (kolotoc:tfcluster).
 type TFCluster struct {
@@ -73,11 +58,11 @@ type Monitoring struct {
 	DCGMImage       string `json:"dcgmImage"`       // default DefaultDCGMExporterImage
 }
 
-// Rendezvous backends for kolotoc:elastic.rdzvBackend.
+// Rendezvous backends for kolotoc:elastic.rdzvBackend: the elastic package's.
 const (
-	RdzvC10d   = "c10d"    // worker 0 hosts the store; nothing else to run
-	RdzvEtcdV2 = "etcd-v2" // the etcd component, v2 API
-	RdzvEtcd   = "etcd"    // the etcd component, torchelastic's original backend (also v2)
+	RdzvC10d   = elastic.BackendC10d   // worker 0 hosts the store; nothing else to run
+	RdzvEtcdV2 = elastic.BackendEtcdV2 // the etcd component, v2 API
+	RdzvEtcd   = elastic.BackendEtcd   // the etcd component, torchelastic's original backend (also v2)
 )
 
 // Images of the workloads. Each is pinned by a tag that exists upstream (see the report of
@@ -88,9 +73,8 @@ const (
 	LocalImageRegistry = "kolotoc.local"
 	// DefaultEtcdImage is the store's (components/etcd): etcd 3.5, the last line with the v2 API.
 	DefaultEtcdImage = etcd.DefaultImage
-	// DefaultPyTorchImage has torchrun; it lacks python-etcd, which the workers install at start
-	// when an etcd backend is used.
-	DefaultPyTorchImage      = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+	// DefaultPyTorchImage is the elastic workers' (components/elastic): torchrun, no python-etcd.
+	DefaultPyTorchImage      = elastic.DefaultImage
 	DefaultTensorFlowImage   = "tensorflow/tensorflow:2.17.0-gpu"
 	DefaultPrometheusImage   = "quay.io/prometheus/prometheus:v3.5.0"
 	DefaultGrafanaImage      = "grafana/grafana:11.4.0"
@@ -111,17 +95,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// defaultElasticMinNodes: one node lets training start as soon as anything is scheduled.
-	defaultElasticMinNodes = 1
-	// defaultRdzvPort: torchrun's documented c10d port.
-	defaultRdzvPort = 29400
-	// defaultMaxRestarts: worker-group restarts (count) before torchrun gives up; each
-	// membership change costs one.
-	defaultMaxRestarts = 3
-	// defaultElasticCPU, defaultElasticMemory: per worker (cores, bytes); data loading runs beside
-	// the GPUs.
-	defaultElasticCPU    = "8"
-	defaultElasticMemory = "64Gi"
 	// defaultTFPort: the gRPC port TensorFlow's own examples use.
 	defaultTFPort = 2222
 	// Task counts: one ps, two workers (the smallest cluster that exercises asynchronous
@@ -146,14 +119,14 @@ const (
 )
 
 // presetWorkloads sets, before decoding, the defaults whose zero a stack may mean: 0 chiefs,
-// evaluators or parameter servers leaves them out, 0 restarts is valid, and 0 workers must be
-// reported rather than silently defaulted. Decoding keeps these unless the stack sets them.
+// evaluators or parameter servers leaves them out, and 0 workers must be reported rather than
+// silently defaulted. Decoding keeps these unless the stack sets them. (The elastic workers'
+// restarts, whose 0 is valid too, are preset by elastic.NewConfig.)
 func presetWorkloads(c *Config) {
 	c.TFCluster.PS.Count = defaultTFPS
 	c.TFCluster.Workers.Count = defaultTFWorkers
 	c.TFCluster.Chief.Count = defaultTFChief
 	c.TFCluster.Evaluator.Count = defaultTFEvaluator
-	c.Elastic.MaxRestarts = defaultMaxRestarts
 }
 
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
@@ -181,31 +154,16 @@ func (c *Config) applyWorkloadDefaults() {
 	c.Etcd.Default() // the rest is the store's own (components/etcd/config.go)
 
 	el := &c.Elastic
-	if el.MinNodes == 0 {
-		el.MinNodes = defaultElasticMinNodes
-	}
-	if el.MaxNodes == 0 {
-		el.MaxNodes = el.MinNodes
-	}
-	if el.Nodes == 0 {
-		el.Nodes = el.MaxNodes
-	}
 	setStr(&el.Pool, gpuPool())
 	if el.GPUsPerNode == 0 {
 		if p := c.Pool(el.Pool); p != nil {
 			el.GPUsPerNode = p.GPUsPerNode
 		}
 	}
-	setStr(&el.Image, DefaultPyTorchImage)
-	setStr(&el.RdzvBackend, RdzvC10d)
 	if c.Stack != "" {
 		setStr(&el.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
 	}
-	if el.RdzvPort == 0 {
-		el.RdzvPort = defaultRdzvPort
-	}
-	setStr(&el.CPU, defaultElasticCPU)
-	setStr(&el.Memory, defaultElasticMemory)
+	el.Default() // the rest is the workers' own (components/elastic/config.go)
 
 	tf := &c.TFCluster
 	setStr(&tf.Image, DefaultTensorFlowImage)

@@ -3,6 +3,8 @@ package stacks
 import (
 	"reflect"
 	"testing"
+
+	"kolotoc/components/elastic"
 )
 
 // workloadsRaw is examples/workloads/Pulumi.workloads.yaml with its secrets set.
@@ -30,7 +32,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	}
 	// Defaults the example leaves to the program.
 	el := c.Elastic
-	if el.Nodes != 2 || el.Pool != "gpu" || el.RdzvID != "kolotoc-workloads" || el.RdzvPort != defaultRdzvPort || el.MaxRestarts != defaultMaxRestarts {
+	if el.Nodes != 2 || el.Pool != "gpu" || el.RdzvID != "kolotoc-workloads" || el.RdzvPort != elastic.DefaultRdzvPort || el.MaxRestarts != elastic.DefaultMaxRestarts {
 		t.Errorf("elastic = %+v", el)
 	}
 	tf := c.TFCluster

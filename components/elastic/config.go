@@ -1,0 +1,87 @@
+package elastic
+
+import (
+	"kolotoc/components/meta"
+)
+
+// Key is the elastic workers' config key, kolotoc:elastic: the prefix of every problem Validate
+// reports.
+const Key = "elastic"
+
+// Config is the elastic workers' config section, kolotoc:elastic, as the stack file says it: the
+// YAML shape of the section, with each field's meaning and default. The stack fills the
+// pool-dependent defaults and the rendezvous id, and checks the whole against the node pools and
+// the etcd component before the workers are registered.
+type Config struct {
+	Enabled     bool              `json:"enabled"`     // deploy the workers; default false
+	MinNodes    int               `json:"minNodes"`    // torchrun --nnodes lower bound (nodes = worker pods); default 1
+	MaxNodes    int               `json:"maxNodes"`    // torchrun --nnodes upper bound; default minNodes
+	Nodes       int               `json:"nodes"`       // worker pods to run now, minNodes..maxNodes; default maxNodes
+	GPUsPerNode int               `json:"gpusPerNode"` // GPUs per worker pod and --nproc_per_node; default the pool's gpusPerNode
+	Pool        string            `json:"pool"`        // node pool name; default the first GPU pool
+	Image       string            `json:"image"`       // PyTorch image with torchrun (etcd backends: python-etcd, else installed at start); default DefaultImage
+	Command     []string          `json:"command"`     // training script and arguments after torchrun's options; default the built-in all-reduce check
+	RdzvBackend string            `json:"rdzvBackend"` // c10d | etcd-v2 | etcd; default c10d (etcd backends need kolotoc:etcd.enabled)
+	RdzvID      string            `json:"rdzvId"`      // --rdzv_id, the job's identity in the rendezvous; default kolotoc-<stack>
+	RdzvPort    int               `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
+	MaxRestarts int               `json:"maxRestarts"` // --max_restarts of the worker group; default 3
+	CPU         string            `json:"cpu"`         // CPU request per worker as a quantity; default 8
+	Memory      string            `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
+	OnSuccess   string            `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
+	Env         []meta.EnvSetting `json:"env"`         // environment of the workers (runs.go)
+}
+
+// DefaultImage is the workers' image when elastic.image is empty, pinned by a tag that exists
+// upstream (validation refuses tagless and :latest images). It has torchrun; it lacks
+// python-etcd, which the workers install at start when an etcd backend is used.
+const DefaultImage = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// DefaultMinNodes: one node (worker pod) lets training start as soon as anything is
+	// scheduled.
+	DefaultMinNodes = 1
+	// DefaultRdzvPort: torchrun's documented c10d port.
+	DefaultRdzvPort = 29400
+	// DefaultMaxRestarts: worker-group restarts (count) before torchrun gives up; each
+	// membership change costs one.
+	DefaultMaxRestarts = 3
+	// defaultCPU, defaultMemory: per worker (cores, bytes); data loading runs beside the GPUs.
+	defaultCPU    = "8"
+	defaultMemory = "64Gi"
+)
+
+// NewConfig is the section before the stack file is read: DefaultMaxRestarts, set before
+// decoding since a stack's explicit 0 restarts is valid and must be kept.
+func NewConfig() Config { return Config{MaxRestarts: DefaultMaxRestarts} }
+
+// Default fills the zero values the workers decide alone; maxNodes follows minNodes and nodes
+// follow maxNodes. The pool and gpusPerNode depend on the stack's node pools, the rendezvous id
+// on the stack's name: the stack fills them. It fills zero values only, so applying it twice
+// changes nothing.
+func (el *Config) Default() {
+	if el.MinNodes == 0 {
+		el.MinNodes = DefaultMinNodes
+	}
+	if el.MaxNodes == 0 {
+		el.MaxNodes = el.MinNodes
+	}
+	if el.Nodes == 0 {
+		el.Nodes = el.MaxNodes
+	}
+	if el.Image == "" {
+		el.Image = DefaultImage
+	}
+	if el.RdzvBackend == "" {
+		el.RdzvBackend = BackendC10d
+	}
+	if el.RdzvPort == 0 {
+		el.RdzvPort = DefaultRdzvPort
+	}
+	if el.CPU == "" {
+		el.CPU = defaultCPU
+	}
+	if el.Memory == "" {
+		el.Memory = defaultMemory
+	}
+}
