@@ -10,13 +10,8 @@ import (
 	"kolotoc/components/etcd"
 )
 
-var (
-	allowedRdzvBackends = []string{RdzvC10d, RdzvEtcdV2, RdzvEtcd}
-	// promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
-	promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
-	// rdzvIDPattern: the rendezvous id becomes an etcd key and a store prefix; keep it plain.
-	rdzvIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-)
+// promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
+var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 
 // validateWorkloads checks the optional workloads that are enabled, and that all GPU pods of a
 // pool fit its nodes together.
@@ -52,28 +47,9 @@ func (c *Config) validateElastic(v *validator) {
 	if !el.Enabled {
 		return
 	}
-	if el.MinNodes < 1 {
-		v.add("elastic.minNodes", strconv.Itoa(el.MinNodes), "must be at least 1")
-	}
-	if el.MinNodes > el.MaxNodes {
-		v.add("elastic.minNodes", strconv.Itoa(el.MinNodes),
-			fmt.Sprintf("more than elastic.maxNodes (%d); allowed: 1..%d", el.MaxNodes, el.MaxNodes))
-	} else if el.Nodes < el.MinNodes || el.Nodes > el.MaxNodes {
-		v.add("elastic.nodes", strconv.Itoa(el.Nodes),
-			fmt.Sprintf("worker pods to run must lie between minNodes and maxNodes; allowed: %d..%d", el.MinNodes, el.MaxNodes))
-	}
-	v.oneOf("elastic.rdzvBackend", el.RdzvBackend, allowedRdzvBackends)
+	el.Validate(v) // the workers' own settings (components/elastic/config.go)
 	if (el.RdzvBackend == RdzvEtcd || el.RdzvBackend == RdzvEtcdV2) && !c.Etcd.Enabled {
 		v.add("elastic.rdzvBackend", el.RdzvBackend, "needs the etcd component: set kolotoc:etcd.enabled true, or use rdzvBackend c10d")
-	}
-	if !rdzvIDPattern.MatchString(el.RdzvID) {
-		v.add("elastic.rdzvId", orUnset(el.RdzvID), "letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit")
-	}
-	if el.RdzvPort < 1 || el.RdzvPort > 65535 {
-		v.add("elastic.rdzvPort", strconv.Itoa(el.RdzvPort), "allowed: 1..65535")
-	}
-	if el.MaxRestarts < 0 {
-		v.add("elastic.maxRestarts", strconv.Itoa(el.MaxRestarts), "must be 0 or more")
 	}
 	v.image("elastic.image", el.Image)
 	v.args("elastic.command", el.Command)

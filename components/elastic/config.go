@@ -1,6 +1,12 @@
 package elastic
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
 	"kolotoc/components/meta"
 )
 
@@ -51,6 +57,12 @@ const (
 	defaultMemory = "64Gi"
 )
 
+// Backends are the values kolotoc:elastic.rdzvBackend allows, in the order its problem lists them.
+var Backends = []string{BackendC10d, BackendEtcdV2, BackendEtcd}
+
+// rdzvIDPattern: the rendezvous id becomes an etcd key and a store prefix; keep it plain.
+var rdzvIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
 // NewConfig is the section before the stack file is read: DefaultMaxRestarts, set before
 // decoding since a stack's explicit 0 restarts is valid and must be kept.
 func NewConfig() Config { return Config{MaxRestarts: DefaultMaxRestarts} }
@@ -84,4 +96,41 @@ func (el *Config) Default() {
 	if el.Memory == "" {
 		el.Memory = defaultMemory
 	}
+}
+
+// Validate reports what is wrong with the workers' own settings, with their full keys. What
+// depends on the node pools (the pool, gpusPerNode, whether a worker fits a node), on the other
+// workloads (an etcd backend needs the etcd component) and on the stack (the image's pin, the
+// command's arguments, hostnames in the namespace, runs and env) the stack checks.
+func (el Config) Validate(p meta.Problems) {
+	if el.MinNodes < 1 {
+		p.Add(Key+".minNodes", strconv.Itoa(el.MinNodes), "must be at least 1")
+	}
+	if el.MinNodes > el.MaxNodes {
+		p.Add(Key+".minNodes", strconv.Itoa(el.MinNodes),
+			fmt.Sprintf("more than %s.maxNodes (%d); allowed: 1..%d", Key, el.MaxNodes, el.MaxNodes))
+	} else if el.Nodes < el.MinNodes || el.Nodes > el.MaxNodes {
+		p.Add(Key+".nodes", strconv.Itoa(el.Nodes),
+			fmt.Sprintf("worker pods to run must lie between minNodes and maxNodes; allowed: %d..%d", el.MinNodes, el.MaxNodes))
+	}
+	if !slices.Contains(Backends, el.RdzvBackend) {
+		p.Add(Key+".rdzvBackend", orUnset(el.RdzvBackend), "allowed: "+strings.Join(Backends, ", "))
+	}
+	if !rdzvIDPattern.MatchString(el.RdzvID) {
+		p.Add(Key+".rdzvId", orUnset(el.RdzvID), "letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit")
+	}
+	if el.RdzvPort < 1 || el.RdzvPort > 65535 {
+		p.Add(Key+".rdzvPort", strconv.Itoa(el.RdzvPort), "allowed: 1..65535")
+	}
+	if el.MaxRestarts < 0 {
+		p.Add(Key+".maxRestarts", strconv.Itoa(el.MaxRestarts), "must be 0 or more")
+	}
+}
+
+// orUnset is how a problem shows a value the stack file leaves out.
+func orUnset(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return s
 }

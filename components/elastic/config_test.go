@@ -2,8 +2,14 @@ package elastic
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
+
+// problems records what Validate reports, as key=value: msg.
+type problems []string
+
+func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
 
 // TestConfigDefault: a section that says nothing but what the stack fills (the pool, its GPUs,
 // the rendezvous id) gets the elastic package's defaults, with maxNodes following minNodes and
@@ -55,5 +61,59 @@ func TestConfigDefault(t *testing.T) {
 	zero.Default()
 	if zero.MaxRestarts != 0 {
 		t.Errorf("Default turned an explicit 0 restarts into %d; only NewConfig presets them", zero.MaxRestarts)
+	}
+}
+
+// TestConfigValidate: the defaulted section passes, with every backend; each bad setting is
+// reported with its full key, the value and what is allowed; nodes outside the bounds are
+// reported only when the bounds themselves are in order.
+func TestConfigValidate(t *testing.T) {
+	c := NewConfig()
+	c.Pool, c.GPUsPerNode, c.RdzvID = "gpu", 8, "kolotoc-dev" // the stack's
+	c.Default()
+	for _, backend := range Backends {
+		ok := c
+		ok.RdzvBackend = backend
+		var none problems
+		ok.Validate(&none)
+		if len(none) != 0 {
+			t.Errorf("defaulted section with backend %s reported %v", backend, none)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"no nodes", func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes = 0, 0, 0 }, []string{"elastic.minNodes=0: must be at least 1"}},
+		{"min above max", func(c *Config) { c.MinNodes, c.MaxNodes = 3, 2 },
+			[]string{"elastic.minNodes=3: more than elastic.maxNodes (2); allowed: 1..2"}},
+		{"nodes above max", func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes = 1, 2, 3 },
+			[]string{"elastic.nodes=3: worker pods to run must lie between minNodes and maxNodes; allowed: 1..2"}},
+		{"negative min, nodes above max", func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes = -1, 1, 2 }, []string{
+			"elastic.minNodes=-1: must be at least 1",
+			"elastic.nodes=2: worker pods to run must lie between minNodes and maxNodes; allowed: -1..1"}},
+		{"unknown backend", func(c *Config) { c.RdzvBackend = "zookeeper" }, []string{"elastic.rdzvBackend=zookeeper: allowed: c10d, etcd-v2, etcd"}},
+		{"no backend", func(c *Config) { c.RdzvBackend = "" }, []string{"elastic.rdzvBackend=(unset): allowed: c10d, etcd-v2, etcd"}},
+		{"no rendezvous id", func(c *Config) { c.RdzvID = "" },
+			[]string{"elastic.rdzvId=(unset): letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit"}},
+		{"rendezvous id too long", func(c *Config) { c.RdzvID = strings.Repeat("a", 64) },
+			[]string{"elastic.rdzvId=" + strings.Repeat("a", 64) + ": letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit"}},
+		{"rendezvous id with a slash", func(c *Config) { c.RdzvID = "a/b" },
+			[]string{"elastic.rdzvId=a/b: letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit"}},
+		{"port out of range", func(c *Config) { c.RdzvPort = 70000 }, []string{"elastic.rdzvPort=70000: allowed: 1..65535"}},
+		{"negative restarts", func(c *Config) { c.MaxRestarts = -1 }, []string{"elastic.maxRestarts=-1: must be 0 or more"}},
+		{"no restarts", func(c *Config) { c.MaxRestarts = 0 }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := c
+			tc.edit(&bad)
+			var got problems
+			bad.Validate(&got)
+			if !reflect.DeepEqual([]string(got), tc.want) {
+				t.Errorf("reported %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
