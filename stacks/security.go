@@ -143,26 +143,14 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	}
 
 	if c.Etcd.Enabled {
-		clients := []string{etcd.Component}
+		var clients []string // the elastic workers, when their rendezvous is etcd
 		if c.Elastic.Enabled && c.Elastic.RdzvBackend != RdzvC10d {
 			clients = append(clients, elastic.Component)
 		}
-		add(isolation.Allow{
-			Name: "etcd-clients", Pods: []string{etcd.Component}, Ports: []isolation.Port{{Port: etcd.ClientPort}},
-			From: []isolation.Peer{pod(clients...)},
-			Why:  "The rendezvous clients (elastic workers with an etcd backend) and the members reach etcd's client port.",
-		})
-		add(isolation.Allow{
-			Name: "etcd-peers", Pods: []string{etcd.Component}, Ports: []isolation.Port{{Port: etcd.PeerPort}},
-			From: []isolation.Peer{pod(etcd.Component)},
-			Why:  "The members reach each other's peer port.",
-		})
+		out = append(out, etcd.Allows(clients)...) // client and peer ports
 	}
 	if c.Elastic.Enabled {
-		add(isolation.Allow{
-			Name: "elastic-peers", Pods: []string{elastic.Component}, From: []isolation.Peer{pod(elastic.Component)},
-			Why: "The elastic workers reach each other on any port: the c10d store, then NCCL and gloo on ports they pick at run time.",
-		})
+		out = append(out, elastic.Allows()...) // worker to worker, any port
 	}
 	if c.TFCluster.Enabled {
 		var tasks []string

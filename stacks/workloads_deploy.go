@@ -157,14 +157,14 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
 	ns := c.Namespace
 	if c.Etcd.Enabled {
-		out["etcdEndpoint"] = pulumi.String(etcd.ClientEndpoint(EtcdName, ns))
+		for k, v := range etcd.Outputs(EtcdName, ns) {
+			out[k] = v
+		}
 	}
 	if c.Elastic.Enabled {
-		a := ElasticArgs(c)
-		out["elasticRendezvousEndpoint"] = pulumi.String(elastic.Endpoint(a))
-		out["elasticNnodes"] = pulumi.String(elastic.NNodes(a))
-		out["gotoElastic"] = kube.Kubectlf("-n %s exec -it %s-0 -c worker -- bash", ns, ElasticName)
-		out["elasticLogs"] = kube.Kubectlf("-n %s logs -f %s-0 -c worker", ns, ElasticName)
+		for k, v := range elastic.Outputs(ElasticArgs(c), kube.Kubectlf) {
+			out[k] = v
+		}
 	}
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)

@@ -286,7 +286,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Affinity:                      a.Labels.SpreadAcrossNodes(Component),
 		InitContainers:                a.Code.InitContainers(),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
-			Name:    pulumi.String("worker"),
+			Name:    pulumi.String(workerContainer),
 			Image:   pulumi.String(a.Image),
 			Command: pulumi.ToStringArray(Command()),
 			Args:    pulumi.ToStringArray(TorchrunArgs(a)),
