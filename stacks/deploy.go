@@ -198,7 +198,7 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		}
 	}
 
-	if err := deployWorkloads(ctx, c, namespace, agents, pools, mount, k8s, withDeps); err != nil {
+	if err := deployWorkloads(ctx, c, namespace, ns.Metadata.Uid().Elem(), agents, pools, mount, k8s, withDeps); err != nil {
 		return err
 	}
 

@@ -15,20 +15,25 @@ import (
 
 // deployWorkloads registers the optional workloads the stack enables (their outputs are
 // WorkloadOutputs). agents is the GPU agents' namespace (the DCGM exporter's), nil when there is
-// none. opts carry the Kubernetes provider and what every workload waits for (the namespace, the
+// none; namespaceUID names this life of the namespace (etcd's static volumes). opts carry the Kubernetes provider and what every workload waits for (the namespace, the
 // cluster, the NetworkPolicies, the pull Secrets). Their pods also wait for the simulated node
 // pools, and those that mount the shared claim for mount (the pools, the claim and its owner Job).
-func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
+func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, namespaceUID, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
 		a.Namespace = namespace
+		if a.StaticVolumes {
+			a.VolumeID = namespaceUID
+		}
 		a.PodDeps = pools
 		e, err := etcd.New(ctx, "etcd", a, opts...)
 		if err != nil {
 			return err
 		}
-		store = e
+		// The StatefulSet, not the component: the SDK adds a child to its component from the
+		// child's registration goroutine, so a dependency on the component may miss it.
+		store = e.StatefulSet
 	}
 	if c.Elastic.Enabled {
 		a := ElasticArgs(c)

@@ -29,6 +29,8 @@ const (
 	testSeed     = "4cb085380e5f9d8f58cea32480fb882e55eaab5516bd7148cd01c02c3597e20e" // 256 bits (sha256 of "kolotoc test seed")
 	// fakeClusterIP is what the mock API server assigns to every ClusterIP Service.
 	fakeClusterIP = "10.96.0.42"
+	// fakeNamespaceUID is the UID the mocks give every Namespace.
+	fakeNamespaceUID = "6f2c1d0e-namespace-uid"
 	// fakeLoadBalancerIP is the address the mocked cloud gives every LoadBalancer Service.
 	fakeLoadBalancerIP = "198.51.100.7"
 	secretMarker       = "[secret]"
@@ -42,6 +44,7 @@ type registered struct {
 	Protect             bool
 	DeleteBeforeReplace bool
 	ReplaceOnChanges    []string // pulumi.ReplaceOnChanges' property paths
+	IgnoreChanges       []string // pulumi.IgnoreChanges' property paths
 	CreateTimeout       string   // pulumi.Timeouts' create timeout, if any
 	UpdateTimeout       string   // pulumi.Timeouts' update timeout, if any
 	DeleteTimeout       string   // pulumi.Timeouts' delete timeout, if any
@@ -70,6 +73,7 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		}
 		rec.Protect, rec.DeleteBeforeReplace = rpc.GetProtect(), rpc.GetDeleteBeforeReplace()
 		rec.ReplaceOnChanges = rpc.GetReplaceOnChanges()
+		rec.IgnoreChanges = rpc.GetIgnoreChanges()
 		rec.CreateTimeout = rpc.GetCustomTimeouts().GetCreate()
 		rec.UpdateTimeout = rpc.GetCustomTimeouts().GetUpdate()
 		rec.DeleteTimeout = rpc.GetCustomTimeouts().GetDelete()
@@ -82,6 +86,15 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 	r.all = append(r.all, rec)
 	r.mu.Unlock()
 	state := args.Inputs.Copy()
+	if args.TypeToken == "kubernetes:core/v1:Namespace" {
+		// The API server gives each namespace a UID; etcd's static volumes live under it.
+		md := resource.PropertyMap{}
+		if m, ok := state["metadata"]; ok && m.IsObject() {
+			md = m.ObjectValue().Copy()
+		}
+		md["uid"] = resource.NewProperty(fakeNamespaceUID)
+		state["metadata"] = resource.NewProperty(md)
+	}
 	if args.TypeToken == "kubernetes:core/v1:Service" {
 		// The API server assigns a ClusterIP; the storage component feeds it into the volume.
 		spec := resource.PropertyMap{}

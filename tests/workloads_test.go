@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1123,5 +1124,38 @@ func TestElasticLaunchScript(t *testing.T) {
 		if got := strings.TrimSpace(string(out)); got != tc.want {
 			t.Errorf("%s with %s runs torchrun %q, want %q", tc.pod, tc.backend, got, tc.want)
 		}
+	}
+}
+
+// TestEtcdVolumesAreNewForEachLifeOfTheNamespace: on the simulated cloud etcd's members keep
+// their data in host directories, which outlive the stack. They used to be named after the
+// namespace alone, so a stack destroyed and created again resumed the old etcd cluster, and the
+// new elastic workers read the old rendezvous' store keys (no TTL): each got another round's
+// master port and the all-reduce never came (TestEtcdKeepsQuorumForReal, run twice on one
+// cluster). The directories now sit under the namespace's UID, and the volumes ignore a change of
+// path, so that a volume made before keeps its directory instead of being replaced while bound.
+// The elastic workers wait for etcd's StatefulSet itself, not its component.
+func TestEtcdVolumesAreNewForEachLifeOfTheNamespace(t *testing.T) {
+	rec := deploy(t, workloadsRaw(t, nil))
+	pvs := 0
+	for _, r := range rec.ofType(tPV) {
+		if !strings.HasPrefix(r.Name, "etcd-") {
+			continue
+		}
+		pvs++
+		path, _ := get(inputs(r), "spec", "hostPath", "path").(string)
+		if !strings.Contains(path, "/"+fakeNamespaceUID+"/") {
+			t.Errorf("PersistentVolume %s: host path %q is not under the namespace's UID %s: a new stack of the same name would resume the old etcd data", r.Name, path, fakeNamespaceUID)
+		}
+		if !slices.Contains(r.IgnoreChanges, "spec.hostPath.path") {
+			t.Errorf("PersistentVolume %s ignores changes to %v, want spec.hostPath.path: a volume made before would be replaced while its member's claim is bound", r.Name, r.IgnoreChanges)
+		}
+	}
+	if pvs != 3 {
+		t.Fatalf("%d etcd volumes, want 3 (one per member)", pvs)
+	}
+	workers := rec.one(t, tStatefulSet, "elastic")
+	if !slices.Contains(workers.DependsOnURNs, "urn:pulumi:"+workloads+"::kolotoc::kolotoc:etcd:Etcd$kubernetes:apps/v1:StatefulSet::etcd") {
+		t.Errorf("the elastic workers do not wait for etcd's StatefulSet (they wait for %v)", workers.DependsOn)
 	}
 }

@@ -47,7 +47,12 @@ type Args struct {
 	StorageSize   string             // volume size per member (quantity)
 	StorageClass  string             // storage class of the members' claims; "" = the cluster's default
 	StaticVolumes bool               // pre-create one hostPath volume per member, for clusters without a provisioner (simulated)
-	Labels        meta.Labels
+	// VolumeID names this life of the namespace (its UID) in the static volumes' host paths, so
+	// that a stack destroyed and created again starts from empty members: etcd finds a data
+	// directory it knows and resumes that cluster, and the old rendezvous' store keys (which carry
+	// no TTL) gave the new workers another round's master port, so they never met.
+	VolumeID pulumi.StringInput
+	Labels   meta.Labels
 	// PodDeps are what the members wait for besides the component's own dependencies (the node
 	// pools they are placed on); the Services, volumes and budget do not wait for them.
 	PodDeps []pulumi.Resource
@@ -85,7 +90,10 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	if args.StaticVolumes {
 		for i := 0; i < args.Members; i++ {
-			pv, err := corev1.NewPersistentVolume(ctx, fmt.Sprintf("%s-%s-%d", name, volumeName, i), RenderVolume(args, i), pulumi.Parent(e))
+			// A volume made before VolumeID keeps its directory (a new path would replace a
+			// bound volume); the next life of the namespace gets a new one.
+			pv, err := corev1.NewPersistentVolume(ctx, fmt.Sprintf("%s-%s-%d", name, volumeName, i), RenderVolume(args, i), pulumi.Parent(e),
+				pulumi.IgnoreChanges([]string{"spec.hostPath.path"}))
 			if err != nil {
 				return nil, err
 			}
@@ -174,12 +182,21 @@ func RenderVolume(a *Args, i int) *corev1.PersistentVolumeArgs {
 			PersistentVolumeReclaimPolicy: pulumi.String("Retain"),
 			StorageClassName:              pulumi.String(""),
 			HostPath: &corev1.HostPathVolumeSourceArgs{
-				Path: pulumi.String(fmt.Sprintf("/var/lib/kolotoc/%s/%s-%d", a.NamespaceDNS, a.Name, i)),
+				Path: HostPath(a, i),
 				Type: pulumi.String("DirectoryOrCreate"),
 			},
 			ClaimRef: &corev1.ObjectReferenceArgs{Namespace: a.Namespace, Name: pulumi.String(ClaimName(a.Name, i))},
 		},
 	}
+}
+
+// HostPath is member i's directory on the node: under the namespace's name and, with VolumeID,
+// under this life of the namespace.
+func HostPath(a *Args, i int) pulumi.StringInput {
+	if a.VolumeID == nil {
+		return pulumi.Sprintf("/var/lib/kolotoc/%s/%s-%d", a.NamespaceDNS, a.Name, i)
+	}
+	return pulumi.Sprintf("/var/lib/kolotoc/%s/%s/%s-%d", a.NamespaceDNS, a.VolumeID, a.Name, i)
 }
 
 // RenderDisruptionBudget lets a drain take one member of three at a time: two keep the quorum.
