@@ -12,6 +12,7 @@ import (
 	"kolotoc/components/dask"
 	"kolotoc/components/elastic"
 	"kolotoc/components/ring"
+	"kolotoc/components/tfcluster"
 )
 
 // Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
@@ -115,9 +116,9 @@ func newConfig(project, stack string) *Config {
 		Towers:     ring.NewConfig(),
 		Carriers:   dask.NewCarriersConfig(),
 		Elastic:    elastic.NewConfig(),
+		TFCluster:  tfcluster.NewConfig(),
 		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
 	}
-	presetWorkloads(c)
 	return c
 }
 

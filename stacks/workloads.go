@@ -5,6 +5,7 @@ import (
 
 	"kolotoc/components/elastic"
 	"kolotoc/components/etcd"
+	"kolotoc/components/tfcluster"
 )
 
 // The optional training workloads: etcd (rendezvous store), elastic PyTorch, a TensorFlow
@@ -19,30 +20,12 @@ type Etcd = etcd.Config
 // elastic package's own.
 type Elastic = elastic.Config
 
-// TFCluster is distributed TensorFlow with parameter servers (kolotoc:tfcluster).
-type TFCluster struct {
-	Enabled          bool     `json:"enabled"`          // deploy the cluster; default false
-	Image            string   `json:"image"`            // image of every task; default DefaultTensorFlowImage
-	Command          []string `json:"command"`          // program every task runs once TF_CONFIG is set; default the built-in check (needs a chief and a ps)
-	Port             int      `json:"port"`             // gRPC port of every task; default 2222
-	PS               TFRole   `json:"ps"`               // parameter servers; count default 1, CPU pool
-	Workers          TFRole   `json:"workers"`          // workers; count default 2, at least 1, GPU pool
-	Chief            TFRole   `json:"chief"`            // the chief (coordinator); count 0 or 1, default 1, CPU pool
-	Evaluator        TFRole   `json:"evaluator"`        // the evaluator; count 0 or 1, default 1, CPU pool
-	TensorBoard      *bool    `json:"tensorboard"`      // run the cluster's own TensorBoard when the entrypoint runs none; default true
-	TensorBoardImage string   `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default DefaultTensorBoardImage
-	OnSuccess        string   `json:"onSuccess"`        // keep | release: release scales every task to zero once the chief succeeds; default keep
-	Env              []EnvVar `json:"env"`              // environment of every task (runs.go)
-}
+// TFCluster is distributed TensorFlow with parameter servers (kolotoc:tfcluster): the section's
+// type is the tfcluster package's own.
+type TFCluster = tfcluster.Config
 
-// TFRole is one TensorFlow task type (kolotoc:tfcluster.<role>).
-type TFRole struct {
-	Count  int    `json:"count"`  // tasks of this type; defaults per role (see TFCluster)
-	Pool   string `json:"pool"`   // node pool name; default the first GPU pool for workers, the first CPU pool otherwise
-	GPUs   int    `json:"gpus"`   // GPUs per task; default the pool's gpusPerNode for workers, 0 otherwise
-	CPU    string `json:"cpu"`    // CPU request per task as a quantity; default 4 (workers), 2 (others)
-	Memory string `json:"memory"` // memory request and limit per task as a quantity; default 16Gi (workers), 8Gi (others)
-}
+// TFRole is one TensorFlow task type (kolotoc:tfcluster.<role>): the tfcluster package's.
+type TFRole = tfcluster.Role
 
 // Monitoring is Prometheus, Grafana and the DCGM exporter (kolotoc:monitoring).
 type Monitoring struct {
@@ -74,8 +57,9 @@ const (
 	// DefaultEtcdImage is the store's (components/etcd): etcd 3.5, the last line with the v2 API.
 	DefaultEtcdImage = etcd.DefaultImage
 	// DefaultPyTorchImage is the elastic workers' (components/elastic): torchrun, no python-etcd.
-	DefaultPyTorchImage      = elastic.DefaultImage
-	DefaultTensorFlowImage   = "tensorflow/tensorflow:2.17.0-gpu"
+	DefaultPyTorchImage = elastic.DefaultImage
+	// DefaultTensorFlowImage is the TensorFlow tasks' (components/tfcluster).
+	DefaultTensorFlowImage   = tfcluster.DefaultImage
 	DefaultPrometheusImage   = "quay.io/prometheus/prometheus:v3.5.0"
 	DefaultGrafanaImage      = "grafana/grafana:11.4.0"
 	DefaultDCGMExporterImage = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
@@ -95,20 +79,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// defaultTFPort: the gRPC port TensorFlow's own examples use.
-	defaultTFPort = 2222
-	// Task counts: one ps, two workers (the smallest cluster that exercises asynchronous
-	// updates), one chief (the built-in program's coordinator), one evaluator.
-	defaultTFPS        = 1
-	defaultTFWorkers   = 2
-	defaultTFChief     = 1
-	defaultTFEvaluator = 1
-	// defaultTFWorkerCPU, defaultTFWorkerMemory, defaultTFTaskCPU, defaultTFTaskMemory:
-	// requests (cores, bytes) of a worker and of any other task.
-	defaultTFWorkerCPU    = "4"
-	defaultTFWorkerMemory = "16Gi"
-	defaultTFTaskCPU      = "2"
-	defaultTFTaskMemory   = "8Gi"
 	// defaultScrapeInterval: Prometheus's own default; GPU power and temperature move slower.
 	defaultScrapeInterval = "30s"
 	// defaultRetention: two weeks of metrics, about the length of a long training run.
@@ -117,17 +87,6 @@ const (
 	// few hundred GPUs' DCGM series fit with room.
 	defaultPrometheusStorage = "20Gi"
 )
-
-// presetWorkloads sets, before decoding, the defaults whose zero a stack may mean: 0 chiefs,
-// evaluators or parameter servers leaves them out, and 0 workers must be reported rather than
-// silently defaulted. Decoding keeps these unless the stack sets them. (The elastic workers'
-// restarts, whose 0 is valid too, are preset by elastic.NewConfig.)
-func presetWorkloads(c *Config) {
-	c.TFCluster.PS.Count = defaultTFPS
-	c.TFCluster.Workers.Count = defaultTFWorkers
-	c.TFCluster.Chief.Count = defaultTFChief
-	c.TFCluster.Evaluator.Count = defaultTFEvaluator
-}
 
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
 // the pools and the entrypoint's defaults are settled.
@@ -166,28 +125,17 @@ func (c *Config) applyWorkloadDefaults() {
 	el.Default() // the rest is the workers' own (components/elastic/config.go)
 
 	tf := &c.TFCluster
-	setStr(&tf.Image, DefaultTensorFlowImage)
-	setStr(&tf.TensorBoardImage, DefaultTensorBoardImage)
-	if tf.TensorBoard == nil {
-		on := true
-		tf.TensorBoard = &on
-	}
-	if tf.Port == 0 {
-		tf.Port = defaultTFPort
-	}
+	setStr(&tf.TensorBoardImage, DefaultTensorBoardImage) // the entrypoint's
 	setStr(&tf.Workers.Pool, gpuPool())
 	if tf.Workers.GPUs == 0 {
 		if p := c.Pool(tf.Workers.Pool); p != nil {
 			tf.Workers.GPUs = p.GPUsPerNode
 		}
 	}
-	setStr(&tf.Workers.CPU, defaultTFWorkerCPU)
-	setStr(&tf.Workers.Memory, defaultTFWorkerMemory)
 	for _, r := range []*TFRole{&tf.PS, &tf.Chief, &tf.Evaluator} {
 		setStr(&r.Pool, cpuPool())
-		setStr(&r.CPU, defaultTFTaskCPU)
-		setStr(&r.Memory, defaultTFTaskMemory)
 	}
+	tf.Default() // the rest is the cluster's own (components/tfcluster/config.go)
 
 	m := &c.Monitoring
 	setStr(&m.Pool, c.Entrypoint.Pool)
@@ -213,19 +161,22 @@ func (c *Config) tfOwnTensorBoard() bool {
 	return !c.Entrypoint.TensorBoard && (c.TFCluster.TensorBoard == nil || *c.TFCluster.TensorBoard)
 }
 
-// tfRoles lists the TensorFlow task types with their config keys, object names and types.
-func (c *Config) tfRoles() []struct {
+// tfRole is one TensorFlow task type with its config key, object name and type.
+type tfRole struct {
 	Key, Name, Type string
 	Role            *TFRole
-} {
-	tf := &c.TFCluster
-	return []struct {
-		Key, Name, Type string
-		Role            *TFRole
-	}{
-		{"tfcluster.chief", TFChiefName, "chief", &tf.Chief},
-		{"tfcluster.workers", TFWorkerName, "worker", &tf.Workers},
-		{"tfcluster.ps", TFPSName, "ps", &tf.PS},
-		{"tfcluster.evaluator", TFEvaluatorName, "evaluator", &tf.Evaluator},
+}
+
+// tfRoles lists the TensorFlow task types in the tfcluster package's order, each with the name
+// of its objects.
+func (c *Config) tfRoles() []tfRole {
+	names := map[string]string{
+		tfcluster.TypeChief: TFChiefName, tfcluster.TypeWorker: TFWorkerName,
+		tfcluster.TypePS: TFPSName, tfcluster.TypeEvaluator: TFEvaluatorName,
 	}
+	var out []tfRole
+	for _, r := range c.TFCluster.Roles() {
+		out = append(out, tfRole{r.Key, names[r.Type], r.Type, r.Role})
+	}
+	return out
 }

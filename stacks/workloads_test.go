@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kolotoc/components/elastic"
+	"kolotoc/components/tfcluster"
 )
 
 // workloadsRaw is examples/workloads/Pulumi.workloads.yaml with its secrets set.
@@ -36,7 +37,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 		t.Errorf("elastic = %+v", el)
 	}
 	tf := c.TFCluster
-	if tf.Chief.Count != 1 || tf.Evaluator.Count != 1 || tf.PS.Pool != "cpu" || tf.Workers.Pool != "gpu" || tf.Workers.GPUs != 4 || tf.Port != defaultTFPort {
+	if tf.Chief.Count != 1 || tf.Evaluator.Count != 1 || tf.PS.Pool != "cpu" || tf.Workers.Pool != "gpu" || tf.Workers.GPUs != 4 || tf.Port != tfcluster.DefaultPort {
 		t.Errorf("tfcluster = %+v", tf)
 	}
 	if c.Etcd.Pool != "cpu" || c.Etcd.Image != DefaultEtcdImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
@@ -82,7 +83,7 @@ func TestExplicitZeros(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tf := c.TFCluster; tf.Chief.Count != 0 || tf.Evaluator.Count != 0 || tf.PS.Count != 0 || tf.Workers.Count != defaultTFWorkers {
+	if tf := c.TFCluster; tf.Chief.Count != 0 || tf.Evaluator.Count != 0 || tf.PS.Count != 0 || tf.Workers.Count != tfcluster.DefaultWorkers {
 		t.Errorf("tfcluster counts = chief %d evaluator %d ps %d workers %d", tf.Chief.Count, tf.Evaluator.Count, tf.PS.Count, tf.Workers.Count)
 	}
 	if c.Elastic.MaxRestarts != 0 {

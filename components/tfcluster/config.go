@@ -1,0 +1,116 @@
+package tfcluster
+
+import (
+	"kolotoc/components/meta"
+)
+
+// Key is the TensorFlow cluster's config key, kolotoc:tfcluster: the prefix of every problem
+// Validate reports.
+const Key = "tfcluster"
+
+// Config is the TensorFlow cluster's config section, kolotoc:tfcluster, as the stack file says
+// it: the YAML shape of the section, with each field's meaning and default. The stack fills the
+// pool-dependent defaults and the TensorBoard's image, decides whether the cluster runs its own
+// TensorBoard (the entrypoint's), and checks the whole against the node pools before the cluster
+// is registered.
+type Config struct {
+	Enabled          bool              `json:"enabled"`          // deploy the cluster; default false
+	Image            string            `json:"image"`            // image of every task; default DefaultImage
+	Command          []string          `json:"command"`          // program every task runs once TF_CONFIG is set; default the built-in check (needs a chief and a ps)
+	Port             int               `json:"port"`             // gRPC port of every task; default 2222
+	PS               Role              `json:"ps"`               // parameter servers; count default 1, CPU pool
+	Workers          Role              `json:"workers"`          // workers; count default 2, at least 1, GPU pool
+	Chief            Role              `json:"chief"`            // the chief (coordinator); count 0 or 1, default 1, CPU pool
+	Evaluator        Role              `json:"evaluator"`        // the evaluator; count 0 or 1, default 1, CPU pool
+	TensorBoard      *bool             `json:"tensorboard"`      // run the cluster's own TensorBoard when the entrypoint runs none; default true
+	TensorBoardImage string            `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default the entrypoint's TensorBoard image
+	OnSuccess        string            `json:"onSuccess"`        // keep | release: release scales every task to zero once the chief succeeds; default keep
+	Env              []meta.EnvSetting `json:"env"`              // environment of every task (runs.go)
+}
+
+// Role is one TensorFlow task type (kolotoc:tfcluster.<role>).
+type Role struct {
+	Count  int    `json:"count"`  // tasks of this type; defaults per role (see Config)
+	Pool   string `json:"pool"`   // node pool name; default the first GPU pool for workers, the first CPU pool otherwise
+	GPUs   int    `json:"gpus"`   // GPUs per task; default the pool's gpusPerNode for workers, 0 otherwise
+	CPU    string `json:"cpu"`    // CPU request per task as a quantity; default 4 (workers), 2 (others)
+	Memory string `json:"memory"` // memory request and limit per task as a quantity; default 16Gi (workers), 8Gi (others)
+}
+
+// DefaultImage is every task's image when tfcluster.image is empty, pinned by a tag that exists
+// upstream (validation refuses tagless and :latest images); the -gpu variant, for the workers.
+const DefaultImage = "tensorflow/tensorflow:2.17.0-gpu"
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// DefaultPort: the gRPC port TensorFlow's own examples use.
+	DefaultPort = 2222
+	// Task counts: one ps, two workers (the smallest cluster that exercises asynchronous
+	// updates), one chief (the built-in program's coordinator), one evaluator.
+	DefaultPS        = 1
+	DefaultWorkers   = 2
+	DefaultChief     = 1
+	DefaultEvaluator = 1
+	// defaultWorkerCPU, defaultWorkerMemory, defaultTaskCPU, defaultTaskMemory: requests
+	// (cores, bytes) of a worker and of any other task.
+	defaultWorkerCPU    = "4"
+	defaultWorkerMemory = "16Gi"
+	defaultTaskCPU      = "2"
+	defaultTaskMemory   = "8Gi"
+)
+
+// NewConfig is the section before the stack file is read: the task counts, set before decoding
+// since a stack's 0 chiefs, evaluators or parameter servers leaves them out, and its 0 workers
+// must be reported rather than silently defaulted.
+func NewConfig() Config {
+	return Config{
+		PS: Role{Count: DefaultPS}, Workers: Role{Count: DefaultWorkers},
+		Chief: Role{Count: DefaultChief}, Evaluator: Role{Count: DefaultEvaluator},
+	}
+}
+
+// NamedRole is one task type of the section: its key (tfcluster.workers), its type as TF_CONFIG
+// names it, and its settings.
+type NamedRole struct {
+	Key, Type string
+	Role      *Role
+}
+
+// Roles lists the section's task types in the order they are checked and registered: chief,
+// workers, parameter servers, evaluator.
+func (tf *Config) Roles() []NamedRole {
+	return []NamedRole{
+		{Key + ".chief", TypeChief, &tf.Chief},
+		{Key + ".workers", TypeWorker, &tf.Workers},
+		{Key + ".ps", TypePS, &tf.PS},
+		{Key + ".evaluator", TypeEvaluator, &tf.Evaluator},
+	}
+}
+
+// Default fills the zero values the cluster decides alone. The pools and the workers' GPUs
+// depend on the stack's node pools, the TensorBoard's image is the entrypoint's: the stack fills
+// them. It fills zero values only, so applying it twice changes nothing.
+func (tf *Config) Default() {
+	if tf.Image == "" {
+		tf.Image = DefaultImage
+	}
+	if tf.TensorBoard == nil {
+		on := true
+		tf.TensorBoard = &on
+	}
+	if tf.Port == 0 {
+		tf.Port = DefaultPort
+	}
+	for _, r := range tf.Roles() {
+		cpu, memory := defaultTaskCPU, defaultTaskMemory
+		if r.Type == TypeWorker {
+			cpu, memory = defaultWorkerCPU, defaultWorkerMemory
+		}
+		if r.Role.CPU == "" {
+			r.Role.CPU = cpu
+		}
+		if r.Role.Memory == "" {
+			r.Role.Memory = memory
+		}
+	}
+}
