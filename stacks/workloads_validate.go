@@ -71,45 +71,16 @@ func (c *Config) validateTFCluster(v *validator) {
 	if !tf.Enabled {
 		return
 	}
-	if tf.Workers.Count < 1 {
-		v.add("tfcluster.workers.count", strconv.Itoa(tf.Workers.Count), "a TensorFlow cluster needs at least one worker; allowed: 1 or more")
-	}
-	if tf.PS.Count < 0 {
-		v.add("tfcluster.ps.count", strconv.Itoa(tf.PS.Count), "must be 0 or more")
-	}
-	for _, r := range []struct {
-		key   string
-		count int
-	}{{"tfcluster.chief.count", tf.Chief.Count}, {"tfcluster.evaluator.count", tf.Evaluator.Count}} {
-		if r.count < 0 || r.count > 1 {
-			v.add(r.key, strconv.Itoa(r.count), "allowed: 0, 1")
-		}
-	}
-	if len(tf.Command) == 0 {
-		// The built-in program is parameter-server training coordinated by the chief.
-		if tf.Chief.Count != 1 {
-			v.add("tfcluster.chief.count", strconv.Itoa(tf.Chief.Count), "the built-in program coordinates from the chief; allowed: 1, or set tfcluster.command to your own program")
-		}
-		if tf.PS.Count < 1 {
-			v.add("tfcluster.ps.count", strconv.Itoa(tf.PS.Count), "the built-in program keeps its variables on parameter servers; allowed: 1 or more, or set tfcluster.command to your own program")
-		}
-	}
+	tf.Validate(v) // the cluster's own settings (components/tfcluster/config.go)
 	v.args("tfcluster.command", tf.Command)
 	v.image("tfcluster.image", tf.Image)
 	if c.tfOwnTensorBoard() {
 		v.image("tfcluster.tensorboardImage", tf.TensorBoardImage)
 	}
-	if tf.Port < 1 || tf.Port > 65535 {
-		v.add("tfcluster.port", strconv.Itoa(tf.Port), "allowed: 1..65535")
-	}
 	for _, r := range c.tfRoles() {
 		role := *r.Role
-		if role.Count < 1 {
-			continue
-		}
-		if role.GPUs < 0 {
-			v.add(r.Key+".gpus", strconv.Itoa(role.GPUs), "must be 0 (a CPU task) or more")
-			continue
+		if role.Count < 1 || role.GPUs < 0 {
+			continue // none run, or their negative gpus is reported with the cluster's own settings
 		}
 		if pool := v.pool(c, r.Key+".pool", role.Pool, role.GPUs > 0); pool != nil {
 			if role.GPUs == 0 && pool.GPUsPerNode > 0 {

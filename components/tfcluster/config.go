@@ -1,6 +1,8 @@
 package tfcluster
 
 import (
+	"strconv"
+
 	"kolotoc/components/meta"
 )
 
@@ -111,6 +113,43 @@ func (tf *Config) Default() {
 		}
 		if r.Role.Memory == "" {
 			r.Role.Memory = memory
+		}
+	}
+}
+
+// Validate reports what is wrong with the cluster's own settings, with their full keys: the task
+// counts, what the built-in program needs of them, the port and the GPUs of each task type that
+// runs. What depends on the node pools (a task type's pool and GPUs, whether a task fits a node),
+// on the entrypoint (whether the cluster's TensorBoard and its image matter) and on the stack
+// (the images' pins, the command's arguments, hostnames in the namespace, runs and env) the
+// stack checks.
+func (tf Config) Validate(p meta.Problems) {
+	if tf.Workers.Count < 1 {
+		p.Add(Key+".workers.count", strconv.Itoa(tf.Workers.Count), "a TensorFlow cluster needs at least one worker; allowed: 1 or more")
+	}
+	if tf.PS.Count < 0 {
+		p.Add(Key+".ps.count", strconv.Itoa(tf.PS.Count), "must be 0 or more")
+	}
+	for _, r := range []NamedRole{{Key: Key + ".chief", Role: &tf.Chief}, {Key: Key + ".evaluator", Role: &tf.Evaluator}} {
+		if r.Role.Count < 0 || r.Role.Count > 1 {
+			p.Add(r.Key+".count", strconv.Itoa(r.Role.Count), "allowed: 0, 1")
+		}
+	}
+	if len(tf.Command) == 0 {
+		// The built-in program is parameter-server training coordinated by the chief.
+		if tf.Chief.Count != 1 {
+			p.Add(Key+".chief.count", strconv.Itoa(tf.Chief.Count), "the built-in program coordinates from the chief; allowed: 1, or set "+Key+".command to your own program")
+		}
+		if tf.PS.Count < 1 {
+			p.Add(Key+".ps.count", strconv.Itoa(tf.PS.Count), "the built-in program keeps its variables on parameter servers; allowed: 1 or more, or set "+Key+".command to your own program")
+		}
+	}
+	if tf.Port < 1 || tf.Port > 65535 {
+		p.Add(Key+".port", strconv.Itoa(tf.Port), "allowed: 1..65535")
+	}
+	for _, r := range tf.Roles() {
+		if r.Role.Count > 0 && r.Role.GPUs < 0 {
+			p.Add(r.Key+".gpus", strconv.Itoa(r.Role.GPUs), "must be 0 (a CPU task) or more")
 		}
 	}
 }
