@@ -153,24 +153,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		out = append(out, elastic.Allows()...) // worker to worker, any port
 	}
 	if c.TFCluster.Enabled {
-		var tasks []string
-		for _, r := range c.tfRoles() {
-			if r.Role.Count > 0 && r.Type != tfcluster.TypeEvaluator {
-				tasks = append(tasks, r.Name)
-			}
-		}
-		add(isolation.Allow{
-			Name: "tf-tasks", Pods: tasks, Ports: []isolation.Port{{Port: c.TFCluster.Port}},
-			From: []isolation.Peer{pod(tasks...)},
-			Why:  "The TensorFlow tasks of the cluster spec (chief, workers, parameter servers) reach each other's gRPC port.",
-		})
-		if c.tfOwnTensorBoard() {
-			add(isolation.Allow{
-				Name: "tf-tensorboard", Pods: []string{tfcluster.TensorBoardComponent},
-				Ports: []isolation.Port{{Port: tfcluster.TensorBoardPort}}, From: anyPod,
-				Why: "The cluster's own TensorBoard, from the namespace's pods (and `kubectl port-forward`).",
-			})
-		}
+		out = append(out, tfcluster.Allows(TFClusterArgs(c))...) // the tasks' gRPC port, its own TensorBoard
 	}
 	if c.Monitoring.Enabled {
 		ui := isolation.Allow{

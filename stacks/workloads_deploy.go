@@ -172,17 +172,8 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 		}
 	}
 	if c.TFCluster.Enabled {
-		a := TFClusterArgs(c)
-		if spec, err := tfcluster.ClusterSpecJSON(a); err == nil {
-			out["tfClusterSpec"] = pulumi.String(spec)
-		}
-		if c.TFCluster.Chief.Count > 0 {
-			out["tfChiefLogs"] = kube.Kubectlf("-n %s logs -f %s-0 -c chief", ns, TFChiefName)
-		}
-		if a.TensorBoard != nil {
-			out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", TFTensorBoard, ns, tfcluster.TensorBoardPort))
-			out["tfTensorboardPortForward"] = kube.Kubectlf("-n %s port-forward svc/%s %d:%d", ns, TFTensorBoard, tfcluster.TensorBoardPort, tfcluster.TensorBoardPort)
-			out["tfTensorboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/", tfcluster.TensorBoardPort))
+		for k, v := range tfcluster.Outputs(TFClusterArgs(c), kube.Kubectlf) {
+			out[k] = v
 		}
 	}
 	if c.Monitoring.Enabled {
