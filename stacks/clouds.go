@@ -100,6 +100,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	onGCP := pulumi.Provider(prov)
+	track := &meta.Tracker{} // what the workloads wait for: every resource of the cluster and the store
 	pools := make([]gke.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
 		labels, taints := cloudNodeLabels(p), cluster.NodeTaints(SimulatedPool(p))
@@ -116,11 +117,10 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c), RegistryProjects: k.RegistryProjects,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		Maintenance: gkeMaintenance(k.MaintenanceWindow),
-	}, onGCP)
+	}, onGCP, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
 	}
-	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, cl.Project)}
 	if s := c.Storage; s.Type == StorageFilestore {
 		location := s.Zone
@@ -130,17 +130,16 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		fs, err := gke.NewFilestore(ctx, cloudStoreName, &gke.FilestoreArgs{
 			Name: k.Name + "-shared", Project: k.Project, Location: location, Tier: s.Tier,
 			CapacityGiB: gibOf(s.Size), Network: k.Network, Clients: s.ClientRanges, Protect: s.Protect, Labels: cloudLabels(c),
-		}, onGCP)
+		}, onGCP, track.Option())
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
-		deps = append(deps, fs)
 		res.storage = func(a *storage.Args) {
 			a.InCluster, a.ServerAddress, a.Path, a.MountOptions = false, fs.Address, fs.Path, gke.NFSMountOptions
 		}
 		res.outputs["filestoreAddress"] = fs.Address
 	}
-	return cl.Kubeconfig, deps, res, nil
+	return cl.Kubeconfig, track.Resources(), res, nil
 }
 
 func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Resource, *cloudResult, error) {
@@ -154,6 +153,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	onAWS := pulumi.Provider(prov)
+	track := &meta.Tracker{} // what the workloads wait for: every resource of the cluster and the store
 
 	var subnets []pulumi.StringInput
 	var vpcID pulumi.StringInput
@@ -188,11 +188,10 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
 		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, Pools: pools,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
-	}, onAWS)
+	}, onAWS, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
 	}
-	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
 	if s := c.Storage; s.Type == StorageEFS {
 		nodes := []pulumi.Resource{cl.PodIdentity}
@@ -203,14 +202,13 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Name: k.Name + "-efs", ClusterName: cl.ClusterName, VPCID: vpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: cl.NodeSecurityGroupID, ThroughputMode: s.Tier, Protect: s.Protect, DependsOn: nodes,
 			FileSystemID: s.FileSystemID, // an existing one: only its CSI driver is installed (storage_existing.go mounts it)
-		}, onAWS)
+		}, onAWS, track.Option())
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
-		deps = append(deps, fs)
 		res.outputs["efsFileSystemId"] = fs.FileSystemID
 		if s.FileSystemID != "" {
-			return cl.Kubeconfig, deps, res, nil
+			return cl.Kubeconfig, track.Resources(), res, nil
 		}
 		res.storage = func(a *storage.Args) {
 			a.InCluster = false
@@ -225,7 +223,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			}
 		}
 	}
-	return cl.Kubeconfig, deps, res, nil
+	return cl.Kubeconfig, track.Resources(), res, nil
 }
 
 func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Resource, *cloudResult, error) {
@@ -235,6 +233,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	onAzure := pulumi.Provider(prov)
+	track := &meta.Tracker{} // what the workloads wait for: every resource of the cluster and the store
 	pools := make([]aks.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
 		pools[i] = aks.Pool{
@@ -250,11 +249,10 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		ServiceCIDR: k.ServiceCIDR, DNSServiceIP: k.AKSDNSServiceIP(), PodCIDR: k.PodCIDR,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		ACRID: k.ACRID, ACRSubscription: k.ACRSubscription(),
-	}, onAzure)
+	}, onAzure, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
 	}
-	deps := []pulumi.Resource{cl}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
 	if s := c.Storage; s.Type == StorageAzureFiles && s.Share != "" {
 		// An existing share: nothing to create, AKS mounts it with its built-in driver (storage_existing.go).
@@ -269,15 +267,14 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol,
 			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c), SubnetID: k.SubnetID,
 			PrivateEndpoint: s.PrivateEndpoint, PrivateDNSZoneID: s.PrivateDNSZoneID,
-		}, onAzure)
+		}, onAzure, track.Option())
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
-		deps = append(deps, files)
 		res.storage = azureFilesVolume(files, cl.ResourceGroup.Name, nfs)
 		res.outputs["storageAccount"] = files.Account
 	}
-	return cl.Kubeconfig, deps, res, nil
+	return cl.Kubeconfig, track.Resources(), res, nil
 }
 
 // cloudNodeLabels are the Kubernetes labels of a pool's cloud nodes: those of the simulated

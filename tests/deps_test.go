@@ -242,3 +242,47 @@ func TestNamespacesIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestPodsWaitForTheCloudsPoolsAndStore: on each cloud every pod-making workload waits for every
+// node pool and for the file store's resources, named one by one. The stack used to depend on
+// the cloud's components; the SDK expands such a dependency into the children the component
+// has at that moment, and a child joins it from its own registration goroutine, so a workload
+// registered just after could miss a pool (the pull Secrets and elastic's wait for etcd did).
+// The stack now depends on every resource the components registered (meta.Tracker). With the
+// race, this test failed only when the scheduler lost it.
+func TestPodsWaitForTheCloudsPoolsAndStore(t *testing.T) {
+	needs := map[string][]string{ // per cloud stack, the types every pod-maker must wait for
+		"prod":  {tGKENodePool, tFilestore},
+		"aws":   {tEKSNodeGroup, tMountTarget, tEKSAddon},
+		"azure": {tAgentPool, tFileShare},
+	}
+	podMakers := map[string]bool{tDeployment: true, tStatefulSet: true, tDaemonSet: true, tJob: true}
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			rec := deploy(t, cloudRaw(t, s.name, nil))
+			var wanted []registered
+			for _, typ := range needs[s.name] {
+				of := rec.ofType(typ)
+				if len(of) == 0 {
+					t.Fatalf("no %s registered", typ)
+				}
+				wanted = append(wanted, of...)
+			}
+			checked := 0
+			for _, r := range rec.sorted() {
+				if !podMakers[r.Type] {
+					continue
+				}
+				checked++
+				for _, w := range wanted {
+					if !waitsForURN(rec, r, w.Type+"::"+w.Name) {
+						t.Errorf("%s %s does not wait for %s %s", r.Type, r.Name, w.Type, w.Name)
+					}
+				}
+			}
+			if checked < 3 {
+				t.Errorf("only %d pod-making workloads checked", checked)
+			}
+		})
+	}
+}
