@@ -5,6 +5,7 @@ import (
 
 	"kolotoc/components/elastic"
 	"kolotoc/components/etcd"
+	"kolotoc/components/monitoring"
 	"kolotoc/components/tfcluster"
 )
 
@@ -27,19 +28,9 @@ type TFCluster = tfcluster.Config
 // TFRole is one TensorFlow task type (kolotoc:tfcluster.<role>): the tfcluster package's.
 type TFRole = tfcluster.Role
 
-// Monitoring is Prometheus, Grafana and the DCGM exporter (kolotoc:monitoring).
-type Monitoring struct {
-	Enabled         bool   `json:"enabled"`         // deploy monitoring; default false
-	Pool            string `json:"pool"`            // node pool of Prometheus and Grafana (a CPU pool); default entrypoint.pool
-	DCGMExporter    *bool  `json:"dcgmExporter"`    // run the DCGM exporter on GPU nodes; default true when any pool has GPUs
-	Grafana         *bool  `json:"grafana"`         // deploy Grafana (needs kolotoc:grafanaPassword); default true
-	ScrapeInterval  string `json:"scrapeInterval"`  // Prometheus scrape interval as a duration; default 30s
-	Retention       string `json:"retention"`       // Prometheus retention time as a duration; default 15d
-	StorageSize     string `json:"storageSize"`     // Prometheus data (emptyDir) size limit as a quantity; default 20Gi
-	PrometheusImage string `json:"prometheusImage"` // default DefaultPrometheusImage
-	GrafanaImage    string `json:"grafanaImage"`    // default DefaultGrafanaImage
-	DCGMImage       string `json:"dcgmImage"`       // default DefaultDCGMExporterImage
-}
+// Monitoring is Prometheus, Grafana and the DCGM exporter (kolotoc:monitoring): the section's
+// type is the monitoring package's own.
+type Monitoring = monitoring.Config
 
 // Rendezvous backends for kolotoc:elastic.rdzvBackend: the elastic package's.
 const (
@@ -59,10 +50,12 @@ const (
 	// DefaultPyTorchImage is the elastic workers' (components/elastic): torchrun, no python-etcd.
 	DefaultPyTorchImage = elastic.DefaultImage
 	// DefaultTensorFlowImage is the TensorFlow tasks' (components/tfcluster).
-	DefaultTensorFlowImage   = tfcluster.DefaultImage
-	DefaultPrometheusImage   = "quay.io/prometheus/prometheus:v3.5.0"
-	DefaultGrafanaImage      = "grafana/grafana:11.4.0"
-	DefaultDCGMExporterImage = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
+	DefaultTensorFlowImage = tfcluster.DefaultImage
+	// DefaultPrometheusImage, DefaultGrafanaImage, DefaultDCGMExporterImage are the
+	// monitoring's (components/monitoring).
+	DefaultPrometheusImage   = monitoring.DefaultPrometheusImage
+	DefaultGrafanaImage      = monitoring.DefaultGrafanaImage
+	DefaultDCGMExporterImage = monitoring.DefaultDCGMExporterImage
 )
 
 // Object names of the workloads (pods are <name>-<i>; validation checks the longest hostname).
@@ -75,17 +68,6 @@ const (
 	TFEvaluatorName = "tf-evaluator"
 	TFScriptsName   = "tf-scripts"
 	TFTensorBoard   = "tf-tensorboard"
-)
-
-// Defaults that fill zero values. Each says its unit and why.
-const (
-	// defaultScrapeInterval: Prometheus's own default; GPU power and temperature move slower.
-	defaultScrapeInterval = "30s"
-	// defaultRetention: two weeks of metrics, about the length of a long training run.
-	defaultRetention = "15d"
-	// defaultPrometheusStorage: size limit of Prometheus's emptyDir (quantity); two weeks of a
-	// few hundred GPUs' DCGM series fit with room.
-	defaultPrometheusStorage = "20Gi"
 )
 
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
@@ -143,16 +125,7 @@ func (c *Config) applyWorkloadDefaults() {
 		on := c.firstPool(true) != nil
 		m.DCGMExporter = &on
 	}
-	if m.Grafana == nil {
-		on := true
-		m.Grafana = &on
-	}
-	setStr(&m.ScrapeInterval, defaultScrapeInterval)
-	setStr(&m.Retention, defaultRetention)
-	setStr(&m.StorageSize, defaultPrometheusStorage)
-	setStr(&m.PrometheusImage, DefaultPrometheusImage)
-	setStr(&m.GrafanaImage, DefaultGrafanaImage)
-	setStr(&m.DCGMImage, DefaultDCGMExporterImage)
+	m.Default() // the rest is the monitoring's own (components/monitoring/config.go)
 }
 
 // tfOwnTensorBoard: the TensorFlow cluster runs its own TensorBoard, since the entrypoint runs

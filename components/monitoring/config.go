@@ -1,0 +1,70 @@
+package monitoring
+
+// Key is the monitoring's config key, kolotoc:monitoring: the prefix of every problem Validate
+// reports.
+const Key = "monitoring"
+
+// Config is the monitoring's config section, kolotoc:monitoring, as the stack file says it: the
+// YAML shape of the section, with each field's meaning and default. The stack fills the pool (the
+// entrypoint's) and whether the DCGM exporter runs (whether any pool has GPUs), holds Grafana's
+// admin password (kolotoc:grafanaPassword, a secret of its own key) and checks the whole against
+// the node pools before the monitoring is registered.
+type Config struct {
+	Enabled         bool   `json:"enabled"`         // deploy monitoring; default false
+	Pool            string `json:"pool"`            // node pool of Prometheus and Grafana (a CPU pool); default entrypoint.pool
+	DCGMExporter    *bool  `json:"dcgmExporter"`    // run the DCGM exporter on GPU nodes; default true when any pool has GPUs
+	Grafana         *bool  `json:"grafana"`         // deploy Grafana (needs kolotoc:grafanaPassword); default true
+	ScrapeInterval  string `json:"scrapeInterval"`  // Prometheus scrape interval as a duration; default 30s
+	Retention       string `json:"retention"`       // Prometheus retention time as a duration; default 15d
+	StorageSize     string `json:"storageSize"`     // Prometheus data (emptyDir) size limit as a quantity; default 20Gi
+	PrometheusImage string `json:"prometheusImage"` // default DefaultPrometheusImage
+	GrafanaImage    string `json:"grafanaImage"`    // default DefaultGrafanaImage
+	DCGMImage       string `json:"dcgmImage"`       // default DefaultDCGMExporterImage
+}
+
+// Images when the section names none, each pinned by a tag that exists upstream (validation
+// refuses tagless and :latest images).
+const (
+	DefaultPrometheusImage   = "quay.io/prometheus/prometheus:v3.5.0"
+	DefaultGrafanaImage      = "grafana/grafana:11.4.0"
+	DefaultDCGMExporterImage = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
+)
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// DefaultScrapeInterval: Prometheus's own default (a duration); GPU power and temperature
+	// move slower.
+	DefaultScrapeInterval = "30s"
+	// DefaultRetention: two weeks of metrics (a duration), about the length of a long training
+	// run.
+	DefaultRetention = "15d"
+	// DefaultStorageSize: size limit of Prometheus's emptyDir (quantity); two weeks of a few
+	// hundred GPUs' DCGM series fit with room.
+	DefaultStorageSize = "20Gi"
+)
+
+// Default fills the zero values the monitoring decides alone: Grafana on, Prometheus's scrape
+// interval, retention and data size, and the images. The pool is the entrypoint's and whether
+// the DCGM exporter runs depends on the node pools: the stack fills them. It fills zero values
+// only, so applying it twice changes nothing.
+func (m *Config) Default() {
+	if m.Grafana == nil {
+		on := true
+		m.Grafana = &on
+	}
+	for _, s := range []struct {
+		field *string
+		value string
+	}{
+		{&m.ScrapeInterval, DefaultScrapeInterval},
+		{&m.Retention, DefaultRetention},
+		{&m.StorageSize, DefaultStorageSize},
+		{&m.PrometheusImage, DefaultPrometheusImage},
+		{&m.GrafanaImage, DefaultGrafanaImage},
+		{&m.DCGMImage, DefaultDCGMExporterImage},
+	} {
+		if *s.field == "" {
+			*s.field = s.value
+		}
+	}
+}
