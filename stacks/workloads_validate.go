@@ -2,16 +2,12 @@ package stacks
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"kolotoc/components/etcd"
 )
-
-// promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
-var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 
 // validateWorkloads checks the optional workloads that are enabled, and that all GPU pods of a
 // pool fit its nodes together.
@@ -106,11 +102,7 @@ func (c *Config) validateMonitoring(v *validator) {
 	if *m.DCGMExporter {
 		v.image("monitoring.dcgmImage", m.DCGMImage)
 	}
-	for _, d := range [][2]string{{"monitoring.scrapeInterval", m.ScrapeInterval}, {"monitoring.retention", m.Retention}} {
-		if !promDuration.MatchString(d[1]) {
-			v.add(d[0], orUnset(d[1]), "not a Prometheus duration such as 30s, 15d or 1h30m")
-		}
-	}
+	m.Validate(v) // the monitoring's own settings (components/monitoring/config.go)
 	v.quantity("monitoring.storageSize", m.StorageSize)
 	if !*m.Grafana {
 		return // nor an image, nor a password

@@ -1,5 +1,11 @@
 package monitoring
 
+import (
+	"regexp"
+
+	"kolotoc/components/meta"
+)
+
 // Key is the monitoring's config key, kolotoc:monitoring: the prefix of every problem Validate
 // reports.
 const Key = "monitoring"
@@ -65,6 +71,28 @@ func (m *Config) Default() {
 	} {
 		if *s.field == "" {
 			*s.field = s.value
+		}
+	}
+}
+
+// promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
+var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
+
+// Validate reports what is wrong with the monitoring's own settings, with their full keys:
+// Prometheus's scrape interval and retention. What depends on the node pools (the pool), on the
+// stack (the images' pins, the data size's quantity syntax) and on another key (Grafana's
+// password, kolotoc:grafanaPassword) the stack checks.
+func (m Config) Validate(p meta.Problems) {
+	for _, d := range []struct{ key, value string }{
+		{Key + ".scrapeInterval", m.ScrapeInterval},
+		{Key + ".retention", m.Retention},
+	} {
+		if !promDuration.MatchString(d.value) {
+			shown := d.value
+			if shown == "" {
+				shown = "(unset)" // as every problem shows a value the stack file leaves out
+			}
+			p.Add(d.key, shown, "not a Prometheus duration such as 30s, 15d or 1h30m")
 		}
 	}
 }

@@ -5,6 +5,18 @@ import (
 	"testing"
 )
 
+// problems records what Validate reports, as key=value: msg.
+type problems []string
+
+func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+
+// report is what Validate reports of c, in its order.
+func report(c Config) []string {
+	var got problems
+	c.Validate(&got)
+	return got
+}
+
 // TestConfigDefault: a section that says nothing but what the stack fills (the pool, whether the
 // DCGM exporter runs) gets Grafana, Prometheus's interval, retention and data size, and the
 // pinned images; a second Default changes nothing, nor does it touch what the stack file says.
@@ -37,5 +49,42 @@ func TestConfigDefault(t *testing.T) {
 	}
 	if kept.DCGMExporter != nil || kept.Pool != "" {
 		t.Errorf("Default filled what the stack decides: pool %q, dcgmExporter %v", kept.Pool, kept.DCGMExporter)
+	}
+}
+
+// TestConfigValidate: the defaulted section passes, as do Prometheus's other duration spellings;
+// a scrape interval or retention that is no Prometheus duration (or is left out) is reported with
+// its full key, the value and an example of what is allowed, the interval before the retention.
+func TestConfigValidate(t *testing.T) {
+	c := Config{Enabled: true}
+	c.Default()
+	if got := report(c); len(got) != 0 {
+		t.Errorf("defaulted section reported %v", got)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"other durations", func(c *Config) { c.ScrapeInterval, c.Retention = "500ms", "1y2w" }, nil},
+		{"compound duration", func(c *Config) { c.ScrapeInterval, c.Retention = "1m30s", "1h30m" }, nil},
+		{"words", func(c *Config) { c.Retention = "two weeks" },
+			[]string{"monitoring.retention=two weeks: not a Prometheus duration such as 30s, 15d or 1h30m"}},
+		{"no unit", func(c *Config) { c.ScrapeInterval = "30" },
+			[]string{"monitoring.scrapeInterval=30: not a Prometheus duration such as 30s, 15d or 1h30m"}},
+		{"Go's fractions", func(c *Config) { c.ScrapeInterval = "1.5m" },
+			[]string{"monitoring.scrapeInterval=1.5m: not a Prometheus duration such as 30s, 15d or 1h30m"}},
+		{"both left out", func(c *Config) { c.ScrapeInterval, c.Retention = "", "" }, []string{
+			"monitoring.scrapeInterval=(unset): not a Prometheus duration such as 30s, 15d or 1h30m",
+			"monitoring.retention=(unset): not a Prometheus duration such as 30s, 15d or 1h30m"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := c
+			tc.edit(&bad)
+			if got := report(bad); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("reported %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
