@@ -156,26 +156,11 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		out = append(out, tfcluster.Allows(TFClusterArgs(c))...) // the tasks' gRPC port, its own TensorBoard
 	}
 	if c.Monitoring.Enabled {
-		ui := isolation.Allow{
-			Name: "monitoring-ui", Pods: []string{monitoring.PrometheusName}, Ports: []isolation.Port{{Port: monitoring.PrometheusPort}},
-			From: anyPod, Why: "Prometheus, from the namespace's pods and `kubectl port-forward`.",
-		}
-		if *c.Monitoring.Grafana {
-			ui.Pods = append(ui.Pods, monitoring.GrafanaName)
-			ui.Ports = append(ui.Ports, isolation.Port{Port: monitoring.GrafanaPort})
-			ui.Why = "Prometheus and Grafana, from the namespace's pods (Grafana queries Prometheus) and `kubectl port-forward`."
-		}
-		add(ui)
-		scraped := append([]string{entrypoint.Component}, daskWorkers...)
-		add(isolation.Allow{
-			Name: "prometheus-scrape", Pods: scraped,
-			Ports: []isolation.Port{
-				{Port: entrypoint.DashboardPort},
-				{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
-			},
-			From: []isolation.Peer{pod(monitoring.PrometheusName)},
-			Why:  "Prometheus scrapes the Dask scheduler's and every worker process's metrics.",
-		})
+		// Prometheus's UI (and Grafana's); its scrape of the Dask scheduler and worker processes.
+		out = append(out, monitoring.Allows(MonitoringArgs(c), append([]string{entrypoint.Component}, daskWorkers...), []isolation.Port{
+			{Port: entrypoint.DashboardPort},
+			{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
+		})...)
 	}
 	return out
 }
@@ -184,14 +169,10 @@ func NetworkAllows(c *Config) []isolation.Allow {
 // stack's namespace, scraping the DCGM exporter. The device plugin talks to the kubelet through
 // a socket on the host and takes no connection.
 func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
-	if !c.Monitoring.Enabled || !*c.Monitoring.DCGMExporter {
+	if !c.Monitoring.Enabled {
 		return nil
 	}
-	return []isolation.Allow{{
-		Name: "dcgm-scrape", Pods: []string{monitoring.DCGMName}, Ports: []isolation.Port{{Port: monitoring.DCGMPort}},
-		From: []isolation.Peer{{Components: []string{monitoring.PrometheusName}, Namespace: c.Namespace}},
-		Why:  "Prometheus, in " + c.Namespace + ", scrapes the DCGM exporters.",
-	}}
+	return monitoring.AgentsAllows(MonitoringArgs(c)) // dcgm-scrape, when the exporter runs
 }
 
 func cidrPeers(cidrs []string) []isolation.Peer {

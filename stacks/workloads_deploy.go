@@ -177,14 +177,10 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 		}
 	}
 	if c.Monitoring.Enabled {
-		for name, ep := range monitoring.Endpoints(ns, *c.Monitoring.Grafana) {
-			out[name+"Url"] = pulumi.String(ep.URL)
-			out[name+"PortForward"] = kube.Kubectl(ep.PortForwardArgs)
-			out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+		for k, v := range monitoring.Outputs(MonitoringArgs(c), kube.Kubectlf) {
+			out[k] = v
 		}
-		if *c.Monitoring.Grafana {
-			out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", monitoring.GrafanaPort, monitoring.DashboardUID))
-			out["grafanaUser"] = pulumi.String(monitoring.GrafanaAdminUser)
+		if *c.Monitoring.Grafana { // the admin password is the stack's secret (kolotoc:grafanaPassword)
 			out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
 			out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
 		}
