@@ -5,6 +5,7 @@ package stacks
 
 import (
 	"kolotoc/components/dask"
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/ring"
 )
 
@@ -256,29 +257,8 @@ type Carriers = dask.CarriersConfig
 type Sentinels = dask.SentinelsConfig
 
 // Entrypoint is the scheduler node: dask-scheduler, Jupyter, TensorBoard, Dask dashboard
-// (kolotoc:entrypoint).
-type Entrypoint struct {
-	Jupyter          bool     `json:"jupyter"`          // run Jupyter (jupyterUI); default true
-	TensorBoard      bool     `json:"tensorboard"`      // run TensorBoard on storage.mountPath/logs; default true
-	DaskDashboard    bool     `json:"daskDashboard"`    // expose the Dask dashboard; default true
-	ServiceType      string   `json:"serviceType"`      // ClusterIP | LoadBalancer; default ClusterIP
-	SourceRanges     []string `json:"sourceRanges"`     // CIDRs allowed to reach a LoadBalancer; required with LoadBalancer
-	TLSCertificate   string   `json:"tlsCertificate"`   // PEM certificate (chain) Jupyter serves HTTPS with; key in kolotoc:entrypointTLSKey; required with LoadBalancer
-	DaskImage        string   `json:"daskImage"`        // default DefaultDaskImage
-	JupyterImage     string   `json:"jupyterImage"`     // default DefaultJupyterImage
-	TensorBoardImage string   `json:"tensorboardImage"` // default DefaultTensorBoardImage
-	Pool             string   `json:"pool"`             // node pool name; default the carriers' pool
-	JupyterUI        string   `json:"jupyterUI"`        // lab (JupyterLab) | notebook (classic Notebook 6); default lab
-	Env              []EnvVar `json:"env"`              // environment of Jupyter (runs.go)
-
-	// Requests of the entrypoint's containers as quantities; memory is also the limit.
-	SchedulerCPU      string `json:"schedulerCpu"`      // dask-scheduler; default 500m
-	SchedulerMemory   string `json:"schedulerMemory"`   // default 2Gi
-	JupyterCPU        string `json:"jupyterCpu"`        // Jupyter; default 500m
-	JupyterMemory     string `json:"jupyterMemory"`     // default 4Gi
-	TensorBoardCPU    string `json:"tensorboardCpu"`    // TensorBoard; default 250m
-	TensorBoardMemory string `json:"tensorboardMemory"` // default 2Gi
-}
+// (kolotoc:entrypoint): the section's type is the entrypoint package's own.
+type Entrypoint = entrypoint.Config
 
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
 type DevicePlugin struct {
