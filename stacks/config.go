@@ -37,10 +37,10 @@ const (
 	StorageLocal        = "local"          // simulated, existing: a directory of the node (hostPath), for one-node clusters
 )
 
-// Jupyter front ends for `kolotoc:entrypoint.jupyterUI`.
+// Jupyter front ends for `kolotoc:entrypoint.jupyterUI`: the entrypoint's.
 const (
-	JupyterLab      = "lab"      // JupyterLab (jupyter_server), start-notebook.py of the Jupyter docker stacks
-	JupyterNotebook = "notebook" // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
+	JupyterLab      = entrypoint.UILab      // JupyterLab (jupyter_server), start-notebook.py of the Jupyter docker stacks
+	JupyterNotebook = entrypoint.UINotebook // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
 )
 
 // Scratch types for `kolotoc:storage.scratch.type`.
@@ -49,10 +49,10 @@ const (
 	ScratchHostPath = "hostPath" // a local SSD mounted on the node at scratch.path
 )
 
-// Entrypoint Service types for `kolotoc:entrypoint.serviceType`.
+// Entrypoint Service types for `kolotoc:entrypoint.serviceType`: the entrypoint's.
 const (
-	ServiceClusterIP    = "ClusterIP"
-	ServiceLoadBalancer = "LoadBalancer"
+	ServiceClusterIP    = entrypoint.ServiceClusterIP
+	ServiceLoadBalancer = entrypoint.ServiceLoadBalancer
 )
 
 // Config is one environment, as validated. Field comments give the config key, unit and default.

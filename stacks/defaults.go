@@ -5,14 +5,15 @@ import (
 	"strings"
 
 	"kolotoc/components/dask"
+	"kolotoc/components/entrypoint"
 )
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
 const (
-	DefaultDaskImage         = dask.DefaultImage // the carriers' (components/dask); the scheduler runs the same Dask
-	DefaultJupyterImage      = "quay.io/jupyter/scipy-notebook:2024-10-07"
-	DefaultTensorBoardImage  = "tensorflow/tensorflow:2.17.0"
+	DefaultDaskImage         = dask.DefaultImage                  // the carriers' (components/dask); the scheduler runs the same Dask
+	DefaultJupyterImage      = entrypoint.DefaultJupyterImage     // the entrypoint's (components/entrypoint)
+	DefaultTensorBoardImage  = entrypoint.DefaultTensorBoardImage // the entrypoint's; the TF cluster's own TensorBoard's too
 	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
 	// The in-cluster NFS server. registry.k8s.io/volume-nfs:0.8 is a Docker v1 manifest that
 	// containerd 2.1 refuses to pull; this one is a current manifest.
@@ -21,14 +22,6 @@ const (
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
-	// Requests (cores, bytes) of the entrypoint's containers: the scheduler's bookkeeping,
-	// Jupyter's kernels, TensorBoard's log reader.
-	defaultSchedulerCPU      = "500m"
-	defaultSchedulerMemory   = "2Gi"
-	defaultJupyterCPU        = "500m"
-	defaultJupyterMemory     = "4Gi"
-	defaultTensorBoardCPU    = "250m"
-	defaultTensorBoardMemory = "2Gi"
 	// defaultPoolCPUs, defaultPoolMemory: a pool that says nothing is an 8-core, 32 GiB node.
 	defaultPoolCPUs   = 8
 	defaultPoolMemory = "32Gi"
@@ -139,17 +132,8 @@ func (c *Config) applyDefaults() {
 	c.Sentinels.Default() // the sentinels' are all their own
 
 	e := &c.Entrypoint
-	if e.ServiceType == "" {
-		e.ServiceType = ServiceClusterIP
-	}
 	if e.DaskImage == "" {
 		e.DaskImage = DefaultDaskImage
-	}
-	if e.JupyterImage == "" {
-		e.JupyterImage = DefaultJupyterImage
-	}
-	if e.TensorBoardImage == "" {
-		e.TensorBoardImage = DefaultTensorBoardImage
 	}
 	if e.Pool == "" {
 		e.Pool = c.Carriers.Pool
@@ -157,21 +141,7 @@ func (c *Config) applyDefaults() {
 	if c.Towers.LauncherPool == "" {
 		c.Towers.LauncherPool = e.Pool
 	}
-	if e.JupyterUI == "" {
-		e.JupyterUI = JupyterLab
-	}
-	for _, r := range []struct {
-		field *string
-		def   string
-	}{
-		{&e.SchedulerCPU, defaultSchedulerCPU}, {&e.SchedulerMemory, defaultSchedulerMemory},
-		{&e.JupyterCPU, defaultJupyterCPU}, {&e.JupyterMemory, defaultJupyterMemory},
-		{&e.TensorBoardCPU, defaultTensorBoardCPU}, {&e.TensorBoardMemory, defaultTensorBoardMemory},
-	} {
-		if *r.field == "" {
-			*r.field = r.def
-		}
-	}
+	e.Default() // the rest is the entrypoint's own (components/entrypoint/config.go)
 
 	if c.DevicePlugin.Image == "" {
 		c.DevicePlugin.Image = DefaultDevicePluginImage

@@ -11,6 +11,7 @@ import (
 
 	"kolotoc/components/dask"
 	"kolotoc/components/elastic"
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
@@ -117,7 +118,7 @@ func newConfig(project, stack string) *Config {
 		Carriers:   dask.NewCarriersConfig(),
 		Elastic:    elastic.NewConfig(),
 		TFCluster:  tfcluster.NewConfig(),
-		Entrypoint: Entrypoint{Jupyter: true, TensorBoard: true, DaskDashboard: true},
+		Entrypoint: entrypoint.NewConfig(),
 	}
 	return c
 }

@@ -33,3 +33,58 @@ type Config struct {
 	TensorBoardCPU    string `json:"tensorboardCpu"`    // TensorBoard; default 250m
 	TensorBoardMemory string `json:"tensorboardMemory"` // default 2Gi
 }
+
+// Service types of kolotoc:entrypoint.serviceType (Args.ServiceType).
+const (
+	ServiceClusterIP    = "ClusterIP"    // reached from inside the cluster and by `kubectl port-forward`
+	ServiceLoadBalancer = "LoadBalancer" // publishes Jupyter alone, over HTTPS, to entrypoint.sourceRanges
+)
+
+// Images when the section names none, each pinned by a tag that exists upstream (validation
+// refuses tagless and :latest images). The Dask image follows the carriers' and the stack fills it.
+const (
+	DefaultJupyterImage     = "quay.io/jupyter/scipy-notebook:2024-10-07"
+	DefaultTensorBoardImage = "tensorflow/tensorflow:2.17.0"
+)
+
+// Defaults that fill zero values. Each says its unit and why.
+const (
+	// Requests (cores, bytes) of the entrypoint's containers: the scheduler's bookkeeping,
+	// Jupyter's kernels, TensorBoard's log reader.
+	DefaultSchedulerCPU      = "500m"
+	DefaultSchedulerMemory   = "2Gi"
+	DefaultJupyterCPU        = "500m"
+	DefaultJupyterMemory     = "4Gi"
+	DefaultTensorBoardCPU    = "250m"
+	DefaultTensorBoardMemory = "2Gi"
+)
+
+// NewConfig is the section before the stack file is read: Jupyter, TensorBoard and the Dask
+// dashboard on, set before decoding since a stack's false is a zero value Default cannot tell
+// from a key left out.
+func NewConfig() Config {
+	return Config{Jupyter: true, TensorBoard: true, DaskDashboard: true}
+}
+
+// Default fills the zero values the entrypoint decides alone: the Service type, the Jupyter and
+// TensorBoard images, the Jupyter front end and the containers' requests. The pool and the Dask
+// image are the carriers': the stack fills them. It fills zero values only, so applying it twice
+// changes nothing.
+func (e *Config) Default() {
+	for _, s := range []struct {
+		field *string
+		value string
+	}{
+		{&e.ServiceType, ServiceClusterIP},
+		{&e.JupyterImage, DefaultJupyterImage},
+		{&e.TensorBoardImage, DefaultTensorBoardImage},
+		{&e.JupyterUI, UILab},
+		{&e.SchedulerCPU, DefaultSchedulerCPU}, {&e.SchedulerMemory, DefaultSchedulerMemory},
+		{&e.JupyterCPU, DefaultJupyterCPU}, {&e.JupyterMemory, DefaultJupyterMemory},
+		{&e.TensorBoardCPU, DefaultTensorBoardCPU}, {&e.TensorBoardMemory, DefaultTensorBoardMemory},
+	} {
+		if *s.field == "" {
+			*s.field = s.value
+		}
+	}
+}
