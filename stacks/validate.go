@@ -29,12 +29,10 @@ const (
 const minPasswordLength = 12
 
 var (
-	allowedClouds       = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
-	allowedStorage      = []string{StorageInClusterNFS, StorageNFS, StorageLocal, StorageFilestore, StorageEFS, StorageAzureFiles}
-	allowedJupyterUIs   = []string{JupyterLab, JupyterNotebook}
-	allowedScratch      = []string{ScratchEmptyDir, ScratchHostPath}
-	allowedServiceTypes = []string{ServiceClusterIP, ServiceLoadBalancer}
-	allowedEffects      = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+	allowedClouds  = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
+	allowedStorage = []string{StorageInClusterNFS, StorageNFS, StorageLocal, StorageFilestore, StorageEFS, StorageAzureFiles}
+	allowedScratch = []string{ScratchEmptyDir, ScratchHostPath}
+	allowedEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 )
 
 // Validate checks the defaulted configuration as a whole and returns every problem found.
@@ -329,20 +327,7 @@ func (c *Config) validateCarriers(v *validator) {
 
 func (c *Config) validateEntrypoint(v *validator) {
 	e := c.Entrypoint
-	v.oneOf("entrypoint.serviceType", e.ServiceType, allowedServiceTypes)
-	if e.ServiceType == ServiceLoadBalancer {
-		if len(e.SourceRanges) == 0 {
-			v.add("entrypoint.sourceRanges", "[]", "required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); "+
-				"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet")
-		}
-		if !e.Jupyter {
-			v.add("entrypoint.serviceType", e.ServiceType, "a LoadBalancer publishes Jupyter alone (over HTTPS), and entrypoint.jupyter is off; allowed: ClusterIP")
-		}
-		if e.TLSCertificate == "" {
-			v.add("entrypoint.tlsCertificate", "(unset)", "required with a LoadBalancer: Jupyter is published over HTTPS only; "+
-				"set the PEM certificate here and its key with `pulumi config set --secret kolotoc:entrypointTLSKey < key.pem`")
-		}
-	}
+	e.Validate(v) // the entrypoint's own settings (components/entrypoint/config.go)
 	for i, r := range e.SourceRanges {
 		v.cidr(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "the networks your users come from, e.g. 203.0.113.0/24")
 	}
@@ -354,7 +339,6 @@ func (c *Config) validateEntrypoint(v *validator) {
 	if e.TensorBoard {
 		v.image("entrypoint.tensorboardImage", e.TensorBoardImage)
 	}
-	v.oneOf("entrypoint.jupyterUI", e.JupyterUI, allowedJupyterUIs)
 	pool := v.pool(c, "entrypoint.pool", e.Pool, false)
 	// The pod's containers: the scheduler always, Jupyter and TensorBoard when enabled.
 	containers := []struct {

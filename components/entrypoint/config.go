@@ -1,6 +1,11 @@
 package entrypoint
 
-import "kolotoc/components/meta"
+import (
+	"slices"
+	"strings"
+
+	"kolotoc/components/meta"
+)
 
 // Key is the entrypoint's config key, kolotoc:entrypoint: the prefix of every problem Validate
 // reports.
@@ -38,6 +43,13 @@ type Config struct {
 const (
 	ServiceClusterIP    = "ClusterIP"    // reached from inside the cluster and by `kubectl port-forward`
 	ServiceLoadBalancer = "LoadBalancer" // publishes Jupyter alone, over HTTPS, to entrypoint.sourceRanges
+)
+
+// ServiceTypes and UIs are the values kolotoc:entrypoint.serviceType and .jupyterUI allow, in the
+// order their problems list them.
+var (
+	ServiceTypes = []string{ServiceClusterIP, ServiceLoadBalancer}
+	UIs          = []string{UILab, UINotebook}
 )
 
 // Images when the section names none, each pinned by a tag that exists upstream (validation
@@ -87,4 +99,40 @@ func (e *Config) Default() {
 			*s.field = s.value
 		}
 	}
+}
+
+// Validate reports what is wrong with the entrypoint's own settings, with their full keys: the
+// Service type and what a LoadBalancer needs of the section (source ranges, Jupyter on, a TLS
+// certificate), and the Jupyter front end. What depends on the node pools (the pool, the
+// containers' requests and their fit), on the stack (the images' pins, the source ranges' CIDR
+// rules) and on other keys (the TLS key, kolotoc:entrypointTLSKey; Jupyter's password,
+// kolotoc:jupyterPassword) the stack checks.
+func (e Config) Validate(p meta.Problems) {
+	if !slices.Contains(ServiceTypes, e.ServiceType) {
+		p.Add(Key+".serviceType", orUnset(e.ServiceType), "allowed: "+strings.Join(ServiceTypes, ", "))
+	}
+	if e.ServiceType == ServiceLoadBalancer {
+		if len(e.SourceRanges) == 0 {
+			p.Add(Key+".sourceRanges", "[]", "required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); "+
+				"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet")
+		}
+		if !e.Jupyter {
+			p.Add(Key+".serviceType", e.ServiceType, "a LoadBalancer publishes Jupyter alone (over HTTPS), and entrypoint.jupyter is off; allowed: ClusterIP")
+		}
+		if e.TLSCertificate == "" {
+			p.Add(Key+".tlsCertificate", "(unset)", "required with a LoadBalancer: Jupyter is published over HTTPS only; "+
+				"set the PEM certificate here and its key with `pulumi config set --secret kolotoc:entrypointTLSKey < key.pem`")
+		}
+	}
+	if !slices.Contains(UIs, e.JupyterUI) {
+		p.Add(Key+".jupyterUI", orUnset(e.JupyterUI), "allowed: "+strings.Join(UIs, ", "))
+	}
+}
+
+// orUnset is how a problem shows a value the stack file leaves out.
+func orUnset(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return s
 }
