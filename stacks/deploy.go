@@ -371,14 +371,8 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 	if agents := c.GPUAgentsNamespace(); agents != "" {
 		out["gpuAgentsNamespace"] = pulumi.String(agents) // the device plugin and DCGM exporter (security.go)
 	}
-	for name, ep := range entrypoint.Endpoints(e) {
-		if name == "daskScheduler" {
-			out["daskSchedulerAddress"] = pulumi.String(ep.URL)
-			continue
-		}
-		out[name+"Url"] = pulumi.String(ep.URL)
-		out[name+"PortForward"] = kube.Kubectl(ep.PortForwardArgs)
-		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+	for k, v := range entrypoint.Outputs(e, kube.Kubectlf) {
+		out[k] = v
 	}
 	if c.Towers.Enabled {
 		for k, v := range ring.Outputs(TowerName, LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf) {
@@ -390,17 +384,9 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 			out[k] = v
 		}
 	}
-	if c.Entrypoint.Jupyter {
+	if c.Entrypoint.Jupyter { // the password is the stack's secret (kolotoc:jupyterPassword)
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))
 		out["jupyterPasswordCommand"] = pulumi.String(ShowSecretCommand(c, JupyterPasswordOutput))
-	}
-	if c.Entrypoint.ServiceType == ServiceLoadBalancer {
-		// The LoadBalancer's address is the cloud's to assign once the Service exists; the
-		// command prints Jupyter's public URL from it as it is now (jupyterPublicUrl is the one
-		// the last update saw).
-		get := kube.Kubectlf(`-n %s get svc %s -o jsonpath='{.status.loadBalancer.ingress[0].ip}{.status.loadBalancer.ingress[0].hostname}'`,
-			c.Namespace, entrypoint.PublicName(EntryName))
-		out["jupyterPublicUrlCommand"] = pulumi.Sprintf(`echo "https://$(%s)%s"`, get, entrypoint.JupyterPath(e))
 	}
 	pools := make([]string, 0, len(c.NodePools))
 	for _, p := range c.NodePools {

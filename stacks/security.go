@@ -79,14 +79,6 @@ func GPUAgentsPodSecurity(c *Config) isolation.Level {
 func NetworkAllows(c *Config) []isolation.Allow {
 	var out []isolation.Allow
 	add := func(a isolation.Allow) { out = append(out, a) }
-	e := c.Entrypoint
-	var loadBalancer []string
-	if e.ServiceType == ServiceLoadBalancer {
-		loadBalancer = e.SourceRanges
-	}
-	pod := func(components ...string) isolation.Peer { return isolation.Peer{Components: components} }
-	anyPod := []isolation.Peer{{AllPods: true}}
-
 	// Dask: the workers and Jupyter (in the entrypoint pod) reach the scheduler; the scheduler and
 	// the workers reach each worker process and its nanny. Nothing outside the cluster reaches
 	// the scheduler: whoever does runs code on every worker.
@@ -97,37 +89,9 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	if c.Towers.Enabled && c.Sentinels.Enabled {
 		daskWorkers = append(daskWorkers, ring.TowerComponent)
 	}
-	add(isolation.Allow{
-		Name: "dask-scheduler", Pods: []string{entrypoint.Component},
-		Ports: []isolation.Port{{Port: entrypoint.SchedulerPort}},
-		From:  []isolation.Peer{pod(append([]string{entrypoint.Component}, daskWorkers...)...)},
-		Why:   "Dask workers and Jupyter reach the scheduler (8786), and nothing else: it has no authentication.",
-	})
+	add(entrypoint.SchedulerAllow(daskWorkers))
 	out = append(out, dask.Allows(entrypoint.Component, daskWorkers)...) // each worker process and nanny
-	var ui []isolation.Port
-	if e.Jupyter {
-		ui = append(ui, isolation.Port{Port: entrypoint.JupyterPort})
-	}
-	if e.TensorBoard {
-		ui = append(ui, isolation.Port{Port: entrypoint.TensorBoardPort})
-	}
-	if e.DaskDashboard {
-		ui = append(ui, isolation.Port{Port: entrypoint.DashboardPort})
-	}
-	if len(ui) > 0 {
-		add(isolation.Allow{
-			Name: "entrypoint-ui", Pods: []string{entrypoint.Component}, Ports: ui, From: anyPod,
-			Why: "JupyterLab, TensorBoard and the Dask dashboard: from the namespace's pods. " +
-				"`kubectl port-forward` enters through the kubelet and needs no allow.",
-		})
-	}
-	if len(loadBalancer) > 0 {
-		add(isolation.Allow{
-			Name: "jupyter-public", Pods: []string{entrypoint.Component}, Ports: []isolation.Port{{Port: entrypoint.JupyterPort}},
-			From: cidrPeers(loadBalancer),
-			Why:  "The LoadBalancer's source ranges reach Jupyter (HTTPS, password), the one published service.",
-		})
-	}
+	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)           // its UIs; Jupyter behind a LoadBalancer
 
 	if c.Towers.Enabled {
 		out = append(out, ring.Allows()...) // MPI: ssh, then orted and ranks on any port
@@ -173,13 +137,6 @@ func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
 		return nil
 	}
 	return monitoring.AgentsAllows(MonitoringArgs(c)) // dcgm-scrape, when the exporter runs
-}
-
-func cidrPeers(cidrs []string) []isolation.Peer {
-	if len(cidrs) == 0 {
-		return nil
-	}
-	return []isolation.Peer{{CIDRs: cidrs}}
 }
 
 // gpuShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of
