@@ -5,6 +5,18 @@ import (
 	"testing"
 )
 
+// problems records what Validate reports, as key=value: msg.
+type problems []string
+
+func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+
+// report is what Validate reports of c, in its order.
+func report(c Config) []string {
+	var got problems
+	c.Validate(&got)
+	return got
+}
+
 // TestConfigDefault: a section that says nothing but what the stack fills (the pool, the Dask
 // image) gets Jupyter, TensorBoard and the Dask dashboard on, a ClusterIP Service, JupyterLab, the
 // pinned images and the containers' requests; a second Default changes nothing, nor does it touch
@@ -40,5 +52,60 @@ func TestConfigDefault(t *testing.T) {
 	}
 	if kept.Pool != "" || kept.DaskImage != "" || kept.Jupyter || kept.TensorBoard || kept.DaskDashboard {
 		t.Errorf("Default filled what the stack or the preset decides: %+v", kept)
+	}
+}
+
+// TestConfigValidate: the defaulted section passes, as does a LoadBalancer with what it needs and
+// the classic Notebook; an unknown Service type or front end is reported with its full key, the
+// value and the allowed values; a LoadBalancer without source ranges, with Jupyter off or without
+// a certificate is reported for each, in that order, and before the front end.
+func TestConfigValidate(t *testing.T) {
+	c := NewConfig()
+	c.Default()
+	if got := report(c); len(got) != 0 {
+		t.Errorf("defaulted section reported %v", got)
+	}
+
+	const (
+		noRanges = "entrypoint.sourceRanges=[]: required with a LoadBalancer: the CIDRs allowed in (e.g. your office's 203.0.113.0/24); " +
+			"a LoadBalancer open to 0.0.0.0/0 puts JupyterLab on the internet"
+		noJupyter = "entrypoint.serviceType=LoadBalancer: a LoadBalancer publishes Jupyter alone (over HTTPS), and entrypoint.jupyter is off; allowed: ClusterIP"
+		noTLS     = "entrypoint.tlsCertificate=(unset): required with a LoadBalancer: Jupyter is published over HTTPS only; " +
+			"set the PEM certificate here and its key with `pulumi config set --secret kolotoc:entrypointTLSKey < key.pem`"
+	)
+	published := func(c *Config) {
+		c.ServiceType, c.SourceRanges, c.TLSCertificate = ServiceLoadBalancer, []string{"203.0.113.0/24"}, "[PEM]"
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"LoadBalancer with what it needs", published, nil},
+		{"classic Notebook", func(c *Config) { c.JupyterUI = UINotebook }, nil},
+		{"UIs off", func(c *Config) { c.Jupyter, c.TensorBoard, c.DaskDashboard = false, false, false }, nil},
+		{"unknown Service type", func(c *Config) { c.ServiceType = "NodePort" },
+			[]string{"entrypoint.serviceType=NodePort: allowed: ClusterIP, LoadBalancer"}},
+		{"Service type left out", func(c *Config) { c.ServiceType = "" },
+			[]string{"entrypoint.serviceType=(unset): allowed: ClusterIP, LoadBalancer"}},
+		{"unknown front end", func(c *Config) { c.JupyterUI = "retro" },
+			[]string{"entrypoint.jupyterUI=retro: allowed: lab, notebook"}},
+		{"front end left out", func(c *Config) { c.JupyterUI = "" },
+			[]string{"entrypoint.jupyterUI=(unset): allowed: lab, notebook"}},
+		{"LoadBalancer without source ranges", func(c *Config) { published(c); c.SourceRanges = nil }, []string{noRanges}},
+		{"LoadBalancer without Jupyter", func(c *Config) { published(c); c.Jupyter = false }, []string{noJupyter}},
+		{"LoadBalancer without TLS", func(c *Config) { published(c); c.TLSCertificate = "" }, []string{noTLS}},
+		{"bare LoadBalancer, Jupyter off, unknown front end", func(c *Config) {
+			c.ServiceType, c.Jupyter, c.JupyterUI = ServiceLoadBalancer, false, "retro"
+		}, []string{noRanges, noJupyter, noTLS, "entrypoint.jupyterUI=retro: allowed: lab, notebook"}},
+		{"source ranges without a LoadBalancer", func(c *Config) { c.SourceRanges = []string{"203.0.113.0/24"} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := c
+			tc.edit(&bad)
+			if got := report(bad); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("reported %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
