@@ -247,10 +247,3 @@ func imageTag(ref string) string {
 func isLocalImage(image string) bool {
 	return strings.HasPrefix(image, LocalImageRegistry+"/")
 }
-
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
-}

@@ -1,11 +1,13 @@
 package dask
 
-import "testing"
+import (
+	"testing"
+
+	"kolotoc/components/meta/problemtest"
+)
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // TestConfigDefaultAndValidate: sections that say nothing but what the stack fills from the pool
 // get the dask package's defaults, a second Default changes nothing, and the result passes; each

@@ -114,10 +114,10 @@ func (el Config) Validate(p meta.Problems) {
 			fmt.Sprintf("worker pods to run must lie between minNodes and maxNodes; allowed: %d..%d", el.MinNodes, el.MaxNodes))
 	}
 	if !slices.Contains(Backends, el.RdzvBackend) {
-		p.Add(Key+".rdzvBackend", orUnset(el.RdzvBackend), "allowed: "+strings.Join(Backends, ", "))
+		p.Add(Key+".rdzvBackend", meta.OrUnset(el.RdzvBackend), "allowed: "+strings.Join(Backends, ", "))
 	}
 	if !rdzvIDPattern.MatchString(el.RdzvID) {
-		p.Add(Key+".rdzvId", orUnset(el.RdzvID), "letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit")
+		p.Add(Key+".rdzvId", meta.OrUnset(el.RdzvID), "letters, digits, '.', '_' and '-', at most 63 characters, starting with a letter or digit")
 	}
 	if el.RdzvPort < 1 || el.RdzvPort > 65535 {
 		p.Add(Key+".rdzvPort", strconv.Itoa(el.RdzvPort), "allowed: 1..65535")
@@ -125,12 +125,4 @@ func (el Config) Validate(p meta.Problems) {
 	if el.MaxRestarts < 0 {
 		p.Add(Key+".maxRestarts", strconv.Itoa(el.MaxRestarts), "must be 0 or more")
 	}
-}
-
-// orUnset is how a problem shows a value the stack file leaves out.
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
 }

@@ -4,12 +4,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"kolotoc/components/meta/problemtest"
 )
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // TestConfigDefault: a section that says nothing but what the stack fills (the pool, its GPUs,
 // the rendezvous id) gets the elastic package's defaults, with maxNodes following minNodes and

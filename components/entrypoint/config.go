@@ -109,7 +109,7 @@ func (e *Config) Default() {
 // kolotoc:jupyterPassword) the stack checks.
 func (e Config) Validate(p meta.Problems) {
 	if !slices.Contains(ServiceTypes, e.ServiceType) {
-		p.Add(Key+".serviceType", orUnset(e.ServiceType), "allowed: "+strings.Join(ServiceTypes, ", "))
+		p.Add(Key+".serviceType", meta.OrUnset(e.ServiceType), "allowed: "+strings.Join(ServiceTypes, ", "))
 	}
 	if e.ServiceType == ServiceLoadBalancer {
 		if len(e.SourceRanges) == 0 {
@@ -125,14 +125,6 @@ func (e Config) Validate(p meta.Problems) {
 		}
 	}
 	if !slices.Contains(UIs, e.JupyterUI) {
-		p.Add(Key+".jupyterUI", orUnset(e.JupyterUI), "allowed: "+strings.Join(UIs, ", "))
+		p.Add(Key+".jupyterUI", meta.OrUnset(e.JupyterUI), "allowed: "+strings.Join(UIs, ", "))
 	}
-}
-
-// orUnset is how a problem shows a value the stack file leaves out.
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
 }

@@ -146,7 +146,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err := ctx.RegisterComponentResource("kolotoc:entrypoint:Entrypoint", name, e, opts...); err != nil {
 		return nil, err
 	}
-	if args.ServiceType == "LoadBalancer" && (!args.Jupyter || !args.TLS()) {
+	if args.ServiceType == ServiceLoadBalancer && (!args.Jupyter || !args.TLS()) {
 		return nil, fmt.Errorf("entrypoint %q: a LoadBalancer publishes Jupyter over HTTPS only: Jupyter and a TLS certificate are required", name)
 	}
 	if args.TLS() && args.TLSKey == nil {
@@ -438,13 +438,13 @@ func RenderService(a *Args) *corev1.ServiceArgs {
 // the source ranges. The Dask scheduler runs code on every worker for whoever reaches it without
 // authentication, and TensorBoard and the dashboard have no login: none of them is published.
 func RenderPublicService(a *Args) *corev1.ServiceArgs {
-	if a.ServiceType != "LoadBalancer" {
+	if a.ServiceType != ServiceLoadBalancer {
 		return nil
 	}
 	return &corev1.ServiceArgs{
 		Metadata: a.Labels.ObjectMeta(PublicName(a.Name), a.Namespace, component),
 		Spec: &corev1.ServiceSpecArgs{
-			Type:     pulumi.String("LoadBalancer"),
+			Type:     pulumi.String(ServiceLoadBalancer),
 			Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
 				Name: pulumi.String("jupyter-https"), Port: pulumi.Int(PublicPort), TargetPort: pulumi.Int(JupyterPort),

@@ -1,11 +1,13 @@
 package etcd
 
-import "testing"
+import (
+	"testing"
+
+	"kolotoc/components/meta/problemtest"
+)
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // TestConfigDefaultAndValidate: a section that says nothing but what the stack fills from the
 // pools gets the store's defaults, a second Default changes nothing, and the result passes; each

@@ -306,6 +306,14 @@ func SortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// OrUnset is a setting's value as a problem or a note shows it: "(unset)" when empty.
+func OrUnset(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return s
+}
+
 // Problems collects what is wrong with a stack's configuration: each problem with its full key
 // (towers.sshPort), the bad value and what is allowed. The stack reports them all at once, before
 // anything is registered; a component's config section adds its own.

@@ -3,19 +3,15 @@ package monitoring
 import (
 	"reflect"
 	"testing"
+
+	"kolotoc/components/meta/problemtest"
 )
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // report is what Validate reports of c, in its order.
-func report(c Config) []string {
-	var got problems
-	c.Validate(&got)
-	return got
-}
+func report(c Config) []string { return problemtest.Report(c.Validate) }
 
 // TestConfigDefault: a section that says nothing but what the stack fills (the pool, whether the
 // DCGM exporter runs) gets Grafana, Prometheus's interval, retention and data size, and the

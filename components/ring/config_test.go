@@ -3,12 +3,12 @@ package ring
 import (
 	"strings"
 	"testing"
+
+	"kolotoc/components/meta/problemtest"
 )
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // TestConfigDefaultAndValidate: a section that says nothing but its pool's GPUs gets the ring's
 // defaults and passes; each bad setting is reported with its full key, the value and what is

@@ -3,19 +3,15 @@ package tfcluster
 import (
 	"reflect"
 	"testing"
+
+	"kolotoc/components/meta/problemtest"
 )
 
 // problems records what Validate reports, as key=value: msg.
-type problems []string
-
-func (p *problems) Add(key, value, msg string) { *p = append(*p, key+"="+value+": "+msg) }
+type problems = problemtest.Recorder
 
 // report is what Validate reports of c, in its order.
-func report(c Config) []string {
-	var got problems
-	c.Validate(&got)
-	return got
-}
+func report(c Config) []string { return problemtest.Report(c.Validate) }
 
 // TestConfigDefault: a section that says nothing but what the stack fills (the pools, the
 // workers' GPUs, the TensorBoard's image) gets the tfcluster package's task counts and defaults,

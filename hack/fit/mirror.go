@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/components/meta"
 	"kolotoc/hack/throwaway"
 )
 
@@ -104,7 +105,7 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 	case "gcp", "aws", "azure":
 		m.Notes = append(m.Notes, fmt.Sprintf("cloud %s → simulated: each pool mirrored node for node with its machine type's figures (stacks/catalogue.go); the cloud file store stood in by the in-cluster NFS server", cloud))
 	default:
-		m.Notes = append(m.Notes, fmt.Sprintf("cloud %s → simulated: each pool mirrored node for node with its declared figures", orUnset(cloud)))
+		m.Notes = append(m.Notes, fmt.Sprintf("cloud %s → simulated: each pool mirrored node for node with its declared figures", meta.OrUnset(cloud)))
 	}
 	m.Config[ns+"cloud"] = "simulated"
 
@@ -183,13 +184,6 @@ func objectAt(cfg map[string]any, key string) map[string]any {
 	o := map[string]any{}
 	cfg[key] = o
 	return o
-}
-
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
 }
 
 // throwAwayCertificate: a self-signed certificate and its PEM key, valid for a day.
