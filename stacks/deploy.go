@@ -138,21 +138,16 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		}
 	}
 
-	scratch := storage.ScratchArgs{SizeLimit: s.Scratch.SizeLimit, MountPath: s.Scratch.MountPath}
-	if s.Scratch.Type == ScratchHostPath {
-		scratch.HostPath = s.Scratch.Path
-	}
 	// Only the workloads' pods (and the launcher) wait for the pools and the claim (PodDeps), not
 	// their Secrets, ConfigMaps and Services, which then exist by the time both are ready.
 	withDeps := pulumi.DependsOn(workloadDeps)
 	mount := append(append([]pulumi.Resource{}, pools...), shared.Ready...)
-	scheduler := entrypoint.SchedulerAddress(EntryName, c.Namespace)
+	site := workloadSite(c)
+	site.Namespace = namespace
 
-	e := c.Entrypoint
 	entryArgs := EntrypointArgs(c)
-	entryArgs.Namespace = namespace
-	entryArgs.PodDeps = mount
-	if e.Jupyter {
+	entryArgs.Site = site.WithPodDeps(mount...)
+	if c.Entrypoint.Jupyter {
 		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 	}
 	if c.EntrypointTLSKey.IsSet() {
@@ -163,42 +158,29 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 
-	if t := c.Towers; t.Enabled {
-		var sidecars []corev1.ContainerArgs
+	if c.Towers.Enabled {
+		a := TowerArgs(c)
+		a.Site = site.WithPodDeps(mount...)
 		if c.Sentinels.Enabled {
-			sidecars = append(sidecars, dask.Sentinel(c.Carriers.Image, scheduler, c.Sentinels.Threads,
-				c.Sentinels.CPU, c.Sentinels.Memory, s.MountPath, s.Scratch.MountPath, envVars(c.Carriers.Env), CodeArgs(c)))
+			a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
+				entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
 		}
-		_, err := ring.New(ctx, "towers", &ring.Args{
-			Namespace: namespace, NamespaceDNS: c.Namespace, Name: TowerName, LauncherName: LauncherName,
-			Towers: t.Count, GPUsPerTower: t.GPUsPerTower, Slots: t.Slots, Memory: t.Memory,
-			CPU: t.CPU, CPULimit: gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
-			Image: t.Image, Command: t.Command, HostNetwork: t.HostNetwork, SSHPort: t.SSHPort,
-			Pool: t.Pool, LauncherPool: t.LauncherPool, LauncherCPU: t.LauncherCPU, LauncherMemory: t.LauncherMemory,
-			SSHKeySeed: pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput),
-			KeyBinding: ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace},
-			Claim:      StorageName, MountPath: s.MountPath, Scratch: scratch, Sidecars: sidecars, Labels: labels,
-			Run: t.Run, OnSuccess: t.OnSuccess, Suspend: c.Suspend, Env: envVars(t.Env), Code: CodeArgs(c),
-			WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
-			RunAsUser:   c.RunAsUser, PodDeps: mount,
-		}, k8s, withDeps)
-		if err != nil {
+		a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
+		a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}
+		if _, err := ring.New(ctx, "towers", a, k8s, withDeps); err != nil {
 			return err
 		}
 	}
 
-	if k := c.Carriers; k.Enabled {
-		if _, err := dask.NewCarriers(ctx, "carriers", &dask.CarrierArgs{
-			Namespace: namespace, Name: CarrierName, Count: k.Count, Workers: k.WorkersPerCarrier,
-			CPU: k.CPU, Memory: k.Memory, Image: k.Image, Pool: k.Pool, Scheduler: scheduler,
-			Claim: StorageName, MountPath: s.MountPath, Scratch: scratch, Labels: labels,
-			Env: envVars(k.Env), Code: CodeArgs(c), RunAsUser: c.RunAsUser, PodDeps: mount,
-		}, k8s, withDeps); err != nil {
+	if c.Carriers.Enabled {
+		a := CarrierArgs(c)
+		a.Site = site.WithPodDeps(mount...)
+		if _, err := dask.NewCarriers(ctx, "carriers", a, k8s, withDeps); err != nil {
 			return err
 		}
 	}
 
-	if err := deployWorkloads(ctx, c, namespace, ns.Metadata.Uid().Elem(), agents, pools, mount, k8s, withDeps); err != nil {
+	if err := deployWorkloads(ctx, c, site, ns.Metadata.Uid().Elem(), agents, pools, mount, k8s, withDeps); err != nil {
 		return err
 	}
 
@@ -234,20 +216,42 @@ func stackLabels(c *Config) meta.Labels {
 	return l
 }
 
-// EntrypointArgs is the entrypoint's configuration, less its namespace input and password.
+// EntrypointArgs is the entrypoint's configuration, less its site's namespace input and PodDeps
+// and its secrets.
 func EntrypointArgs(c *Config) *entrypoint.Args {
-	e := c.Entrypoint
-	return &entrypoint.Args{
-		NamespaceDNS: c.Namespace, Name: EntryName,
-		Jupyter: e.Jupyter, TensorBoard: e.TensorBoard, DaskDashboard: e.DaskDashboard,
-		ServiceType: e.ServiceType, SourceRanges: e.SourceRanges, TLSCertificate: e.TLSCertificate,
-		DaskImage: e.DaskImage, JupyterImage: e.JupyterImage, TensorBoardImage: e.TensorBoardImage,
-		JupyterUI:            e.JupyterUI,
-		Scheduler:            entrypoint.Resources{CPU: e.SchedulerCPU, Memory: e.SchedulerMemory},
-		JupyterResources:     entrypoint.Resources{CPU: e.JupyterCPU, Memory: e.JupyterMemory},
-		TensorBoardResources: entrypoint.Resources{CPU: e.TensorBoardCPU, Memory: e.TensorBoardMemory},
-		Pool:                 e.Pool, Claim: StorageName, MountPath: c.Storage.MountPath, Labels: stackLabels(c),
-		JupyterEnv: envVars(e.Env), RunAsUser: c.RunAsUser,
+	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName}
+}
+
+// TowerArgs is the ring's configuration, less its site's namespace input and PodDeps, the
+// sentinels beside the towers and the ssh keys' seed and binding.
+func TowerArgs(c *Config) *ring.Args {
+	t := c.Towers
+	return &ring.Args{
+		Config: t, Site: workloadSite(c), Name: TowerName, LauncherName: LauncherName,
+		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
+		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
+	}
+}
+
+// CarrierArgs is the carriers' configuration, less their site's namespace input and PodDeps.
+func CarrierArgs(c *Config) *dask.CarrierArgs {
+	return &dask.CarrierArgs{
+		CarriersConfig: c.Carriers, Site: workloadSite(c), Name: CarrierName,
+		Scheduler: entrypoint.SchedulerAddress(EntryName, c.Namespace),
+	}
+}
+
+// workloadSite is what every workload takes from the stack (meta.Site), less the namespace input
+// and what the pods wait for, which deploy sets.
+func workloadSite(c *Config) meta.Site {
+	s := c.Storage.Scratch
+	scratch := meta.Scratch{SizeLimit: s.SizeLimit, MountPath: s.MountPath}
+	if s.Type == ScratchHostPath {
+		scratch.HostPath = s.Path
+	}
+	return meta.Site{
+		NamespaceDNS: c.Namespace, Labels: stackLabels(c), Claim: StorageName, MountPath: c.Storage.MountPath,
+		Scratch: scratch, RunAsUser: c.RunAsUser, Suspend: c.Suspend, Code: CodeArgs(c),
 	}
 }
 

@@ -178,19 +178,6 @@ func (v *validator) env(key string, env []EnvVar) {
 	}
 }
 
-// envVars is a workload's env as the components take it.
-func envVars(env []EnvVar) []meta.EnvVar {
-	out := make([]meta.EnvVar, 0, len(env))
-	for _, e := range env {
-		m := meta.EnvVar{Name: e.Name, Value: e.Value}
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			m.SecretName, m.SecretKey = e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // CodeArgs is kolotoc:code as the components take it; nil when no repository is set.
 func CodeArgs(c *Config) *meta.Code {
 	if c.Code.Repository == "" {

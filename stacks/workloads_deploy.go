@@ -9,24 +9,24 @@ import (
 	"kolotoc/components/etcd"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
-	"kolotoc/components/storage"
 	"kolotoc/components/tfcluster"
 )
 
 // deployWorkloads registers the optional workloads the stack enables (their outputs are
-// WorkloadOutputs). agents is the GPU agents' namespace (the DCGM exporter's), nil when there is
-// none; namespaceUID names this life of the namespace (etcd's static volumes). opts carry the Kubernetes provider and what every workload waits for (the namespace, the
-// cluster, the NetworkPolicies, the pull Secrets). Their pods also wait for the simulated node
-// pools, and those that mount the shared claim for mount (the pools, the claim and its owner Job).
-func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, namespaceUID, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
+// WorkloadOutputs). site is what every workload takes from the stack, its namespace input set;
+// namespaceUID names this life of the namespace (etcd's static volumes); agents is the GPU
+// agents' namespace (the DCGM exporter's), nil when there is none. opts carry the Kubernetes
+// provider and what every workload waits for (the namespace, the cluster, the NetworkPolicies,
+// the pull Secrets). Their pods also wait for the simulated node pools, and those that mount the
+// shared claim for mount (the pools, the claim and its owner Job).
+func deployWorkloads(ctx *pulumi.Context, c *Config, site meta.Site, namespaceUID, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
 	var store pulumi.Resource
 	if c.Etcd.Enabled {
 		a := EtcdArgs(c)
-		a.Namespace = namespace
+		a.Site = site.WithPodDeps(pools...)
 		if a.StaticVolumes {
 			a.VolumeID = namespaceUID
 		}
-		a.PodDeps = pools
 		e, err := etcd.New(ctx, "etcd", a, opts...)
 		if err != nil {
 			return err
@@ -37,32 +37,30 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, namespaceUID, ag
 	}
 	if c.Elastic.Enabled {
 		a := ElasticArgs(c)
-		a.Namespace = namespace
-		if a.Backend != elastic.BackendC10d && store != nil {
+		var deps []pulumi.Resource
+		if a.RdzvBackend != elastic.BackendC10d && store != nil {
 			// Workers started before etcd is ready would spend their join timeout failing.
-			a.PodDeps = []pulumi.Resource{store}
+			deps = append(deps, store)
 		}
-		a.PodDeps = append(a.PodDeps, mount...)
+		a.Site = site.WithPodDeps(append(deps, mount...)...)
 		if _, err := elastic.New(ctx, "elastic", a, opts...); err != nil {
 			return err
 		}
 	}
 	if c.TFCluster.Enabled {
 		a := TFClusterArgs(c)
-		a.Namespace = namespace
-		a.PodDeps = mount
+		a.Site = site.WithPodDeps(mount...)
 		if _, err := tfcluster.New(ctx, "tfcluster", a, opts...); err != nil {
 			return err
 		}
 	}
 	if c.Monitoring.Enabled {
 		a := MonitoringArgs(c)
-		a.Namespace = namespace
-		if a.Grafana {
+		a.Site = site.WithPodDeps(pools...)
+		if a.GrafanaOn() {
 			a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
 		}
 		a.AgentsNamespace = agents
-		a.PodDeps = pools
 		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
 			return err
 		}
@@ -70,43 +68,24 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, namespace, namespaceUID, ag
 	return nil
 }
 
-func workloadLabels(c *Config) meta.Labels { return stackLabels(c) }
-
-func workloadScratch(c *Config) storage.ScratchArgs {
-	s := c.Storage.Scratch
-	out := storage.ScratchArgs{SizeLimit: s.SizeLimit, MountPath: s.MountPath}
-	if s.Type == ScratchHostPath {
-		out.HostPath = s.Path
-	}
-	return out
-}
-
-// EtcdArgs is the etcd component's configuration, less its namespace input. The simulated
-// cloud has no volume provisioner: its members get static volumes unless a class is named.
+// EtcdArgs is the etcd component's configuration, less its site's namespace input and PodDeps.
+// The simulated cloud has no volume provisioner: its members get static volumes unless a class
+// is named.
 func EtcdArgs(c *Config) *etcd.Args {
-	e := c.Etcd
 	return &etcd.Args{
-		NamespaceDNS: c.Namespace, Name: EtcdName, Members: e.Members, Image: e.Image, Pool: e.Pool,
-		CPU: e.CPU, Memory: e.Memory, StorageSize: e.StorageSize, StorageClass: e.StorageClass,
-		StaticVolumes: c.Cloud == CloudSimulated && e.StorageClass == "",
-		Labels:        workloadLabels(c),
+		Config: c.Etcd, Site: workloadSite(c), Name: EtcdName,
+		StaticVolumes: c.Cloud == CloudSimulated && c.Etcd.StorageClass == "",
 	}
 }
 
-// ElasticArgs is the elastic workers' configuration, less their namespace input.
+// ElasticArgs is the elastic workers' configuration, less their site's namespace input and
+// PodDeps.
 func ElasticArgs(c *Config) *elastic.Args {
 	el := c.Elastic
 	a := &elastic.Args{
-		NamespaceDNS: c.Namespace, Name: ElasticName,
-		Nodes: el.Nodes, MinNodes: el.MinNodes, MaxNodes: el.MaxNodes, GPUsPerNode: el.GPUsPerNode,
-		CPU: el.CPU, CPULimit: gpuShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
-		Memory: el.Memory, Image: el.Image, Command: el.Command,
-		Backend: el.RdzvBackend, RdzvID: el.RdzvID, RdzvPort: el.RdzvPort, MaxRestarts: el.MaxRestarts,
-		Pool: el.Pool, Claim: StorageName, MountPath: c.Storage.MountPath,
+		Config: el, Site: workloadSite(c), Name: ElasticName,
+		CPULimit:      gpuShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
-		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
-		OnSuccess: el.OnSuccess, Suspend: c.Suspend, Env: envVars(el.Env), Code: CodeArgs(c),
-		RunAsUser: c.RunAsUser,
 	}
 	if el.RdzvBackend != RdzvC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(EtcdName, c.Namespace)
@@ -114,45 +93,34 @@ func ElasticArgs(c *Config) *elastic.Args {
 	return a
 }
 
-// TFClusterArgs is the TensorFlow cluster's configuration, less its namespace input. Its logs go
-// under the entrypoint's TensorBoard log directory (storage.mountPath/logs), so that TensorBoard
-// shows them; the cluster runs its own TensorBoard only when the entrypoint runs none.
+// TFClusterArgs is the TensorFlow cluster's configuration, less its site's namespace input and
+// PodDeps. Its logs go under the entrypoint's TensorBoard log directory (storage.mountPath/logs),
+// so that TensorBoard shows them; the cluster runs its own TensorBoard only when the entrypoint
+// runs none.
 func TFClusterArgs(c *Config) *tfcluster.Args {
-	tf := c.TFCluster
 	a := &tfcluster.Args{
-		NamespaceDNS: c.Namespace, ScriptsName: TFScriptsName, Port: tf.Port, Image: tf.Image, Command: tf.Command,
-		Claim: StorageName, MountPath: c.Storage.MountPath,
+		Config: c.TFCluster, Site: workloadSite(c), ScriptsName: TFScriptsName,
 		LogDir:        c.Storage.MountPath + "/logs/tfcluster",
 		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
-		Scratch:       workloadScratch(c), Labels: workloadLabels(c),
-		OnSuccess: tf.OnSuccess, Suspend: c.Suspend, Env: envVars(tf.Env), Code: CodeArgs(c),
-		RunAsUser: c.RunAsUser,
 	}
 	for _, r := range c.tfRoles() {
 		a.Tasks = append(a.Tasks, tfcluster.Task{
-			Type: r.Type, Name: r.Name, Count: r.Role.Count, GPUs: r.Role.GPUs,
-			CPU: r.Role.CPU, Memory: r.Role.Memory, Pool: r.Role.Pool,
+			Role: *r.Role, Type: r.Type, Name: r.Name,
 			CPULimit: gpuShareCPULimit(r.Role.CPU, c.Pool(r.Role.Pool), r.Role.GPUs),
 		})
 	}
 	if c.tfOwnTensorBoard() {
-		a.TensorBoard = &tfcluster.TensorBoard{
-			Name: TFTensorBoard, Image: tf.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
+		a.OwnTensorBoard = &tfcluster.TensorBoard{
+			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
 		}
 	}
 	return a
 }
 
-// MonitoringArgs is the monitoring's configuration, less its namespace input and password.
+// MonitoringArgs is the monitoring's configuration, less its site's namespace input and PodDeps,
+// the agents' namespace input and Grafana's password.
 func MonitoringArgs(c *Config) *monitoring.Args {
-	m := c.Monitoring
-	return &monitoring.Args{
-		NamespaceDNS: c.Namespace, Pool: m.Pool,
-		PrometheusImage: m.PrometheusImage, GrafanaImage: m.GrafanaImage, DCGMImage: m.DCGMImage,
-		DCGMExporter: *m.DCGMExporter, Grafana: *m.Grafana, ScrapeInterval: m.ScrapeInterval, Retention: m.Retention,
-		StorageSize: m.StorageSize, Labels: workloadLabels(c),
-		AgentsNamespaceDNS: c.GPUAgentsNamespace(),
-	}
+	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace()}
 }
 
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach

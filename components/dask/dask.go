@@ -13,7 +13,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 const carrierComponent = "carrier"
@@ -63,30 +62,13 @@ func portRange(first, n int) string {
 	return fmt.Sprintf("%d:%d", first, first+n-1)
 }
 
-// CarrierArgs are the carriers' inputs.
+// CarrierArgs are the carriers' inputs: their section (kolotoc:carriers, defaulted and
+// validated), the site the stack gives every workload, and what the stack derives.
 type CarrierArgs struct {
-	Namespace pulumi.StringInput
+	CarriersConfig
+	meta.Site
 	Name      string // StatefulSet and headless Service name; pods are <Name>-<i>
-	Count     int    // carrier pods
-	Workers   int    // dask worker processes per carrier
-	CPU       string // CPU request per carrier (quantity); the limit is one core per process
-	Memory    string // memory request and limit per carrier (quantity)
-	Image     string
-	Pool      string // CPU pool
 	Scheduler string // tcp://host:8786
-	Claim     string
-	MountPath string
-	Scratch   storage.ScratchArgs
-	Labels    meta.Labels
-	RunAsUser int // uid (and gid) of every container of the carriers; 0 keeps the image's user
-	// PodDeps are what the pods wait for besides the component's own dependencies: the node
-	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
-	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
-	// Services need neither nodes nor the claim, and are made while the nodes are.
-	PodDeps []pulumi.Resource
-
-	Env  []meta.EnvVar // the stack's variables for every worker
-	Code *meta.Code    // repository cloned into every carrier; nil for none
 }
 
 // Carriers is the carrier StatefulSet.
@@ -140,12 +122,10 @@ func RenderCarriers(a *CarrierArgs) *appsv1.StatefulSetArgs {
 					InitContainers:               a.Code.InitContainers(),
 					Containers: corev1.ContainerArray{Worker(WorkerArgs{
 						Name: carrierContainer, Image: a.Image, Scheduler: a.Scheduler,
-						Processes: a.Workers, Threads: 1, CPU: a.CPU, Memory: a.Memory,
-						Mounts:   corev1.VolumeMountArray{storage.Mount("shared", a.MountPath), storage.Mount("scratch", a.Scratch.MountPath)},
-						LocalDir: a.Scratch.MountPath, Env: a.Env, Code: a.Code,
+						Processes: a.WorkersPerCarrier, Threads: 1, CPU: a.CPU, Memory: a.Memory,
+						Mounts: a.SharedMounts(), LocalDir: a.Scratch.MountPath, Env: a.Env, Code: a.Code,
 					})},
-					Volumes: append(corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim), storage.ScratchVolume("scratch", a.Scratch)},
-						volumes(a.Code)...),
+					Volumes: append(a.SharedVolumes(), volumes(a.Code)...),
 				},
 			},
 		},
@@ -162,9 +142,9 @@ type WorkerArgs struct {
 	CPU       string // CPU request (quantity)
 	Memory    string // memory request and limit (quantity), split among the processes
 	Mounts    corev1.VolumeMountArray
-	LocalDir  string        // spill directory
-	Env       []meta.EnvVar // the stack's variables
-	Code      *meta.Code    // the checkout to mount (the pod clones it); nil for none
+	LocalDir  string            // spill directory
+	Env       []meta.EnvSetting // the stack's variables
+	Code      *meta.Code        // the checkout to mount (the pod clones it); nil for none
 }
 
 // volumes are the code's volumes as a VolumeArray.
@@ -229,14 +209,13 @@ func workerMounts(w WorkerArgs) corev1.VolumeMountArray {
 	return mounts
 }
 
-// Sentinel renders the dask-worker that runs beside each tower: one process of threads threads,
-// requesting cpu and memory (quantities).
-// env and code are the carriers' (the tower pod clones the code).
-func Sentinel(image, scheduler string, threads int, cpu, memory, mountPath, scratchPath string, env []meta.EnvVar, code *meta.Code) corev1.ContainerArgs {
+// Sentinel renders the dask-worker that runs beside each tower: one process of s.Threads threads,
+// requesting s.CPU and s.Memory, in the carriers' image with the carriers' environment, mounting
+// the site's shared claim and scratch (the tower pod clones the site's code).
+func Sentinel(s SentinelsConfig, carriers CarriersConfig, scheduler string, site meta.Site) corev1.ContainerArgs {
 	return Worker(WorkerArgs{
-		Name: "sentinel", Image: image, Scheduler: scheduler, Processes: 1, Threads: threads,
-		CPU: cpu, Memory: memory,
-		Mounts:   corev1.VolumeMountArray{storage.Mount("shared", mountPath), storage.Mount("scratch", scratchPath)},
-		LocalDir: scratchPath, Env: env, Code: code,
+		Name: "sentinel", Image: carriers.Image, Scheduler: scheduler, Processes: 1, Threads: s.Threads,
+		CPU: s.CPU, Memory: s.Memory, Mounts: site.SharedMounts(), LocalDir: site.Scratch.MountPath,
+		Env: carriers.Env, Code: site.Code,
 	})
 }

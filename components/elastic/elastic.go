@@ -21,7 +21,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 // Rendezvous backends torchrun accepts here.
@@ -55,39 +54,16 @@ const (
 	shmSizeLimit = "16Gi"
 )
 
-// Args are the elastic workers' inputs.
+// Args are the elastic workers' inputs: their section (kolotoc:elastic, defaulted and
+// validated), the site the stack gives every workload, and what the stack derives. The site's
+// PodDeps also hold the etcd StatefulSet when an etcd backend is used.
 type Args struct {
-	Namespace     pulumi.StringInput // namespace of every object
-	NamespaceDNS  string             // the namespace's name, for the c10d endpoint
-	Name          string             // StatefulSet, headless Service, ConfigMap prefix; pods Name-0 …
-	Nodes         int                // worker pods running (StatefulSet replicas)
-	MinNodes      int                // torchrun --nnodes lower bound
-	MaxNodes      int                // torchrun --nnodes upper bound
-	GPUsPerNode   int                // nvidia.com/gpu per worker and --nproc_per_node; 0: a CPU worker, one process (gloo)
-	CPU           string             // CPU request per worker (quantity)
-	CPULimit      string             // CPU limit per worker (quantity); default CPU
-	Memory        string             // memory request and limit per worker (quantity)
-	Image         string             // a PyTorch image with torchrun (python-etcd is installed at start if an etcd backend needs it)
-	Command       []string           // training script and its arguments, after torchrun's options
-	Backend       string             // c10d | etcd-v2 | etcd
-	EtcdEndpoint  string             // host:port of the etcd client Service (etcd backends)
-	RdzvID        string             // --rdzv_id: the job's identity in the rendezvous
-	RdzvPort      int                // port of worker 0's c10d store
-	MaxRestarts   int                // --max_restarts: worker-group restarts before torchrun gives up
-	Pool          string             // GPU pool
-	Claim         string             // shared claim
-	MountPath     string             // where the claim is mounted
-	CheckpointDir string             // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
-	Scratch       storage.ScratchArgs
-	PodDeps       []pulumi.Resource // created before the workers (their node pools, the etcd component, the shared claim and its owner Job); not dependencies of the component itself
-	Labels        meta.Labels
-	// RunAsUser is the uid (and gid) every container of the workers runs as; 0 keeps the image's user.
-	RunAsUser int
-
-	OnSuccess string        // meta.OnSuccessRelease: a worker whose torchrun succeeds scales the workers to zero
-	Suspend   bool          // no workers: their GPUs freed; they start again when unset
-	Env       []meta.EnvVar // the stack's variables for every worker
-	Code      *meta.Code    // repository cloned into every worker; nil for none
+	Config
+	meta.Site
+	Name          string // StatefulSet, headless Service, ConfigMap prefix; pods Name-0 …
+	CPULimit      string // CPU limit per worker (quantity); default CPU
+	EtcdEndpoint  string // host:port of the etcd client Service (etcd backends)
+	CheckpointDir string // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
 }
 
 func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
@@ -107,8 +83,8 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args.MinNodes < 1 || args.MaxNodes < args.MinNodes || args.GPUsPerNode < 0 {
 		return nil, fmt.Errorf("elastic %q: need 1 <= minNodes <= maxNodes and gpusPerNode >= 1", name)
 	}
-	if args.Backend != BackendC10d && args.EtcdEndpoint == "" {
-		return nil, fmt.Errorf("elastic %q: rendezvous backend %s needs an etcd endpoint", name, args.Backend)
+	if args.RdzvBackend != BackendC10d && args.EtcdEndpoint == "" {
+		return nil, fmt.Errorf("elastic %q: rendezvous backend %s needs an etcd endpoint", name, args.RdzvBackend)
 	}
 	e := &Elastic{}
 	if err := ctx.RegisterComponentResource("kolotoc:elastic:Elastic", name, e, opts...); err != nil {
@@ -153,7 +129,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 
 // Endpoint is torchrun's --rdzv_endpoint: worker 0's store for c10d, else the etcd Service.
 func Endpoint(a *Args) string {
-	if a.Backend == BackendC10d {
+	if a.RdzvBackend == BackendC10d {
 		return fmt.Sprintf("%s-0.%s.%s.svc:%d", a.Name, a.Name, a.NamespaceDNS, a.RdzvPort)
 	}
 	return a.EtcdEndpoint
@@ -171,7 +147,7 @@ func TorchrunArgs(a *Args) []string {
 	args := []string{
 		"--nnodes=$(" + nnodesEnv + ")",
 		fmt.Sprintf("--nproc_per_node=%d", procsPerNode(a)),
-		"--rdzv_backend=" + a.Backend,
+		"--rdzv_backend=" + a.RdzvBackend,
 		"--rdzv_endpoint=" + Endpoint(a),
 		"--rdzv_id=" + a.RdzvID,
 		fmt.Sprintf("--max_restarts=%d", a.MaxRestarts),
@@ -244,7 +220,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		corev1.EnvVarArgs{Name: pulumi.String("POD_NAME"), ValueFrom: &corev1.EnvVarSourceArgs{
 			FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")},
 		}},
-		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RDZV_BACKEND"), Value: pulumi.String(a.Backend)},
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RDZV_BACKEND"), Value: pulumi.String(a.RdzvBackend)},
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
 		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
@@ -254,23 +230,19 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	}
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
-	mounts := corev1.VolumeMountArray{
-		storage.Mount("shared", a.MountPath),
-		storage.Mount("scratch", a.Scratch.MountPath),
-		storage.Mount("shm", "/dev/shm"),
+	mounts := append(a.SharedMounts(),
+		meta.Mount("shm", "/dev/shm"),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
-	}
+	)
 	mounts = append(mounts, a.Code.Mounts()...)
-	volumes := corev1.VolumeArray{
-		storage.ClaimVolume("shared", a.Claim),
-		storage.ScratchVolume("scratch", a.Scratch),
+	volumes := append(a.SharedVolumes(),
 		corev1.VolumeArgs{Name: pulumi.String("shm"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
 			Medium: pulumi.String("Memory"), SizeLimit: pulumi.String(shmSizeLimit),
 		}},
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.Name + "-scripts"),
 		}},
-	}
+	)
 	volumes = append(volumes, a.Code.Volumes()...)
 	replicas := a.Nodes
 	if a.Suspend {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 // Ports of the entrypoint's services.
@@ -37,55 +36,23 @@ const (
 	UINotebook = "notebook"
 )
 
-// Resources are one container's requests (quantities); memory is also its limit.
-type Resources struct {
-	CPU    string
-	Memory string
-}
-
 // Component is the entrypoint's component label, for the NetworkPolicies that select its pod.
 const Component = component
 
-// Args are the entrypoint's inputs.
+// Args are the entrypoint's inputs: its section (kolotoc:entrypoint, defaulted and validated),
+// the site the stack gives every workload (the pod mounts the shared claim, not the scratch
+// space; Jupyter runs as its RunAsUser, the user of the notebooks that write the shared claim, 0
+// keeping the image's user, jovyan in the Jupyter images, while the scheduler and TensorBoard run
+// as NonRootUser whatever it is), and what the stack adds. The CPU limits are
+// schedulerCPULimit, jupyterCPULimit and tensorBoardCPULimit, or the request when it is larger.
 type Args struct {
-	Namespace     pulumi.StringInput
-	NamespaceDNS  string // namespace name, for URLs and commands
-	Name          string // Deployment, Service and Secret prefix
-	Jupyter       bool
-	TensorBoard   bool
-	DaskDashboard bool
-	ServiceType   string   // ClusterIP | LoadBalancer: LoadBalancer publishes Jupyter alone, over HTTPS
-	SourceRanges  []string // LoadBalancer source ranges
-	// TLSCertificate (PEM, certificate chain) and TLSKey (secret, PEM) make Jupyter serve HTTPS;
-	// required with a LoadBalancer.
-	TLSCertificate   string
-	TLSKey           pulumi.StringInput
-	DaskImage        string
-	JupyterImage     string
-	TensorBoardImage string
-	JupyterUI        string // UILab (default when empty) | UINotebook
-	Pool             string
-
-	// Requests of the containers. The CPU limits are schedulerCPULimit, jupyterCPULimit and
-	// tensorBoardCPULimit, or the request when it is larger.
-	Scheduler            Resources
-	JupyterResources     Resources
-	TensorBoardResources Resources
-
+	Config
+	meta.Site
+	Name string // Deployment, Service and Secret prefix
+	// TLSKey (secret, PEM) with the section's tlsCertificate makes Jupyter serve HTTPS; required
+	// with a LoadBalancer.
+	TLSKey          pulumi.StringInput
 	JupyterPassword pulumi.StringInput // secret; becomes JupyterLab's login token
-	Claim           string
-	MountPath       string
-	Labels          meta.Labels
-	JupyterEnv      []meta.EnvVar // the stack's variables for Jupyter
-	// PodDeps are what the pods wait for besides the component's own dependencies: the node
-	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
-	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
-	// Services need neither nodes nor the claim, and are made while the nodes are.
-	PodDeps []pulumi.Resource
-	// RunAsUser is the uid (and gid) Jupyter runs as, the user of the notebooks that write the
-	// shared claim; 0 keeps the image's user (jovyan in the Jupyter images). The scheduler and
-	// TensorBoard run as NonRootUser whatever it is.
-	RunAsUser int
 }
 
 // Endpoint is one service of the entrypoint as users reach it.
@@ -251,15 +218,15 @@ const (
 	tensorBoardCPULimit = "2"
 )
 
-func resources(r Resources, cpuLimit string) *corev1.ResourceRequirementsArgs {
+func resources(cpu, memory, cpuLimit string) *corev1.ResourceRequirementsArgs {
 	if l, errL := resource.ParseQuantity(cpuLimit); errL == nil {
-		if q, err := resource.ParseQuantity(r.CPU); err == nil && q.Cmp(l) > 0 {
-			cpuLimit = r.CPU
+		if q, err := resource.ParseQuantity(cpu); err == nil && q.Cmp(l) > 0 {
+			cpuLimit = cpu
 		}
 	}
 	return &corev1.ResourceRequirementsArgs{
-		Requests: pulumi.StringMap{"cpu": pulumi.String(r.CPU), "memory": pulumi.String(r.Memory)},
-		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(r.Memory)},
+		Requests: pulumi.StringMap{"cpu": pulumi.String(cpu), "memory": pulumi.String(memory)},
+		Limits:   pulumi.StringMap{"cpu": pulumi.String(cpuLimit), "memory": pulumi.String(memory)},
 	}
 }
 
@@ -322,7 +289,7 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
 			}},
 			corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
-		}, meta.EnvArray(a.JupyterEnv)...),
+		}, meta.EnvArray(a.Env)...),
 		Ports: port("jupyter", JupyterPort),
 		// /api answers without a login in both front ends.
 		ReadinessProbe: &corev1.ProbeArgs{
@@ -331,7 +298,7 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 			},
 			PeriodSeconds: pulumi.Int(10),
 		},
-		Resources:       resources(a.JupyterResources, jupyterCPULimit),
+		Resources:       resources(a.JupyterCPU, a.JupyterMemory, jupyterCPULimit),
 		SecurityContext: meta.LockedDown(),
 		VolumeMounts:    mounts,
 	}
@@ -344,7 +311,7 @@ const NonRootUser = 65534
 
 // RenderDeployment builds the scheduler node's pod.
 func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
-	shared := corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)}
+	shared := corev1.VolumeMountArray{meta.Mount("shared", a.MountPath)}
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
 		Name:  pulumi.String("dask-scheduler"),
 		Image: pulumi.String(a.DaskImage),
@@ -359,7 +326,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 		ReadinessProbe: &corev1.ProbeArgs{
 			TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(SchedulerPort)}, PeriodSeconds: pulumi.Int(10),
 		},
-		Resources:       resources(a.Scheduler, schedulerCPULimit),
+		Resources:       resources(a.SchedulerCPU, a.SchedulerMemory, schedulerCPULimit),
 		SecurityContext: meta.LockedDownAs(NonRootUser),
 	}}
 	if a.Jupyter {
@@ -379,12 +346,12 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 			ReadinessProbe: &corev1.ProbeArgs{
 				TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.Int(TensorBoardPort)}, PeriodSeconds: pulumi.Int(10),
 			},
-			Resources:       resources(a.TensorBoardResources, tensorBoardCPULimit),
+			Resources:       resources(a.TensorBoardCPU, a.TensorBoardMemory, tensorBoardCPULimit),
 			SecurityContext: meta.LockedDownAs(NonRootUser),
 			VolumeMounts:    shared,
 		})
 	}
-	volumes := corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)}
+	volumes := corev1.VolumeArray{meta.ClaimVolume("shared", a.Claim)}
 	if a.Jupyter && a.TLS() {
 		// 0444: the Jupyter images run as their own user (jovyan), not root; the pod has no other.
 		volumes = append(volumes, corev1.VolumeArgs{Name: pulumi.String("tls"), Secret: &corev1.SecretVolumeSourceArgs{

@@ -34,28 +34,19 @@ const (
 	compactionRetention = "1000"
 )
 
-// Args are the etcd cluster's inputs.
+// Args are the etcd cluster's inputs: its section (kolotoc:etcd, defaulted and validated), the
+// site the stack gives every workload (the members use its namespace, labels and PodDeps: the
+// node pools they are placed on), and what the stack derives.
 type Args struct {
-	Namespace     pulumi.StringInput // namespace of every object
-	NamespaceDNS  string             // the namespace's name, for the members' peer URLs
-	Name          string             // StatefulSet and client Service; the peer Service is Name-peer; pods Name-0 …
-	Members       int                // 1 or 3
-	Image         string             // an etcd 3.5.x image (3.6 has no v2 API)
-	Pool          string             // node pool of the members (a CPU pool)
-	CPU           string             // CPU request per member (quantity)
-	Memory        string             // memory request and limit per member (quantity)
-	StorageSize   string             // volume size per member (quantity)
-	StorageClass  string             // storage class of the members' claims; "" = the cluster's default
-	StaticVolumes bool               // pre-create one hostPath volume per member, for clusters without a provisioner (simulated)
+	Config
+	meta.Site
+	Name          string // StatefulSet and client Service; the peer Service is Name-peer; pods Name-0 …
+	StaticVolumes bool   // pre-create one hostPath volume per member, for clusters without a provisioner (simulated)
 	// VolumeID names this life of the namespace (its UID) in the static volumes' host paths, so
 	// that a stack destroyed and created again starts from empty members: etcd finds a data
 	// directory it knows and resumes that cluster, and the old rendezvous' store keys (which carry
 	// no TTL) gave the new workers another round's master port, so they never met.
 	VolumeID pulumi.StringInput
-	Labels   meta.Labels
-	// PodDeps are what the members wait for besides the component's own dependencies (the node
-	// pools they are placed on); the Services, volumes and budget do not wait for them.
-	PodDeps []pulumi.Resource
 }
 
 // Etcd is the rendezvous store.

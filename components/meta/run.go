@@ -21,7 +21,7 @@ const (
 
 // EnvSetting is one environment variable of a workload as its config section says it
 // (kolotoc:<workload>.env[i]), shaped as in a Kubernetes container: a value, or a reference to a
-// key of an existing Secret. Setting renders it as an EnvVar.
+// key of an existing Secret. EnvArray renders it.
 type EnvSetting struct {
 	Name      string     `json:"name"`
 	Value     string     `json:"value"`
@@ -39,22 +39,15 @@ type SecretKeyRef struct {
 	Key  string `json:"key"`
 }
 
-// EnvVar is one environment variable the stack gives a workload: a plain value, or a key of a
-// Secret that already exists in the namespace (secret values are only ever referenced).
-type EnvVar struct {
-	Name       string
-	Value      string
-	SecretName string // with SecretKey: valueFrom.secretKeyRef
-	SecretKey  string
-}
-
-// EnvArray renders env as container environment variables, in order.
-func EnvArray(env []EnvVar) corev1.EnvVarArray {
+// EnvArray renders env as container environment variables, in order: a plain value, or a
+// key of a Secret that already exists in the namespace (secret values are only ever referenced).
+func EnvArray(env []EnvSetting) corev1.EnvVarArray {
 	out := corev1.EnvVarArray{}
 	for _, e := range env {
-		if e.SecretName != "" {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ref := e.ValueFrom.SecretKeyRef
 			out = append(out, corev1.EnvVarArgs{Name: pulumi.String(e.Name), ValueFrom: &corev1.EnvVarSourceArgs{
-				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(e.SecretName), Key: pulumi.String(e.SecretKey)},
+				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(ref.Name), Key: pulumi.String(ref.Key)},
 			}})
 			continue
 		}

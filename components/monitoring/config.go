@@ -75,6 +75,13 @@ func (m *Config) Default() {
 	}
 }
 
+// GrafanaOn reports whether Grafana runs: monitoring.grafana, on unless set false.
+func (m Config) GrafanaOn() bool { return m.Grafana == nil || *m.Grafana }
+
+// DCGMOn reports whether the DCGM exporter runs: monitoring.dcgmExporter, whose default the
+// stack sets from its node pools (off when unset).
+func (m Config) DCGMOn() bool { return m.DCGMExporter != nil && *m.DCGMExporter }
+
 // promDuration is a Prometheus duration such as 30s, 15d or 1h30m.
 var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 

@@ -36,31 +36,19 @@ const (
 // start: a changed configuration rolls the pod, an unchanged one leaves it alone.
 const configHashAnnotation = "kolotoc.dev/config-sha256"
 
-// Args are the monitoring's inputs.
+// Args are the monitoring's inputs: its section (kolotoc:monitoring, defaulted and validated), the
+// site the stack gives every workload (its namespace, labels and PodDeps: the node pools the pods
+// are placed on; the ConfigMaps, Secrets, RBAC and Services do not wait for them), and what the
+// stack adds.
 type Args struct {
-	Namespace       pulumi.StringInput // namespace of every namespaced object but the DCGM exporter
-	NamespaceDNS    string             // the namespace's name: scrape scope, URLs, cluster-scoped names
-	Pool            string             // node pool of Prometheus and Grafana (a CPU pool)
-	PrometheusImage string
-	GrafanaImage    string
-	DCGMImage       string
-	DCGMExporter    bool               // run the DCGM exporter on GPU nodes
-	Grafana         bool               // run Grafana (GrafanaImage, GrafanaPassword)
-	ScrapeInterval  string             // Prometheus scrape interval (duration, e.g. 30s)
-	Retention       string             // Prometheus retention time (duration, e.g. 15d)
-	StorageSize     string             // Prometheus data volume size limit (quantity)
+	Config
+	meta.Site
 	GrafanaPassword pulumi.StringInput // secret; Grafana's admin password
-	Labels          meta.Labels
 
 	// AgentsNamespace, AgentsNamespaceDNS: where the DCGM exporter runs, a namespace whose Pod
 	// Security level allows its host path and capability; default Namespace.
 	AgentsNamespace    pulumi.StringInput
 	AgentsNamespaceDNS string
-
-	// PodDeps are what the pods (Prometheus, Grafana, the DCGM exporter) wait for besides the
-	// component's own dependencies: the node pools they are placed on. The ConfigMaps, Secrets,
-	// RBAC and Services do not wait for them.
-	PodDeps []pulumi.Resource
 }
 
 // Endpoint is one user-facing service.
@@ -84,7 +72,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args == nil {
 		return nil, errors.New("monitoring: args are required")
 	}
-	if args.Grafana && args.GrafanaPassword == nil {
+	if args.GrafanaOn() && args.GrafanaPassword == nil {
 		return nil, fmt.Errorf("monitoring %q: Grafana needs an admin password; there is no default", name)
 	}
 	m := &Monitoring{}
@@ -114,16 +102,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, err
 	}
 
-	if args.DCGMExporter {
+	if args.DCGMOn() {
 		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent, pulumi.DependsOn(args.PodDeps)); err != nil {
 			return nil, err
 		}
 	}
 
-	eps := Endpoints(args.NamespaceDNS, args.Grafana)
+	eps := Endpoints(args.NamespaceDNS, args.GrafanaOn())
 	m.PrometheusURL = pulumi.String(eps["prometheus"].URL).ToStringOutput()
 	outputs := pulumi.Map{"prometheusUrl": m.PrometheusURL}
-	if args.Grafana {
+	if args.GrafanaOn() {
 		if err := newGrafana(ctx, name, args, parent); err != nil {
 			return nil, err
 		}

@@ -26,7 +26,7 @@ scrape_configs:
     static_configs:
       - targets: ["localhost:%[2]d"]
 `, a.ScrapeInterval, PrometheusPort)
-	if a.DCGMExporter {
+	if a.DCGMOn() {
 		// One target per exporter pod; "node" is what the GPU dashboard groups by.
 		fmt.Fprintf(&b, `  - job_name: %s
     kubernetes_sd_configs:

@@ -28,7 +28,7 @@ func newPrometheusRBAC(ctx *pulumi.Context, name string, args *Args, sa pulumi.R
 	if err := bind("-prometheus", args.Namespace); err != nil {
 		return nil, err
 	}
-	if args.DCGMExporter && args.AgentsNamespace != nil {
+	if args.DCGMOn() && args.AgentsNamespace != nil {
 		if err := bind("-prometheus-dcgm", args.AgentsNamespace); err != nil {
 			return nil, err
 		}

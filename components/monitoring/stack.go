@@ -22,7 +22,7 @@ func Allows(a *Args, daskPods []string, daskPorts []isolation.Port) []isolation.
 		Name: "monitoring-ui", Pods: []string{PrometheusName}, Ports: []isolation.Port{{Port: PrometheusPort}},
 		From: []isolation.Peer{{AllPods: true}}, Why: "Prometheus, from the namespace's pods and `kubectl port-forward`.",
 	}
-	if a.Grafana {
+	if a.GrafanaOn() {
 		ui.Pods = append(ui.Pods, GrafanaName)
 		ui.Ports = append(ui.Ports, isolation.Port{Port: GrafanaPort})
 		ui.Why = "Prometheus and Grafana, from the namespace's pods (Grafana queries Prometheus) and `kubectl port-forward`."
@@ -37,7 +37,7 @@ func Allows(a *Args, daskPods []string, daskPorts []isolation.Port) []isolation.
 // AgentsAllows are the GPU agents' namespace's allows the monitoring needs: Prometheus, from the
 // stack's namespace, scraping the DCGM exporter; none when the exporter does not run.
 func AgentsAllows(a *Args) []isolation.Allow {
-	if !a.DCGMExporter {
+	if !a.DCGMOn() {
 		return nil
 	}
 	return []isolation.Allow{{
@@ -53,12 +53,12 @@ func AgentsAllows(a *Args) []isolation.Allow {
 // the stack's cluster.
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	out := pulumi.Map{}
-	for name, ep := range Endpoints(a.NamespaceDNS, a.Grafana) {
+	for name, ep := range Endpoints(a.NamespaceDNS, a.GrafanaOn()) {
 		out[name+"Url"] = pulumi.String(ep.URL)
 		out[name+"PortForward"] = kubectl("%s", ep.PortForwardArgs)
 		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
 	}
-	if a.Grafana {
+	if a.GrafanaOn() {
 		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", GrafanaPort, DashboardUID))
 		out["grafanaUser"] = pulumi.String(GrafanaAdminUser)
 	}

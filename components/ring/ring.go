@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 const (
@@ -71,49 +70,18 @@ func towerSecurity(a *Args) *corev1.SecurityContextArgs {
 	return meta.LockedDown(towerCapabilities...)
 }
 
-// Args are the ring's inputs.
+// Args are the ring's inputs: the towers' section (kolotoc:towers, defaulted and validated), the
+// site the stack gives every workload, and what the stack derives for the ring.
 type Args struct {
-	Namespace      pulumi.StringInput // namespace of every object
-	NamespaceDNS   string             // the namespace's name, for hostnames in the hostfile
-	Name           string             // StatefulSet and headless Service name; pods are <Name>-<i>
-	LauncherName   string             // launcher Job name
-	Towers         int                // number of towers
-	GPUsPerTower   int                // nvidia.com/gpu per tower; 0 for CPU towers (no GPU request, no GPU toleration)
-	Slots          int                // MPI slots per host
-	CPU            string             // CPU request per tower (quantity)
-	CPULimit       string             // CPU limit per tower (quantity); default CPU
-	Memory         string             // memory request and limit per tower (quantity)
-	Image          string             // tower and launcher image
-	Command        []string           // launcher command, run once every tower accepts ssh
-	HostNetwork    bool               // towers on the node network
-	SSHPort        int                // sshd port
-	Pool           string             // pool of the towers
-	LauncherPool   string             // pool of the launcher (needs no GPU; never spot: it also keeps off every cloud's spot nodes)
-	LauncherCPU    string             // CPU request of the launcher (quantity)
-	LauncherMemory string             // memory request of the launcher (quantity)
-	WaitSeconds    int                // how long the launcher waits for every tower to accept ssh (seconds); default 900
-	SSHKeySeed     pulumi.StringInput // secret seed the ssh keys derive from
-	KeyBinding     Binding            // what the keys are bound to (project, stack, namespace)
-	Claim          string             // shared claim name
-	MountPath      string             // where the claim is mounted
-	Scratch        storage.ScratchArgs
-	Sidecars       []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
-	Labels         meta.Labels
-	// PodDeps are what the pods wait for besides the component's own dependencies: the node
-	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
-	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
-	// Services need neither nodes nor the claim, and are made while the nodes are.
-	PodDeps []pulumi.Resource
-	// RunAsUser is the uid (and gid) of every container of the towers and the launcher, sshd
-	// and the ranks included; 0 keeps the image's user (root in the Horovod image). Another user
-	// needs a home directory in the image and an sshPort of 1024 or more.
-	RunAsUser int
-
-	Run       string        // the run's id: a new id starts a new launcher; "" for none
-	OnSuccess string        // meta.OnSuccessKeep, or meta.OnSuccessRelease: the launcher scales the towers to zero when its command succeeds
-	Suspend   bool          // no towers and a suspended launcher: every GPU freed, the run resumes when unset
-	Env       []meta.EnvVar // environment of the towers and the launcher
-	Code      *meta.Code    // repository cloned into every tower and the launcher; nil for none
+	Config
+	meta.Site
+	Name         string                 // StatefulSet and headless Service name; pods are <Name>-<i>
+	LauncherName string                 // launcher Job name
+	CPULimit     string                 // CPU limit per tower (quantity); default CPU
+	WaitSeconds  int                    // how long the launcher waits for every tower to accept ssh (seconds); default 900
+	SSHKeySeed   pulumi.StringInput     // secret seed the ssh keys derive from
+	KeyBinding   Binding                // what the keys are bound to (project, stack, namespace)
+	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
 }
 
 // releases reports whether the launcher releases the towers when its run succeeds.
@@ -134,7 +102,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args == nil {
 		return nil, errors.New("ring: args are required")
 	}
-	if args.Towers < 1 || args.Slots < 1 || args.GPUsPerTower < 0 {
+	if args.Count < 1 || args.Slots < 1 || args.GPUsPerTower < 0 {
 		return nil, fmt.Errorf("ring %q: towers and slots must be at least 1, gpusPerTower at least 0", name)
 	}
 	if args.LauncherCPU == "" || args.LauncherMemory == "" {
@@ -184,7 +152,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if err != nil {
 		return nil, err
 	}
-	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Towers)
+	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Count)
 	return r, meta.RegisterOutputs(ctx, r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
 }
 
@@ -218,7 +186,7 @@ func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 // client config.
 func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	data := pulumi.StringMap{
-		"hostfile":    pulumi.String(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)),
+		"hostfile":    pulumi.String(Hostfile(a.Count, a.Slots, a.Name, a.NamespaceDNS)),
 		"sshd.sh":     pulumi.String(sshdScript),
 		"sshd_config": pulumi.String(sshdConfig(a.RunAsUser)),
 		"launcher.sh": pulumi.String(launcherScript),
@@ -300,7 +268,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		// annotation, and the update that follows brings the towers back.
 		md.Annotations.(pulumi.StringMap)[meta.RunLabel] = pulumi.String(a.Run)
 	}
-	replicas := a.Towers
+	replicas := a.Count
 	if a.Suspend {
 		replicas = 0
 	}
@@ -347,7 +315,7 @@ func waitSeconds(a *Args) int {
 // the Job keeps no pod; resumed, it starts its run again.
 func RenderLauncher(a *Args) *batchv1.JobArgs {
 	volumes, mounts := podVolumes(a)
-	hash := sha256.Sum256([]byte(Hostfile(a.Towers, a.Slots, a.Name, a.NamespaceDNS)))
+	hash := sha256.Sum256([]byte(Hostfile(a.Count, a.Slots, a.Name, a.NamespaceDNS)))
 	args := pulumi.StringArray{}
 	for _, c := range a.Command {
 		args = append(args, pulumi.String(c))
@@ -362,7 +330,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
 	podLabels := a.Labels.PodLabels(launcherComponent)
 	envs := corev1.EnvVarArray{
-		env("KOLOTOC_NP", fmt.Sprint(a.Towers*a.Slots)),
+		env("KOLOTOC_NP", fmt.Sprint(a.Count*a.Slots)),
 		env("KOLOTOC_HOSTFILE", hostfilePath(a)),
 		env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
 		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(waitSeconds(a))),
@@ -481,15 +449,13 @@ func podVolumes(a *Args) (corev1.VolumeArray, corev1.VolumeMountArray) {
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.Name + "-scripts"),
 		}},
-		storage.ClaimVolume("shared", a.Claim),
-		storage.ScratchVolume("scratch", a.Scratch),
 	}
+	volumes = append(volumes, a.SharedVolumes()...)
 	mounts := corev1.VolumeMountArray{
 		corev1.VolumeMountArgs{Name: pulumi.String("ssh"), MountPath: pulumi.String("/etc/kolotoc/ssh"), ReadOnly: pulumi.Bool(true)},
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String("/etc/kolotoc/scripts"), ReadOnly: pulumi.Bool(true)},
-		storage.Mount("shared", a.MountPath),
-		storage.Mount("scratch", a.Scratch.MountPath),
 	}
+	mounts = append(mounts, a.SharedMounts()...)
 	volumes = append(volumes, a.Code.Volumes()...)
 	mounts = append(mounts, a.Code.Mounts()...)
 	return volumes, mounts

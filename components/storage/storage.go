@@ -317,34 +317,5 @@ func RenderServerService(a *Args) *corev1.ServiceArgs {
 	}
 }
 
-// ScratchArgs describe per-pod scratch space.
-type ScratchArgs struct {
-	HostPath  string // a local SSD's mount point on the node; empty for emptyDir
-	SizeLimit string // emptyDir size limit (quantity)
-	MountPath string // where containers see it
-}
-
-// ScratchVolume renders the scratch volume named name.
-func ScratchVolume(name string, s ScratchArgs) corev1.VolumeArgs {
-	if s.HostPath != "" {
-		return corev1.VolumeArgs{Name: pulumi.String(name), HostPath: &corev1.HostPathVolumeSourceArgs{
-			Path: pulumi.String(s.HostPath), Type: pulumi.String("DirectoryOrCreate"),
-		}}
-	}
-	return corev1.VolumeArgs{Name: pulumi.String(name), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{SizeLimit: pulumi.String(s.SizeLimit)}}
-}
-
-// ClaimVolume renders a volume of the shared claim.
-func ClaimVolume(name, claim string) corev1.VolumeArgs {
-	return corev1.VolumeArgs{Name: pulumi.String(name), PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSourceArgs{
-		ClaimName: pulumi.String(claim),
-	}}
-}
-
-// Mount renders a volume mount.
-func Mount(name, path string) corev1.VolumeMountArgs {
-	return corev1.VolumeMountArgs{Name: pulumi.String(name), MountPath: pulumi.String(path)}
-}
-
 // VolumeName is the cluster-scoped PersistentVolume name of a stack's shared storage.
 func VolumeName(namespace, claim string) string { return fmt.Sprintf("%s-%s", namespace, claim) }

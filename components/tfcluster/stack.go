@@ -10,7 +10,7 @@ import (
 
 // What the TensorFlow cluster asks of the stack around it: the NetworkPolicy allows its tasks and
 // its own TensorBoard need, and the stack outputs that reach them. Whether it runs its own
-// TensorBoard the stack decides (a.TensorBoard), from the entrypoint's.
+// TensorBoard the stack decides (a.OwnTensorBoard), from the entrypoint's.
 
 // Allows are the NetworkPolicy allows of the cluster: the task types of the cluster spec that
 // run (all but the evaluator, which only reads checkpoints) reach each other's gRPC port; the
@@ -27,7 +27,7 @@ func Allows(a *Args) []isolation.Allow {
 		From: []isolation.Peer{{Components: tasks}},
 		Why:  "The TensorFlow tasks of the cluster spec (chief, workers, parameter servers) reach each other's gRPC port.",
 	}}
-	if a.TensorBoard != nil {
+	if a.OwnTensorBoard != nil {
 		out = append(out, isolation.Allow{
 			Name: "tf-tensorboard", Pods: []string{TensorBoardComponent},
 			Ports: []isolation.Port{{Port: TensorBoardPort}}, From: []isolation.Peer{{AllPods: true}},
@@ -51,7 +51,7 @@ func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput)
 			out["tfChiefLogs"] = kubectl("-n %s logs -f %s-0 -c %s", a.NamespaceDNS, t.Name, t.Type)
 		}
 	}
-	if tb := a.TensorBoard; tb != nil {
+	if tb := a.OwnTensorBoard; tb != nil {
 		out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", tb.Name, a.NamespaceDNS, TensorBoardPort))
 		out["tfTensorboardPortForward"] = kubectl("-n %s port-forward svc/%s %d:%d", a.NamespaceDNS, tb.Name, TensorBoardPort, TensorBoardPort)
 		out["tfTensorboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/", TensorBoardPort))

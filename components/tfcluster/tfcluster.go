@@ -22,7 +22,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 // Task types, as TF_CONFIG names them.
@@ -54,14 +53,9 @@ const TensorBoardComponent = tensorBoardComponent
 
 // Task is one task type: a StatefulSet and headless Service named Name, pods Name-0 ….
 type Task struct {
-	Type   string // chief | worker | ps | evaluator
-	Name   string // StatefulSet, Service and component label; e.g. tf-worker
-	Count  int    // number of tasks of this type
-	GPUs   int    // nvidia.com/gpu per task; 0 for a CPU task
-	CPU    string // CPU request per task (quantity)
-	Memory string // memory request and limit per task (quantity)
-	Pool   string // node pool
-
+	Role            // kolotoc:tfcluster.<role>: count, pool, gpus, cpu, memory
+	Type     string // chief | worker | ps | evaluator
+	Name     string // StatefulSet, Service and component label; e.g. tf-worker
 	CPULimit string // CPU limit per task (quantity); default CPU
 }
 
@@ -73,34 +67,16 @@ type TensorBoard struct {
 	LogDir string // directory it reads: the tasks' LogDir or a parent of it
 }
 
-// Args are the TensorFlow cluster's inputs.
+// Args are the TensorFlow cluster's inputs: its section (kolotoc:tfcluster, defaulted and
+// validated), the site the stack gives every workload, and what the stack derives.
 type Args struct {
-	Namespace     pulumi.StringInput // namespace of every object
-	NamespaceDNS  string             // the namespace's name, for the cluster spec's addresses
-	ScriptsName   string             // ConfigMap of the entry script and the built-in program
-	Tasks         []Task             // every task type; types with Count 0 are left out
-	Port          int                // every task's gRPC port
-	Image         string             // TensorFlow image of every task
-	Command       []string           // program each task runs once TF_CONFIG is set; empty: the built-in one
-	Claim         string             // shared claim
-	MountPath     string             // where the claim is mounted
-	LogDir        string             // TensorBoard log directory (on the claim), KOLOTOC_LOG_DIR
-	CheckpointDir string             // checkpoint directory (on the claim), KOLOTOC_CHECKPOINT_DIR
-	Scratch       storage.ScratchArgs
-	TensorBoard   *TensorBoard // nil: the entrypoint's TensorBoard reads the shared log directory
-	Labels        meta.Labels
-	// PodDeps are what the pods wait for besides the component's own dependencies: the node
-	// pools they are placed on, the shared claim and the Job that gives it to the workloads'
-	// user. Only the pod-making resources take them: the component's Secrets, ConfigMaps and
-	// Services need neither nodes nor the claim, and are made while the nodes are.
-	PodDeps []pulumi.Resource
-	// RunAsUser is the uid (and gid) every container of every task runs as; 0 keeps the image's user.
-	RunAsUser int
-
-	OnSuccess string        // meta.OnSuccessRelease: the chief, once its program succeeds, scales every task type to zero
-	Suspend   bool          // no tasks: their GPUs freed; they start again when unset
-	Env       []meta.EnvVar // the stack's variables for every task
-	Code      *meta.Code    // repository cloned into every task; nil for none
+	Config
+	meta.Site
+	ScriptsName    string       // ConfigMap of the entry script and the built-in program
+	Tasks          []Task       // every task type, the section's roles with their names; types with Count 0 are left out
+	LogDir         string       // TensorBoard log directory (on the claim), KOLOTOC_LOG_DIR
+	CheckpointDir  string       // checkpoint directory (on the claim), KOLOTOC_CHECKPOINT_DIR
+	OwnTensorBoard *TensorBoard // the cluster's own TensorBoard; nil: the entrypoint's reads the shared log directory
 }
 
 // releases reports whether the chief releases the cluster when it succeeds.
@@ -184,7 +160,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			}
 		}
 	}
-	if tb := args.TensorBoard; tb != nil {
+	if tb := args.OwnTensorBoard; tb != nil {
 		if _, err := appsv1.NewDeployment(ctx, name+"-tensorboard", RenderTensorBoard(args), pulumi.Parent(c), pulumi.DependsOn(args.PodDeps)); err != nil {
 			return nil, err
 		}
@@ -283,19 +259,15 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	}
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
-	mounts := corev1.VolumeMountArray{
-		storage.Mount("shared", a.MountPath),
-		storage.Mount("scratch", a.Scratch.MountPath),
+	mounts := append(a.SharedMounts(),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
-	}
+	)
 	mounts = append(mounts, a.Code.Mounts()...)
-	volumes := corev1.VolumeArray{
-		storage.ClaimVolume("shared", a.Claim),
-		storage.ScratchVolume("scratch", a.Scratch),
+	volumes := append(a.SharedVolumes(),
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.ScriptsName),
 		}},
-	}
+	)
 	volumes = append(volumes, a.Code.Volumes()...)
 	replicas := t.Count
 	if a.Suspend {
@@ -357,7 +329,7 @@ func RenderDisruptionBudget(a *Args, t Task) *policyv1.PodDisruptionBudgetArgs {
 
 // RenderTensorBoard is the cluster's own TensorBoard over the shared log directory.
 func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
-	tb := a.TensorBoard
+	tb := a.OwnTensorBoard
 	return &appsv1.DeploymentArgs{
 		Metadata: a.Labels.ObjectMeta(tb.Name, a.Namespace, tensorBoardComponent),
 		Spec: &appsv1.DeploymentSpecArgs{
@@ -390,9 +362,9 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("2Gi")},
 						},
 						SecurityContext: meta.LockedDown(),
-						VolumeMounts:    corev1.VolumeMountArray{storage.Mount("shared", a.MountPath)},
+						VolumeMounts:    corev1.VolumeMountArray{meta.Mount("shared", a.MountPath)},
 					}},
-					Volumes: corev1.VolumeArray{storage.ClaimVolume("shared", a.Claim)},
+					Volumes: corev1.VolumeArray{meta.ClaimVolume("shared", a.Claim)},
 				},
 			},
 		},
@@ -402,7 +374,7 @@ func RenderTensorBoard(a *Args) *appsv1.DeploymentArgs {
 // RenderTensorBoardService exposes the cluster's own TensorBoard.
 func RenderTensorBoardService(a *Args) *corev1.ServiceArgs {
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ServiceMeta(a.TensorBoard.Name, a.Namespace, tensorBoardComponent),
+		Metadata: a.Labels.ServiceMeta(a.OwnTensorBoard.Name, a.Namespace, tensorBoardComponent),
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(a.Labels.Selector(tensorBoardComponent)),
 			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
