@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"kolotoc/components/meta"
 )
 
 // Defaults of the clouds' control-plane and storage access. Each says its unit and why.
@@ -40,12 +42,8 @@ func (c *Config) applyAccessDefaults() {
 		return
 	}
 	w := &c.Cluster.MaintenanceWindow
-	if w.Start == "" {
-		w.Start = defaultMaintenanceStart
-	}
-	if w.Duration == "" {
-		w.Duration = defaultMaintenanceDuration
-	}
+	meta.Fill(&w.Start, defaultMaintenanceStart)
+	meta.Fill(&w.Duration, defaultMaintenanceDuration)
 	if len(w.Days) == 0 {
 		w.Days = slices.Clone(defaultMaintenanceDays)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"kolotoc/components/meta"
 )
 
 // Filestore tiers for `kolotoc:storage.tier` with storage.type filestore.
@@ -117,18 +119,10 @@ func (c *Config) applyCloudDefaults() {
 		p := &c.NodePools[i]
 		if cloud, ok := catalogueCloud(c.Cloud, p.MachineType); ok {
 			m := catalogue[cloud][p.MachineType]
-			if p.CPUs == 0 {
-				p.CPUs = m.VCPUs
-			}
-			if p.Memory == "" {
-				p.Memory = m.Memory()
-			}
-			if p.GPUsPerNode == 0 {
-				p.GPUsPerNode = m.GPUs
-			}
-			if p.GPUType == "" {
-				p.GPUType = m.GPUType
-			}
+			meta.Fill(&p.CPUs, m.VCPUs)
+			meta.Fill(&p.Memory, m.Memory())
+			meta.Fill(&p.GPUsPerNode, m.GPUs)
+			meta.Fill(&p.GPUType, m.GPUType)
 		}
 		if c.Cloud == CloudGCP && p.GPUsPerNode > 0 && p.GPUDriver == "" {
 			p.GPUDriver = GKEDriverDefault
@@ -138,9 +132,7 @@ func (c *Config) applyCloudDefaults() {
 	s := &c.Storage
 	switch s.Type {
 	case StorageFilestore:
-		if s.Tier == "" {
-			s.Tier = defaultFilestoreTier
-		}
+		meta.Fill(&s.Tier, defaultFilestoreTier)
 		if s.Size == "" {
 			if min, ok := filestoreMinGiB[s.Tier]; ok {
 				s.Size = fmt.Sprintf("%dGi", min)
@@ -162,34 +154,22 @@ func (c *Config) applyCloudDefaults() {
 		if s.Share != "" {
 			break // an existing share: its account, tier and protocol are named, never derived
 		}
-		if s.Tier == "" {
-			s.Tier = defaultAzureFilesTier
-		}
-		if s.Account == "" {
-			s.Account = defaultStorageAccount(c.Project, c.Stack, c.Cluster.Name)
-		}
+		meta.Fill(&s.Tier, defaultAzureFilesTier)
+		meta.Fill(&s.Account, defaultStorageAccount(c.Project, c.Stack, c.Cluster.Name))
 	}
 
 	k := &c.Cluster
 	switch c.Cloud {
 	case CloudGCP:
-		if k.ReleaseChannel == "" {
-			k.ReleaseChannel = defaultReleaseChannel
-		}
-		if k.Network == "" {
-			k.Network = defaultGCPNetwork
-		}
+		meta.Fill(&k.ReleaseChannel, defaultReleaseChannel)
+		meta.Fill(&k.Network, defaultGCPNetwork)
 	case CloudAWS:
 		if k.VPCCIDR == "" && k.VPCID == "" {
 			k.VPCCIDR = defaultVPCCIDR
 		}
 	case CloudAzure:
-		if k.SystemVMSize == "" {
-			k.SystemVMSize = defaultSystemVMSize
-		}
-		if k.SystemNodes == 0 {
-			k.SystemNodes = defaultSystemNodes
-		}
+		meta.Fill(&k.SystemVMSize, defaultSystemVMSize)
+		meta.Fill(&k.SystemNodes, defaultSystemNodes)
 	}
 	c.applyAzureDefaults()
 	c.applyAccessDefaults()
@@ -214,9 +194,7 @@ func defaultStorageAccount(project, stack, cluster string) string {
 		}
 	}
 	base := b.String()
-	if base == "" {
-		base = "kolotoc"
-	}
+	meta.Fill(&base, "kolotoc")
 	sum := sha256.Sum256([]byte(project + "/" + stack + "/" + cluster))
 	suffix := hex.EncodeToString(sum[:])[:8]
 	if len(base) > 24-len(suffix) {
@@ -410,9 +388,7 @@ func (c *Config) validatePoolZones(v *validator, i int, p NodePool) {
 				region, region))
 			return
 		}
-		if zones == 0 {
-			zones = 1
-		}
+		meta.Fill(&zones, 1)
 		for _, n := range []struct {
 			name  string
 			count int

@@ -6,6 +6,7 @@ import (
 
 	"kolotoc/components/dask"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
 )
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
@@ -56,21 +57,11 @@ func (c *Config) applyDefaults() {
 	c.applyRunDefaults()
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
-		if p.Nodes == 0 {
-			p.Nodes = 1
-		}
-		if p.MinNodes == 0 {
-			p.MinNodes = p.Nodes
-		}
-		if p.MaxNodes == 0 {
-			p.MaxNodes = p.Nodes
-		}
-		if p.CPUs == 0 {
-			p.CPUs = defaultPoolCPUs
-		}
-		if p.Memory == "" {
-			p.Memory = defaultPoolMemory
-		}
+		meta.Fill(&p.Nodes, 1)
+		meta.Fill(&p.MinNodes, p.Nodes)
+		meta.Fill(&p.MaxNodes, p.Nodes)
+		meta.Fill(&p.CPUs, defaultPoolCPUs)
+		meta.Fill(&p.Memory, defaultPoolMemory)
 	}
 
 	s := &c.Storage
@@ -85,67 +76,30 @@ func (c *Config) applyDefaults() {
 			s.Path = fmt.Sprintf("%s/%s/%s", localStorageRoot, c.Namespace, StorageName)
 		}
 	}
-	if s.Size == "" {
-		s.Size = defaultStorageSize
-	}
-	if s.MountPath == "" {
-		s.MountPath = defaultMountPath
-	}
-	if s.Image == "" {
-		s.Image = DefaultNFSServerImage
-	}
-	if s.Scratch.Type == "" {
-		s.Scratch.Type = ScratchEmptyDir
-	}
-	if s.Scratch.SizeLimit == "" {
-		s.Scratch.SizeLimit = defaultScratchSizeLimit
-	}
-	if s.Scratch.MountPath == "" {
-		s.Scratch.MountPath = defaultScratchMountPath
-	}
+	meta.Fill(&s.Size, defaultStorageSize)
+	meta.Fill(&s.MountPath, defaultMountPath)
+	meta.Fill(&s.Image, DefaultNFSServerImage)
+	meta.Fill(&s.Scratch.Type, ScratchEmptyDir)
+	meta.Fill(&s.Scratch.SizeLimit, defaultScratchSizeLimit)
+	meta.Fill(&s.Scratch.MountPath, defaultScratchMountPath)
 
-	t := &c.Towers
-	if t.Pool == "" {
-		if p := c.firstPool(true); p != nil {
-			t.Pool = p.Name
-		}
-	}
-	if t.GPUsPerTower == 0 {
-		if p := c.Pool(t.Pool); p != nil {
-			t.GPUsPerTower = p.GPUsPerNode
-		}
-	}
-	t.Default() // the rest is the ring's own (components/ring/config.go)
-
-	k := &c.Carriers
-	if k.Pool == "" {
-		if p := c.firstPool(false); p != nil {
-			k.Pool = p.Name
-		}
-	}
-	if k.WorkersPerCarrier == 0 {
-		if p := c.Pool(k.Pool); p != nil {
-			k.WorkersPerCarrier = p.CPUs
-		}
-	}
-	k.Default()           // the rest is the carriers' own (components/dask/config.go)
+	// Each workload section fills its own defaults, first those it takes from the node pools.
+	pools := c.pools()
+	c.Towers.DefaultPools(pools)
+	c.Towers.Default() // components/ring/config.go
+	c.Carriers.DefaultPools(pools)
+	c.Carriers.Default()  // components/dask/config.go
 	c.Sentinels.Default() // the sentinels' are all their own
 
+	// What one workload takes from another: the scheduler runs the carriers' Dask on their pool,
+	// and the launcher runs beside it.
 	e := &c.Entrypoint
-	if e.DaskImage == "" {
-		e.DaskImage = DefaultDaskImage
-	}
-	if e.Pool == "" {
-		e.Pool = c.Carriers.Pool
-	}
-	if c.Towers.LauncherPool == "" {
-		c.Towers.LauncherPool = e.Pool
-	}
-	e.Default() // the rest is the entrypoint's own (components/entrypoint/config.go)
+	meta.Fill(&e.DaskImage, DefaultDaskImage)
+	meta.Fill(&e.Pool, c.Carriers.Pool)
+	meta.Fill(&c.Towers.LauncherPool, e.Pool)
+	e.Default() // components/entrypoint/config.go
 
-	if c.DevicePlugin.Image == "" {
-		c.DevicePlugin.Image = DefaultDevicePluginImage
-	}
+	meta.Fill(&c.DevicePlugin.Image, DefaultDevicePluginImage)
 	if c.DevicePlugin.Enabled == nil {
 		// GKE runs its own NVIDIA device plugin on GPU nodes; a second one would fight it over
 		// nvidia.com/gpu.
@@ -165,16 +119,15 @@ func (c *Config) Pool(name string) *NodePool {
 	return nil
 }
 
-// firstPool returns the first GPU pool (gpu true) or the first CPU pool (gpu false); nil if none.
-// With no CPU pool, carriers and the entrypoint fall back to the first pool of any kind.
-func (c *Config) firstPool(gpu bool) *NodePool {
-	for i := range c.NodePools {
-		if (c.NodePools[i].GPUsPerNode > 0) == gpu {
-			return &c.NodePools[i]
-		}
+// pools are the node pools as the workload sections' defaults read them.
+func (c *Config) pools() meta.Pools {
+	out := make(meta.Pools, 0, len(c.NodePools))
+	for _, p := range c.NodePools {
+		out = append(out, meta.Pool{Name: p.Name, GPUsPerNode: p.GPUsPerNode, CPUs: p.CPUs})
 	}
-	if !gpu && len(c.NodePools) > 0 {
-		return &c.NodePools[0]
-	}
-	return nil
+	return out
 }
+
+// firstPool returns the first GPU pool (gpu true) or the first CPU pool (gpu false), by the rule
+// every section's defaults follow (meta.Pools.First); nil if none.
+func (c *Config) firstPool(gpu bool) *NodePool { return c.Pool(c.pools().First(gpu)) }

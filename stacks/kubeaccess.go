@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
 )
 
 // Stack outputs that say how a user's kubectl reaches the stack's cluster.
@@ -99,9 +100,7 @@ func LocalKubeAccess(c *Config) (KubeAccess, error) {
 func cloudKubeAccess(c *Config, gkeProject pulumi.StringOutput) KubeAccess {
 	k := c.Cluster
 	alias := k.Context
-	if alias == "" {
-		alias = k.Name
-	}
+	meta.Fill(&alias, k.Name)
 	switch c.Cloud {
 	case CloudGCP:
 		if k.Project != "" {

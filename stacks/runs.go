@@ -60,15 +60,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // applyRunDefaults fills the defaults of code and the run policies.
 func (c *Config) applyRunDefaults() {
 	if c.Code.Repository != "" {
-		if c.Code.Ref == "" {
-			c.Code.Ref = defaultCodeRef
-		}
-		if c.Code.Path == "" {
-			c.Code.Path = defaultCodePath
-		}
-		if c.Code.Image == "" {
-			c.Code.Image = DefaultGitImage
-		}
+		meta.Fill(&c.Code.Ref, defaultCodeRef)
+		meta.Fill(&c.Code.Path, defaultCodePath)
+		meta.Fill(&c.Code.Image, DefaultGitImage)
 	}
 	for _, p := range []*string{&c.Towers.OnSuccess, &c.Elastic.OnSuccess, &c.TFCluster.OnSuccess} {
 		if *p == "" {

@@ -5,6 +5,7 @@ import (
 
 	"kolotoc/components/elastic"
 	"kolotoc/components/etcd"
+	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
 	"kolotoc/components/tfcluster"
 )
@@ -73,59 +74,26 @@ const (
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
 // the pools and the entrypoint's defaults are settled.
 func (c *Config) applyWorkloadDefaults() {
-	cpuPool := func() string {
-		if p := c.firstPool(false); p != nil {
-			return p.Name
-		}
-		return ""
-	}
-	gpuPool := func() string {
-		if p := c.firstPool(true); p != nil {
-			return p.Name
-		}
-		return ""
-	}
-	setStr := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-
-	setStr(&c.Etcd.Pool, cpuPool())
-	c.Etcd.Default() // the rest is the store's own (components/etcd/config.go)
+	pools := c.pools()
+	c.Etcd.DefaultPools(pools)
+	c.Etcd.Default() // components/etcd/config.go
 
 	el := &c.Elastic
-	setStr(&el.Pool, gpuPool())
-	if el.GPUsPerNode == 0 {
-		if p := c.Pool(el.Pool); p != nil {
-			el.GPUsPerNode = p.GPUsPerNode
-		}
-	}
+	el.DefaultPools(pools)
 	if c.Stack != "" {
-		setStr(&el.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
+		meta.Fill(&el.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
 	}
-	el.Default() // the rest is the workers' own (components/elastic/config.go)
+	el.Default() // components/elastic/config.go
 
 	tf := &c.TFCluster
-	setStr(&tf.TensorBoardImage, DefaultTensorBoardImage) // the entrypoint's
-	setStr(&tf.Workers.Pool, gpuPool())
-	if tf.Workers.GPUs == 0 {
-		if p := c.Pool(tf.Workers.Pool); p != nil {
-			tf.Workers.GPUs = p.GPUsPerNode
-		}
-	}
-	for _, r := range []*TFRole{&tf.PS, &tf.Chief, &tf.Evaluator} {
-		setStr(&r.Pool, cpuPool())
-	}
-	tf.Default() // the rest is the cluster's own (components/tfcluster/config.go)
+	meta.Fill(&tf.TensorBoardImage, DefaultTensorBoardImage) // the entrypoint's
+	tf.DefaultPools(pools)
+	tf.Default() // components/tfcluster/config.go
 
 	m := &c.Monitoring
-	setStr(&m.Pool, c.Entrypoint.Pool)
-	if m.DCGMExporter == nil {
-		on := c.firstPool(true) != nil
-		m.DCGMExporter = &on
-	}
-	m.Default() // the rest is the monitoring's own (components/monitoring/config.go)
+	meta.Fill(&m.Pool, c.Entrypoint.Pool)
+	m.DefaultPools(pools)
+	m.Default() // components/monitoring/config.go
 }
 
 // tfOwnTensorBoard: the TensorFlow cluster runs its own TensorBoard, since the entrypoint runs

@@ -66,33 +66,27 @@ func NewCarriersConfig() CarriersConfig {
 	return CarriersConfig{Enabled: true, Count: DefaultCarriers}
 }
 
-// Default fills the zero values the carriers decide alone. The pool and workersPerCarrier (the
-// pool's cores) depend on the stack's node pools: the stack fills them. It fills zero values
-// only, so applying it twice changes nothing.
+// DefaultPools fills what the carriers take from the stack's node pools: the first CPU pool, and
+// one worker process per logical core of its nodes.
+func (k *CarriersConfig) DefaultPools(p meta.Pools) {
+	meta.Fill(&k.Pool, p.First(false))
+	meta.Fill(&k.WorkersPerCarrier, p.Get(k.Pool).CPUs)
+}
+
+// Default fills the zero values the carriers decide alone (DefaultPools fills the pool and
+// workersPerCarrier). It fills zero values only, so applying it twice changes nothing.
 func (k *CarriersConfig) Default() {
-	if k.Image == "" {
-		k.Image = DefaultImage
-	}
-	if k.Memory == "" {
-		k.Memory = defaultCarrierMemory
-	}
-	if k.CPU == "" {
-		k.CPU = defaultCarrierCPU
-	}
+	meta.Fill(&k.Image, DefaultImage)
+	meta.Fill(&k.Memory, defaultCarrierMemory)
+	meta.Fill(&k.CPU, defaultCarrierCPU)
 }
 
 // Default fills the sentinels' zero values; applying it twice changes nothing. Their image is
 // the carriers'.
 func (s *SentinelsConfig) Default() {
-	if s.Threads == 0 {
-		s.Threads = DefaultSentinelThreads
-	}
-	if s.Memory == "" {
-		s.Memory = defaultSentinelMemory
-	}
-	if s.CPU == "" {
-		s.CPU = defaultSentinelCPU
-	}
+	meta.Fill(&s.Threads, DefaultSentinelThreads)
+	meta.Fill(&s.Memory, defaultSentinelMemory)
+	meta.Fill(&s.CPU, defaultSentinelCPU)
 }
 
 // Validate reports what is wrong with the carriers' own settings, with their full keys. What

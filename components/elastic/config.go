@@ -67,35 +67,26 @@ var rdzvIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // decoding since a stack's explicit 0 restarts is valid and must be kept.
 func NewConfig() Config { return Config{MaxRestarts: DefaultMaxRestarts} }
 
+// DefaultPools fills what the workers take from the stack's node pools: the first GPU pool, and
+// that pool's GPUs per worker.
+func (el *Config) DefaultPools(p meta.Pools) {
+	meta.Fill(&el.Pool, p.First(true))
+	meta.Fill(&el.GPUsPerNode, p.Get(el.Pool).GPUsPerNode)
+}
+
 // Default fills the zero values the workers decide alone; maxNodes follows minNodes and nodes
-// follow maxNodes. The pool and gpusPerNode depend on the stack's node pools, the rendezvous id
-// on the stack's name: the stack fills them. It fills zero values only, so applying it twice
+// follow maxNodes. DefaultPools fills the pool and gpusPerNode; the rendezvous id comes from the
+// stack's name, which the stack fills. It fills zero values only, so applying it twice
 // changes nothing.
 func (el *Config) Default() {
-	if el.MinNodes == 0 {
-		el.MinNodes = DefaultMinNodes
-	}
-	if el.MaxNodes == 0 {
-		el.MaxNodes = el.MinNodes
-	}
-	if el.Nodes == 0 {
-		el.Nodes = el.MaxNodes
-	}
-	if el.Image == "" {
-		el.Image = DefaultImage
-	}
-	if el.RdzvBackend == "" {
-		el.RdzvBackend = BackendC10d
-	}
-	if el.RdzvPort == 0 {
-		el.RdzvPort = DefaultRdzvPort
-	}
-	if el.CPU == "" {
-		el.CPU = defaultCPU
-	}
-	if el.Memory == "" {
-		el.Memory = defaultMemory
-	}
+	meta.Fill(&el.MinNodes, DefaultMinNodes)
+	meta.Fill(&el.MaxNodes, el.MinNodes)
+	meta.Fill(&el.Nodes, el.MaxNodes)
+	meta.Fill(&el.Image, DefaultImage)
+	meta.Fill(&el.RdzvBackend, BackendC10d)
+	meta.Fill(&el.RdzvPort, DefaultRdzvPort)
+	meta.Fill(&el.CPU, defaultCPU)
+	meta.Fill(&el.Memory, defaultMemory)
 }
 
 // Validate reports what is wrong with the workers' own settings, with their full keys. What

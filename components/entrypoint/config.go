@@ -83,22 +83,16 @@ func NewConfig() Config {
 // image are the carriers': the stack fills them. It fills zero values only, so applying it twice
 // changes nothing.
 func (e *Config) Default() {
-	for _, s := range []struct {
-		field *string
-		value string
-	}{
-		{&e.ServiceType, ServiceClusterIP},
-		{&e.JupyterImage, DefaultJupyterImage},
-		{&e.TensorBoardImage, DefaultTensorBoardImage},
-		{&e.JupyterUI, UILab},
-		{&e.SchedulerCPU, DefaultSchedulerCPU}, {&e.SchedulerMemory, DefaultSchedulerMemory},
-		{&e.JupyterCPU, DefaultJupyterCPU}, {&e.JupyterMemory, DefaultJupyterMemory},
-		{&e.TensorBoardCPU, DefaultTensorBoardCPU}, {&e.TensorBoardMemory, DefaultTensorBoardMemory},
-	} {
-		if *s.field == "" {
-			*s.field = s.value
-		}
-	}
+	meta.Fill(&e.ServiceType, ServiceClusterIP)
+	meta.Fill(&e.JupyterImage, DefaultJupyterImage)
+	meta.Fill(&e.TensorBoardImage, DefaultTensorBoardImage)
+	meta.Fill(&e.JupyterUI, UILab)
+	meta.Fill(&e.SchedulerCPU, DefaultSchedulerCPU)
+	meta.Fill(&e.SchedulerMemory, DefaultSchedulerMemory)
+	meta.Fill(&e.JupyterCPU, DefaultJupyterCPU)
+	meta.Fill(&e.JupyterMemory, DefaultJupyterMemory)
+	meta.Fill(&e.TensorBoardCPU, DefaultTensorBoardCPU)
+	meta.Fill(&e.TensorBoardMemory, DefaultTensorBoardMemory)
 }
 
 // Validate reports what is wrong with the entrypoint's own settings, with their full keys: the

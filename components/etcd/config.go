@@ -42,24 +42,16 @@ const (
 	defaultStorageSize = "10Gi"
 )
 
-// Default fills the zero values the store decides alone. The pool depends on the stack's node
-// pools: the stack fills it. It fills zero values only, so applying it twice changes nothing.
+// DefaultPools fills what the store takes from the stack's node pools: the first CPU pool.
+func (e *Config) DefaultPools(p meta.Pools) { meta.Fill(&e.Pool, p.First(false)) }
+
+// Default fills the zero values the store decides alone (DefaultPools fills the pool). It fills zero values only, so applying it twice changes nothing.
 func (e *Config) Default() {
-	if e.Members == 0 {
-		e.Members = DefaultMembers
-	}
-	if e.Image == "" {
-		e.Image = DefaultImage
-	}
-	if e.CPU == "" {
-		e.CPU = defaultCPU
-	}
-	if e.Memory == "" {
-		e.Memory = defaultMemory
-	}
-	if e.StorageSize == "" {
-		e.StorageSize = defaultStorageSize
-	}
+	meta.Fill(&e.Members, DefaultMembers)
+	meta.Fill(&e.Image, DefaultImage)
+	meta.Fill(&e.CPU, defaultCPU)
+	meta.Fill(&e.Memory, defaultMemory)
+	meta.Fill(&e.StorageSize, defaultStorageSize)
 }
 
 // Validate reports what is wrong with the store's own settings, with their full keys. What

@@ -49,30 +49,22 @@ const (
 	DefaultStorageSize = "20Gi"
 )
 
+// DefaultPools fills what the monitoring takes from the stack's node pools: the DCGM exporter
+// runs when there is a GPU pool.
+func (m *Config) DefaultPools(p meta.Pools) { meta.FillPtr(&m.DCGMExporter, p.First(true) != "") }
+
 // Default fills the zero values the monitoring decides alone: Grafana on, Prometheus's scrape
-// interval, retention and data size, and the images. The pool is the entrypoint's and whether
-// the DCGM exporter runs depends on the node pools: the stack fills them. It fills zero values
+// interval, retention and data size, and the images. The pool is the entrypoint's, which the
+// stack fills; DefaultPools decides whether the DCGM exporter runs. It fills zero values
 // only, so applying it twice changes nothing.
 func (m *Config) Default() {
-	if m.Grafana == nil {
-		on := true
-		m.Grafana = &on
-	}
-	for _, s := range []struct {
-		field *string
-		value string
-	}{
-		{&m.ScrapeInterval, DefaultScrapeInterval},
-		{&m.Retention, DefaultRetention},
-		{&m.StorageSize, DefaultStorageSize},
-		{&m.PrometheusImage, DefaultPrometheusImage},
-		{&m.GrafanaImage, DefaultGrafanaImage},
-		{&m.DCGMImage, DefaultDCGMExporterImage},
-	} {
-		if *s.field == "" {
-			*s.field = s.value
-		}
-	}
+	meta.FillPtr(&m.Grafana, true)
+	meta.Fill(&m.ScrapeInterval, DefaultScrapeInterval)
+	meta.Fill(&m.Retention, DefaultRetention)
+	meta.Fill(&m.StorageSize, DefaultStorageSize)
+	meta.Fill(&m.PrometheusImage, DefaultPrometheusImage)
+	meta.Fill(&m.GrafanaImage, DefaultGrafanaImage)
+	meta.Fill(&m.DCGMImage, DefaultDCGMExporterImage)
 }
 
 // GrafanaOn reports whether Grafana runs: monitoring.grafana, on unless set false.

@@ -72,37 +72,30 @@ var DefaultLauncherCommand = []string{
 // NewConfig is the section before the stack file is read: towers on, DefaultTowers of them.
 func NewConfig() Config { return Config{Enabled: true, Count: DefaultTowers} }
 
-// Default fills the zero values the ring decides alone. The pool, gpusPerTower and launcherPool
-// depend on the stack's node pools: the stack fills them first, and slots follow gpusPerTower.
+// DefaultPools fills what the towers take from the stack's node pools: the first GPU pool, and
+// that pool's GPUs per tower (0 on a CPU pool: CPU towers). Default follows it (slots follow
+// gpusPerTower).
+func (t *Config) DefaultPools(p meta.Pools) {
+	meta.Fill(&t.Pool, p.First(true))
+	meta.Fill(&t.GPUsPerTower, p.Get(t.Pool).GPUsPerNode)
+}
+
+// Default fills the zero values the ring decides alone, after DefaultPools (slots follow
+// gpusPerTower); launcherPool is the entrypoint's pool, which the stack fills.
 // It fills zero values only, so applying it twice changes nothing.
 func (t *Config) Default() {
-	if t.Slots == 0 {
-		t.Slots = t.GPUsPerTower
-		if t.GPUsPerTower == 0 {
-			t.Slots = DefaultCPUTowerSlots
-		}
+	slots := t.GPUsPerTower // one rank per GPU
+	if slots == 0 {
+		slots = DefaultCPUTowerSlots
 	}
-	if t.Image == "" {
-		t.Image = DefaultImage
-	}
-	if len(t.Command) == 0 {
-		t.Command = append([]string(nil), DefaultLauncherCommand...)
-	}
-	if t.SSHPort == 0 {
-		t.SSHPort = DefaultSSHPort
-	}
-	if t.CPU == "" {
-		t.CPU = defaultTowerCPU
-	}
-	if t.Memory == "" {
-		t.Memory = defaultTowerMemory
-	}
-	if t.LauncherCPU == "" {
-		t.LauncherCPU = defaultLauncherCPU
-	}
-	if t.LauncherMemory == "" {
-		t.LauncherMemory = defaultLauncherMemory
-	}
+	meta.Fill(&t.Slots, slots)
+	meta.Fill(&t.Image, DefaultImage)
+	meta.FillSlice(&t.Command, DefaultLauncherCommand)
+	meta.Fill(&t.SSHPort, DefaultSSHPort)
+	meta.Fill(&t.CPU, defaultTowerCPU)
+	meta.Fill(&t.Memory, defaultTowerMemory)
+	meta.Fill(&t.LauncherCPU, defaultLauncherCPU)
+	meta.Fill(&t.LauncherMemory, defaultLauncherMemory)
 }
 
 // Validate reports what is wrong with the towers' own settings, with their full keys. What

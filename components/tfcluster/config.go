@@ -89,31 +89,29 @@ func (tf *Config) Roles() []NamedRole {
 	}
 }
 
-// Default fills the zero values the cluster decides alone. The pools and the workers' GPUs
-// depend on the stack's node pools, the TensorBoard's image is the entrypoint's: the stack fills
-// them. It fills zero values only, so applying it twice changes nothing.
+// DefaultPools fills what the tasks take from the stack's node pools: the workers run on the
+// first GPU pool with its GPUs per node, every other role on the first CPU pool.
+func (tf *Config) DefaultPools(p meta.Pools) {
+	meta.Fill(&tf.Workers.Pool, p.First(true))
+	meta.Fill(&tf.Workers.GPUs, p.Get(tf.Workers.Pool).GPUsPerNode)
+	for _, r := range []*Role{&tf.PS, &tf.Chief, &tf.Evaluator} {
+		meta.Fill(&r.Pool, p.First(false))
+	}
+}
+
+// Default fills the zero values the cluster decides alone (DefaultPools fills the pools and the
+// workers' GPUs); the TensorBoard's image is the entrypoint's, which the stack fills. It fills zero values only, so applying it twice changes nothing.
 func (tf *Config) Default() {
-	if tf.Image == "" {
-		tf.Image = DefaultImage
-	}
-	if tf.TensorBoard == nil {
-		on := true
-		tf.TensorBoard = &on
-	}
-	if tf.Port == 0 {
-		tf.Port = DefaultPort
-	}
+	meta.Fill(&tf.Image, DefaultImage)
+	meta.FillPtr(&tf.TensorBoard, true)
+	meta.Fill(&tf.Port, DefaultPort)
 	for _, r := range tf.Roles() {
 		cpu, memory := defaultTaskCPU, defaultTaskMemory
 		if r.Type == TypeWorker {
 			cpu, memory = defaultWorkerCPU, defaultWorkerMemory
 		}
-		if r.Role.CPU == "" {
-			r.Role.CPU = cpu
-		}
-		if r.Role.Memory == "" {
-			r.Role.Memory = memory
-		}
+		meta.Fill(&r.Role.CPU, cpu)
+		meta.Fill(&r.Role.Memory, memory)
 	}
 }
 
