@@ -7,6 +7,7 @@ import (
 	"kolotoc/components/dask"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 // Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
@@ -27,14 +28,14 @@ const (
 	CloudAzure     = "azure"
 )
 
-// Storage types a stack can name in `kolotoc:storage.type`.
+// Storage types a stack can name in `kolotoc:storage.type`: the storage package's.
 const (
-	StorageInClusterNFS = "in-cluster-nfs" // an NFS server Deployment inside the namespace
-	StorageNFS          = "nfs"            // an external NFS server: storage.server + storage.path
-	StorageFilestore    = "filestore"      // gcp: a Filestore instance, mounted over NFS
-	StorageEFS          = "efs"            // aws: an EFS file system through the EFS CSI driver
-	StorageAzureFiles   = "azurefiles"     // azure: an Azure Files share through the Azure Files CSI driver
-	StorageLocal        = "local"          // simulated, existing: a directory of the node (hostPath), for one-node clusters
+	StorageInClusterNFS = storage.TypeInClusterNFS
+	StorageNFS          = storage.TypeNFS
+	StorageFilestore    = storage.TypeFilestore
+	StorageEFS          = storage.TypeEFS
+	StorageAzureFiles   = storage.TypeAzureFiles
+	StorageLocal        = storage.TypeLocal
 )
 
 // Jupyter front ends for `kolotoc:entrypoint.jupyterUI`: the entrypoint's.
@@ -43,10 +44,10 @@ const (
 	JupyterNotebook = entrypoint.UINotebook // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
 )
 
-// Scratch types for `kolotoc:storage.scratch.type`.
+// Scratch types for `kolotoc:storage.scratch.type`: the storage package's.
 const (
-	ScratchEmptyDir = "emptyDir" // node-local, wiped with the pod
-	ScratchHostPath = "hostPath" // a local SSD mounted on the node at scratch.path
+	ScratchEmptyDir = storage.ScratchEmptyDir
+	ScratchHostPath = storage.ScratchHostPath
 )
 
 // Entrypoint Service types for `kolotoc:entrypoint.serviceType`: the entrypoint's.
@@ -195,55 +196,13 @@ type Taint struct {
 }
 
 // Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
-// (kolotoc:storage).
-type Storage struct {
-	Type      string `json:"type"`      // in-cluster-nfs | nfs | local (simulated, existing) | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
-	Server    string `json:"server"`    // nfs: server address; required for type nfs
-	Path      string `json:"path"`      // nfs: exported path, default /; local: the node's directory, default /var/lib/kolotoc/<namespace>/shared
-	Size      string `json:"size"`      // claim size as a quantity; default 100Gi
-	MountPath string `json:"mountPath"` // where every workload mounts it; default /shared
-	Image     string `json:"image"`     // in-cluster-nfs: server image; default DefaultNFSServerImage
-	Protect   bool   `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
-	Tier      string `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
-	Zone      string `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
-	Account   string `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
-	// Protocol (azurefiles): nfs (NFS 4.1, no account key, needs tier Premium and cluster.subnetId)
-	// | smb (mounted with the account key); default nfs with cluster.subnetId, else smb.
-	Protocol string `json:"protocol"`
-	// ClientRanges (filestore): CIDRs allowed to mount the share (its NFS export's ipRanges, read-write, no
-	// root squash); default the node ranges of GCP's auto-mode `default` network, 10.128.0.0/9;
-	// required on another cluster.network.
-	ClientRanges []string `json:"clientRanges"`
-	// PrivateEndpoint (azurefiles, protocol nfs): the account's public endpoint refuses every
-	// network (publicNetworkAccess Disabled) and the share is reached through a private endpoint
-	// in cluster.subnetId, named through the privatelink.file.core.windows.net zone linked to the
-	// subnet's virtual network; default false (turned on for a share already mounted, its mounts
-	// stall until they are made again).
-	PrivateEndpoint bool `json:"privateEndpoint"`
-	// PrivateDNSZoneID (with privateEndpoint): an existing privatelink.file.core.windows.net zone,
-	// already linked to that virtual network, used instead of making one (a network can be linked
-	// to one zone of that name only); default none.
-	PrivateDNSZoneID string  `json:"privateDnsZoneId"`
-	Scratch          Scratch `json:"scratch"`
+// (kolotoc:storage): the section's type is the storage package's own. The stack selects the
+// store (which types a cloud allows, the cloud stores' settings: clouds_config.go,
+// storage_existing.go).
+type Storage = storage.Config
 
-	// Existing stores (storage_existing.go): Kolotoc mounts them and creates nothing cloud-side.
-	FileSystemID  string   `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one
-	AccessPointID string   `json:"accessPointId"` // efs with fileSystemId: mount through this access point (fsap-…); default none
-	Share         string   `json:"share"`         // azurefiles: an existing share in storage.account to mount instead of creating one
-	ResourceGroup string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
-	MountOptions  []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
-
-	// AllowReplace lets one update replace storage deployed with protect (guard.go); default false.
-	AllowReplace bool `json:"allowReplace"`
-}
-
-// Scratch is per-pod fast local space (kolotoc:storage.scratch).
-type Scratch struct {
-	Type      string `json:"type"`      // emptyDir | hostPath; default emptyDir
-	Path      string `json:"path"`      // hostPath: node path (a local SSD mount); required for hostPath
-	SizeLimit string `json:"sizeLimit"` // emptyDir: size limit as a quantity; default 50Gi
-	MountPath string `json:"mountPath"` // where workloads mount it; default /scratch
-}
+// Scratch is per-pod fast local space (kolotoc:storage.scratch): the storage package's.
+type Scratch = storage.ScratchConfig
 
 // Towers are the MPI/Horovod ranks (kolotoc:towers): the section's type is the ring's own.
 type Towers = ring.Config

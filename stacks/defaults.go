@@ -7,6 +7,7 @@ import (
 	"kolotoc/components/dask"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
+	"kolotoc/components/storage"
 )
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
@@ -16,9 +17,7 @@ const (
 	DefaultJupyterImage      = entrypoint.DefaultJupyterImage     // the entrypoint's (components/entrypoint)
 	DefaultTensorBoardImage  = entrypoint.DefaultTensorBoardImage // the entrypoint's; the TF cluster's own TensorBoard's too
 	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
-	// The in-cluster NFS server. registry.k8s.io/volume-nfs:0.8 is a Docker v1 manifest that
-	// containerd 2.1 refuses to pull; this one is a current manifest.
-	DefaultNFSServerImage = "itsthenetwork/nfs-server-alpine:12"
+	DefaultNFSServerImage    = storage.DefaultServerImage // the in-cluster NFS server's (components/storage)
 )
 
 // Defaults that fill zero values. Each says its unit and why.
@@ -26,13 +25,6 @@ const (
 	// defaultPoolCPUs, defaultPoolMemory: a pool that says nothing is an 8-core, 32 GiB node.
 	defaultPoolCPUs   = 8
 	defaultPoolMemory = "32Gi"
-	// defaultStorageSize: the shared claim (quantity); checkpoints of a few large models.
-	defaultStorageSize = "100Gi"
-	// defaultMountPath, defaultScratchMountPath: where every workload sees storage and scratch.
-	defaultMountPath        = "/shared"
-	defaultScratchMountPath = "/scratch"
-	// defaultScratchSizeLimit: emptyDir scratch limit (quantity) so one pod cannot fill a node's disk.
-	defaultScratchSizeLimit = "50Gi"
 	// localStorageRoot: storage.type local keeps a stack's shared directory under
 	// <root>/<namespace>/shared on the node, one directory per stack.
 	localStorageRoot = "/var/lib/kolotoc"
@@ -76,12 +68,7 @@ func (c *Config) applyDefaults() {
 			s.Path = fmt.Sprintf("%s/%s/%s", localStorageRoot, c.Namespace, StorageName)
 		}
 	}
-	meta.Fill(&s.Size, defaultStorageSize)
-	meta.Fill(&s.MountPath, defaultMountPath)
-	meta.Fill(&s.Image, DefaultNFSServerImage)
-	meta.Fill(&s.Scratch.Type, ScratchEmptyDir)
-	meta.Fill(&s.Scratch.SizeLimit, defaultScratchSizeLimit)
-	meta.Fill(&s.Scratch.MountPath, defaultScratchMountPath)
+	s.Default() // the rest is the storage's own (components/storage/config.go)
 
 	// Each workload section fills its own defaults, first those it takes from the node pools.
 	pools := c.pools()

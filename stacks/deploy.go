@@ -244,14 +244,9 @@ func CarrierArgs(c *Config) *dask.CarrierArgs {
 // workloadSite is what every workload takes from the stack (meta.Site), less the namespace input
 // and what the pods wait for, which deploy sets.
 func workloadSite(c *Config) meta.Site {
-	s := c.Storage.Scratch
-	scratch := meta.Scratch{SizeLimit: s.SizeLimit, MountPath: s.MountPath}
-	if s.Type == ScratchHostPath {
-		scratch.HostPath = s.Path
-	}
 	return meta.Site{
 		NamespaceDNS: c.Namespace, Labels: stackLabels(c), Claim: StorageName, MountPath: c.Storage.MountPath,
-		Scratch: scratch, RunAsUser: c.RunAsUser, Suspend: c.Suspend, Code: CodeArgs(c),
+		Scratch: c.Storage.Scratch.Site(), RunAsUser: c.RunAsUser, Suspend: c.Suspend, Code: CodeArgs(c),
 	}
 }
 

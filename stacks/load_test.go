@@ -72,7 +72,7 @@ func TestDevDefaults(t *testing.T) {
 	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != ring.DefaultCPUTowerSlots || t0.SSHPort != ring.DefaultSSHPort {
 		t.Errorf("towers = %+v", c.Towers)
 	}
-	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != defaultMountPath {
+	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
 		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
 	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "node" ||

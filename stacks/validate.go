@@ -12,6 +12,7 @@ import (
 
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 // Object names that the components give their pods and Services. Validation uses them to check
@@ -31,7 +32,6 @@ const minPasswordLength = 12
 var (
 	allowedClouds  = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
 	allowedStorage = []string{StorageInClusterNFS, StorageNFS, StorageLocal, StorageFilestore, StorageEFS, StorageAzureFiles}
-	allowedScratch = []string{ScratchEmptyDir, ScratchHostPath}
 	allowedEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 )
 
@@ -180,32 +180,14 @@ func (c *Config) validateStorage(v *validator) {
 	default:
 		v.oneOf("storage.type", s.Type, allowedStorage)
 	}
-	if s.Type == StorageInClusterNFS && s.Protect {
-		v.add("storage.protect", "true", "storage.type in-cluster-nfs keeps its data in the server pod's emptyDir, which nothing can protect "+
-			"(a restart of the pod erases it); allowed with in-cluster-nfs: false (keep checkpoints that must survive on nfs or a cloud file store)")
-	}
-	if s.Type == StorageNFS && s.Server == "" {
-		v.add("storage.server", "(unset)", "required with storage.type nfs: the NFS server's address")
-	}
+	s.Validate(v) // the storage's own settings (components/storage/config.go)
 	if c.InClusterNFS() {
 		v.image("storage.image", s.Image)
-	}
-	if s.Type == StorageLocal {
-		if s.Protect {
-			v.add("storage.protect", "true", "storage.type local is a directory of one node, which Kolotoc cannot protect (it outlives the stack on that node only); "+
-				"allowed with local: false (keep checkpoints that must survive on nfs or a cloud file store)")
-		}
-		if s.Server != "" {
-			v.add("storage.server", s.Server, "only for storage.type nfs; storage.type local is storage.path on the node")
-		}
 	}
 	v.quantity("storage.size", s.Size)
 	v.absPath("storage.path", s.Path)
 	v.absPath("storage.mountPath", s.MountPath)
-	v.oneOf("storage.scratch.type", s.Scratch.Type, allowedScratch)
-	if s.Scratch.Type == ScratchHostPath && s.Scratch.Path == "" {
-		v.add("storage.scratch.path", "(unset)", "required with scratch.type hostPath: the local SSD's mount point on the node")
-	}
+	v.oneOf("storage.scratch.type", s.Scratch.Type, storage.ScratchTypes)
 	if s.Scratch.Path != "" {
 		v.absPath("storage.scratch.path", s.Scratch.Path)
 	}
