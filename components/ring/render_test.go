@@ -1,0 +1,110 @@
+package ring
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/meta/rendertest"
+)
+
+// testArgs are the ring's Args as the stack builds them (stacks.TowerArgs) for a dev stack on
+// testPools (towers on the first GPU pool, v100, 4 GPUs each; the launcher on the CPU pool), with
+// the seed of sshkey_test.go, then change applied to its config before the defaults are filled.
+func testArgs(change func(c *Config)) *Args {
+	c := NewConfig()
+	c.LauncherPool = "cpu" // the stack fills it from the entrypoint's pool
+	if change != nil {
+		change(&c)
+	}
+	c.DefaultPools(testPools)
+	c.Default()
+	return &Args{
+		Config: c, Site: rendertest.Site(), Name: "tower", LauncherName: "launcher",
+		WaitSeconds: 600,
+		SSHKeySeed:  pulumi.ToSecret(pulumi.String(testSeed)).(pulumi.StringOutput),
+		KeyBinding:  Binding{Project: rendertest.Project, Stack: rendertest.Stack, Namespace: "kolotoc-dev"},
+	}
+}
+
+func render(t *testing.T, a *Args) *rendertest.Recorder {
+	t.Helper()
+	return rendertest.Run(t, func(ctx *pulumi.Context) error {
+		_, err := New(ctx, "towers", a)
+		return err
+	})
+}
+
+// TestRenderGolden snapshots what the ring registers for two GPU towers, and checks that neither
+// the seed nor the private key it derives reaches the inputs in plain text.
+func TestRenderGolden(t *testing.T) {
+	got := rendertest.GoldenYAML(t, render(t, testArgs(nil)))
+	rendertest.CompareGolden(t, filepath.Join("testdata", "towers.golden.yaml"), got)
+	priv, _, err := DeriveSSHKey(testSeed, Binding{Project: rendertest.Project, Stack: rendertest.Stack, Namespace: "kolotoc-dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendertest.NoSecretIn(t, got, testSeed, priv[40:100]) // a line of the key's body
+}
+
+// TestRenderFacts checks what users rely on in the rendered ring.
+func TestRenderFacts(t *testing.T) {
+	statefulSet := func(rec *rendertest.Recorder) any {
+		return rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", "towers"))
+	}
+	launcher := func(rec *rendertest.Recorder) any {
+		return rendertest.Inputs(rec.One(t, "kubernetes:batch/v1:Job", "towers-launcher"))
+	}
+	t.Run("replicas are the count, none when suspended", func(t *testing.T) {
+		for _, tc := range []struct {
+			count   int
+			suspend bool
+			want    float64
+		}{{2, false, 2}, {5, false, 5}, {5, true, 0}} {
+			a := testArgs(func(c *Config) { c.Count = tc.count })
+			a.Suspend = tc.suspend
+			got := rendertest.Get(statefulSet(render(t, a)), "spec", "replicas")
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("count %d, suspend %v: replicas (-want +got):\n%s", tc.count, tc.suspend, d)
+			}
+		}
+	})
+	t.Run("GPU towers tolerate the GPU taint and request GPUs, CPU towers neither", func(t *testing.T) {
+		for _, tc := range []struct {
+			pool        string
+			tolerations any
+			gpuLimit    any
+		}{
+			{"v100", []any{map[string]any{"key": meta.GPUTaintKey, "operator": "Equal", "value": meta.GPUTaintValue, "effect": meta.GPUTaintEffect}}, "4"},
+			{"cpu", nil, nil},
+		} {
+			sts := statefulSet(render(t, testArgs(func(c *Config) { c.Pool = tc.pool })))
+			pod := rendertest.Get(sts, "spec", "template", "spec")
+			if d := cmp.Diff(tc.tolerations, rendertest.Get(pod, "tolerations")); d != "" {
+				t.Errorf("pool %s: tolerations (-want +got):\n%s", tc.pool, d)
+			}
+			if d := cmp.Diff(tc.gpuLimit, rendertest.Get(pod, "containers", "[0]", "resources", "limits", meta.GPUResource)); d != "" {
+				t.Errorf("pool %s: GPU limit (-want +got):\n%s", tc.pool, d)
+			}
+		}
+	})
+	t.Run("a new count starts a new launcher, the same count keeps it", func(t *testing.T) {
+		annotation := func(count int) any {
+			job := launcher(render(t, testArgs(func(c *Config) { c.Count = count })))
+			return rendertest.Get(job, "spec", "template", "metadata", "annotations", "kolotoc.dev/hostfile-sha256")
+		}
+		two, twoAgain, three := annotation(2), annotation(2), annotation(3)
+		if two == nil || two == "" {
+			t.Fatal("the launcher's pod template has no hostfile hash")
+		}
+		if d := cmp.Diff(two, twoAgain); d != "" {
+			t.Errorf("the same towers give another launcher (-first +second):\n%s", d)
+		}
+		if two == three {
+			t.Errorf("2 and 3 towers give the same launcher pod template (%v): a new ring would keep the old hostfile's launcher", two)
+		}
+	})
+}
