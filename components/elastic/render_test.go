@@ -1,0 +1,116 @@
+package elastic
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/etcd"
+	"kolotoc/components/meta"
+	"kolotoc/components/meta/rendertest"
+)
+
+// renderPools are the stack's pools in these tests: a CPU pool, then a GPU pool of 4 GPUs and
+// 32 cores per node.
+var renderPools = meta.Pools{{Name: "cpu", CPUs: 16}, {Name: "gpu", GPUsPerNode: 4, CPUs: 32}}
+
+// testArgs are the workers' Args as the stack builds them (stacks.ElasticArgs) for the dev
+// stack, with change applied to the section before its defaults are filled.
+func testArgs(change func(c *Config)) *Args {
+	c := NewConfig()
+	c.Enabled = true
+	c.RdzvID = "kolotoc-dev" // the stack fills it from its name
+	if change != nil {
+		change(&c)
+	}
+	c.DefaultPools(renderPools)
+	c.Default()
+	a := &Args{
+		Config: c, Site: rendertest.Site(), Name: "elastic",
+		CPULimit:      "32", // the GPU pool's cores for its 4 GPUs (stacks.gpuShareCPULimit)
+		CheckpointDir: "/shared/checkpoints/" + c.RdzvID,
+	}
+	if c.RdzvBackend != BackendC10d {
+		a.EtcdEndpoint = etcd.ClientEndpoint("etcd", "kolotoc-dev")
+	}
+	return a
+}
+
+func render(t *testing.T, a *Args) *rendertest.Recorder {
+	t.Helper()
+	return rendertest.Run(t, func(ctx *pulumi.Context) error {
+		_, err := New(ctx, "elastic", a)
+		return err
+	})
+}
+
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backend string
+	}{{"c10d", BackendC10d}, {"etcd-v2", BackendEtcdV2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := testArgs(func(c *Config) { c.RdzvBackend, c.MinNodes, c.MaxNodes = tc.backend, 1, 3 })
+			got := rendertest.GoldenYAML(t, render(t, a))
+			rendertest.CompareGolden(t, filepath.Join("testdata", tc.name+".golden.yaml"), got)
+		})
+	}
+}
+
+// torchrunFlag is the value of torchrun's --name=value among the worker's args, nil without it.
+func torchrunFlag(worker any, name string) any {
+	args, _ := rendertest.Get(worker, "args").([]any)
+	if i := slices.IndexFunc(args, func(a any) bool { s, _ := a.(string); return strings.HasPrefix(s, name+"=") }); i >= 0 {
+		return strings.TrimPrefix(args[i].(string), name+"=")
+	}
+	return nil
+}
+
+// TestRenderFacts checks what users rely on in the rendered workers.
+func TestRenderFacts(t *testing.T) {
+	t.Run("replicas are nodes, none when suspended; --nnodes is min:max", func(t *testing.T) {
+		for _, tc := range []struct {
+			min, max, nodes int
+			suspend         bool
+			wantReplicas    float64
+			wantNNodes      string
+			wantUnavailable float64
+		}{
+			{1, 1, 0, false, 1, "1:1", 0},
+			{2, 4, 3, false, 3, "2:4", 1},
+			{2, 4, 3, true, 0, "2:4", 1},
+		} {
+			a := testArgs(func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes = tc.min, tc.max, tc.nodes })
+			a.Suspend = tc.suspend
+			rec := render(t, a)
+			got := []any{
+				rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", "elastic")), "spec", "replicas"),
+				rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:core/v1:ConfigMap", "elastic-scale")), "data", NNodesKey),
+				rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:policy/v1:PodDisruptionBudget", "elastic")), "spec", "maxUnavailable"),
+			}
+			want := []any{tc.wantReplicas, tc.wantNNodes, tc.wantUnavailable}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("%+v: replicas, scale ConfigMap's nnodes, PDB maxUnavailable (-want +got):\n%s", tc, d)
+			}
+		}
+	})
+	t.Run("c10d meets at worker 0, etcd backends at the etcd Service", func(t *testing.T) {
+		for _, tc := range []struct {
+			backend, wantEndpoint string
+		}{
+			{BackendC10d, "elastic-0.elastic.kolotoc-dev.svc:29400"},
+			{BackendEtcdV2, etcd.ClientEndpoint("etcd", "kolotoc-dev")},
+		} {
+			sts := rendertest.Inputs(render(t, testArgs(func(c *Config) { c.RdzvBackend = tc.backend })).One(t, "kubernetes:apps/v1:StatefulSet", "elastic"))
+			w := rendertest.Get(sts, "spec", "template", "spec", "containers", "[0]")
+			got := []any{torchrunFlag(w, "--rdzv_backend"), torchrunFlag(w, "--rdzv_endpoint"), torchrunFlag(w, "--rdzv_id"), torchrunFlag(w, "--nproc_per_node")}
+			if d := cmp.Diff([]any{tc.backend, tc.wantEndpoint, "kolotoc-dev", "4"}, got); d != "" {
+				t.Errorf("%s: --rdzv_backend, --rdzv_endpoint, --rdzv_id, --nproc_per_node (-want +got):\n%s", tc.backend, d)
+			}
+		}
+	})
+}
