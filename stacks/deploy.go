@@ -158,29 +158,10 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 
-	if c.Towers.Enabled {
-		a := TowerArgs(c)
-		a.Site = site.WithPodDeps(mount...)
-		if c.Sentinels.Enabled {
-			a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
-				entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
-		}
-		a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
-		a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}
-		if _, err := ring.New(ctx, "towers", a, k8s, withDeps); err != nil {
-			return err
-		}
-	}
-
-	if c.Carriers.Enabled {
-		a := CarrierArgs(c)
-		a.Site = site.WithPodDeps(mount...)
-		if _, err := dask.NewCarriers(ctx, "carriers", a, k8s, withDeps); err != nil {
-			return err
-		}
-	}
-
-	if err := deployWorkloads(ctx, c, site, ns.Metadata.Uid().Elem(), agents, pools, mount, k8s, withDeps); err != nil {
+	if err := deployWorkloads(ctx, c, &wiring{
+		site: site, pools: pools, mount: mount, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
+		opts: []pulumi.ResourceOption{k8s, withDeps},
+	}); err != nil {
 		return err
 	}
 
@@ -360,9 +341,10 @@ func ShowSecretCommand(c *Config, output string) string {
 	return fmt.Sprintf("pulumi stack output --stack %s --show-secrets %s", c.Stack, output)
 }
 
-// StackOutputs are the stack's outputs: the namespace, every endpoint with the command that
-// reaches it, the `kubectl exec` commands that replace the old `goto tower N` / `goto carrier N`
-// helpers and the tower hostnames. The one secret among them, the Jupyter password, is a secret
+// StackOutputs are the stack's own outputs and the entrypoint's: the namespace, the node pools,
+// the entrypoint's endpoints with the commands that reach them (the workloads' are
+// WorkloadOutputs: the `kubectl exec` commands that replace the old `goto tower N` / `goto
+// carrier N` helpers, the tower hostnames, …). The one secret among them, the Jupyter password, is a secret
 // output (encrypted in state, shown only with --show-secrets): the printed command reads it from
 // the stack, which works wherever the stack's config is kept (a shadow config file included).
 func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
@@ -372,16 +354,6 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 	}
 	for k, v := range entrypoint.Outputs(e, kube.Kubectlf) {
 		out[k] = v
-	}
-	if c.Towers.Enabled {
-		for k, v := range ring.Outputs(TowerName, LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf) {
-			out[k] = v
-		}
-	}
-	if c.Carriers.Enabled {
-		for k, v := range dask.Outputs(CarrierName, c.Namespace, kube.Kubectlf) {
-			out[k] = v
-		}
 	}
 	if c.Entrypoint.Jupyter { // the password is the stack's secret (kolotoc:jupyterPassword)
 		out[JupyterPasswordOutput] = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal()))

@@ -9,15 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"kolotoc/components/dask"
-	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
-	"kolotoc/components/etcd"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
-	"kolotoc/components/ring"
 	"kolotoc/components/storage"
-	"kolotoc/components/tfcluster"
 )
 
 // Least privilege: what the stack's namespaces enforce and who may connect to what. One place
@@ -82,20 +78,11 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	// Dask: the workers and Jupyter (in the entrypoint pod) reach the scheduler; the scheduler and
 	// the workers reach each worker process and its nanny. Nothing outside the cluster reaches
 	// the scheduler: whoever does runs code on every worker.
-	daskWorkers := []string{}
-	if c.Carriers.Enabled {
-		daskWorkers = append(daskWorkers, dask.CarrierComponent)
-	}
-	if c.Towers.Enabled && c.Sentinels.Enabled {
-		daskWorkers = append(daskWorkers, ring.TowerComponent)
-	}
-	add(entrypoint.SchedulerAllow(daskWorkers))
-	out = append(out, dask.Allows(entrypoint.Component, daskWorkers)...) // each worker process and nanny
+	workers := daskWorkers(c)
+	add(entrypoint.SchedulerAllow(workers))
+	out = append(out, dask.Allows(entrypoint.Component, workers)...) // each worker process and nanny
 	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)           // its UIs; Jupyter behind a LoadBalancer
 
-	if c.Towers.Enabled {
-		out = append(out, ring.Allows()...) // MPI: ssh, then orted and ranks on any port
-	}
 	if c.InClusterNFS() {
 		add(isolation.Allow{
 			Name: "nfs-server", Pods: []string{storage.ServerName},
@@ -105,28 +92,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 				"which no pod selector matches and Kolotoc cannot know; nothing else of the server is reachable.",
 		})
 	}
-
-	if c.Etcd.Enabled {
-		var clients []string // the elastic workers, when their rendezvous is etcd
-		if c.Elastic.Enabled && c.Elastic.RdzvBackend != RdzvC10d {
-			clients = append(clients, elastic.Component)
-		}
-		out = append(out, etcd.Allows(clients)...) // client and peer ports
-	}
-	if c.Elastic.Enabled {
-		out = append(out, elastic.Allows()...) // worker to worker, any port
-	}
-	if c.TFCluster.Enabled {
-		out = append(out, tfcluster.Allows(TFClusterArgs(c))...) // the tasks' gRPC port, its own TensorBoard
-	}
-	if c.Monitoring.Enabled {
-		// Prometheus's UI (and Grafana's); its scrape of the Dask scheduler and worker processes.
-		out = append(out, monitoring.Allows(MonitoringArgs(c), append([]string{entrypoint.Component}, daskWorkers...), []isolation.Port{
-			{Port: entrypoint.DashboardPort},
-			{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
-		})...)
-	}
-	return out
+	return append(out, workloadAllows(c)...) // each workload's own (workloads_deploy.go)
 }
 
 // GPUAgentsNetworkAllows are the GPU agents' namespace's allows: only Prometheus, from the

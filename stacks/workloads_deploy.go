@@ -5,67 +5,203 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/dask"
 	"kolotoc/components/elastic"
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/etcd"
+	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
+	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
 
-// deployWorkloads registers the optional workloads the stack enables (their outputs are
-// WorkloadOutputs). site is what every workload takes from the stack, its namespace input set;
-// namespaceUID names this life of the namespace (etcd's static volumes); agents is the GPU
-// agents' namespace (the DCGM exporter's), nil when there is none. opts carry the Kubernetes
-// provider and what every workload waits for (the namespace, the cluster, the NetworkPolicies,
-// the pull Secrets). Their pods also wait for the simulated node pools, and those that mount the
-// shared claim for mount (the pools, the claim and its owner Job).
-func deployWorkloads(ctx *pulumi.Context, c *Config, site meta.Site, namespaceUID, agents pulumi.StringInput, pools, mount []pulumi.Resource, opts ...pulumi.ResourceOption) error {
-	var store pulumi.Resource
-	if c.Etcd.Enabled {
-		a := EtcdArgs(c)
-		a.Site = site.WithPodDeps(pools...)
-		if a.StaticVolumes {
-			a.VolumeID = namespaceUID
-		}
-		e, err := etcd.New(ctx, "etcd", a, opts...)
-		if err != nil {
+// How the stack composes the training workloads: each is one entry of workloads, which says
+// whether the config enables it, registers it, and gives the NetworkPolicy allows its traffic
+// needs and its stack outputs. Its section's type, defaults and checks are its package's; what
+// one workload takes from another (the sentinels beside the towers, the elastic workers' etcd,
+// what Prometheus scrapes) its entry reads from the Config. The entrypoint, which every stack
+// runs and the others reach, is composed in deploy.go.
+
+// workload is one workload package as the stack composes it.
+type workload struct {
+	key     string // kolotoc:<key>
+	enabled func(c *Config) bool
+	deploy  func(ctx *pulumi.Context, c *Config, w *wiring) error
+	allows  func(c *Config) []isolation.Allow // nil: none of its own
+	outputs func(c *Config, kube KubeAccess) pulumi.Map
+}
+
+// wiring is what the stack hands each workload's deploy.
+type wiring struct {
+	site  meta.Site         // what every workload takes from the stack, its namespace input set
+	pools []pulumi.Resource // the simulated node pools: what pods that mount nothing wait for
+	mount []pulumi.Resource // the pools, the shared claim and its owner Job: what pods that mount the claim wait for
+	// namespaceUID names this life of the namespace (etcd's static volumes); agents is the GPU
+	// agents' namespace (the DCGM exporter's), nil when there is none.
+	namespaceUID, agents pulumi.StringInput
+	// etcd is the etcd StatefulSet once registered (the elastic workers wait for it): the
+	// StatefulSet, not the component, since the SDK adds a child to its component from the
+	// child's registration goroutine, so a dependency on the component may miss it.
+	etcd pulumi.Resource
+	// opts carry the Kubernetes provider and what every workload waits for (the namespace, the
+	// cluster, the NetworkPolicies, the pull Secrets).
+	opts []pulumi.ResourceOption
+}
+
+// workloads in the order the stack registers them: etcd before the elastic workers that wait
+// for it.
+var workloads = []workload{
+	{
+		key: ring.Key, enabled: func(c *Config) bool { return c.Towers.Enabled },
+		deploy: deployTowers,
+		allows: func(*Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
+		outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+			return ring.Outputs(TowerName, LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf)
+		},
+	},
+	{
+		key: dask.CarriersKey, enabled: func(c *Config) bool { return c.Carriers.Enabled },
+		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+			a := CarrierArgs(c)
+			a.Site = w.site.WithPodDeps(w.mount...)
+			_, err := dask.NewCarriers(ctx, "carriers", a, w.opts...)
 			return err
-		}
-		// The StatefulSet, not the component: the SDK adds a child to its component from the
-		// child's registration goroutine, so a dependency on the component may miss it.
-		store = e.StatefulSet
-	}
-	if c.Elastic.Enabled {
-		a := ElasticArgs(c)
-		var deps []pulumi.Resource
-		if a.RdzvBackend != elastic.BackendC10d && store != nil {
-			// Workers started before etcd is ready would spend their join timeout failing.
-			deps = append(deps, store)
-		}
-		a.Site = site.WithPodDeps(append(deps, mount...)...)
-		if _, err := elastic.New(ctx, "elastic", a, opts...); err != nil {
+		},
+		// The Dask workers' allow spans the scheduler, the carriers and the sentinels: NetworkAllows.
+		outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+			return dask.Outputs(CarrierName, c.Namespace, kube.Kubectlf)
+		},
+	},
+	{
+		key: etcd.Key, enabled: func(c *Config) bool { return c.Etcd.Enabled },
+		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+			a := EtcdArgs(c)
+			a.Site = w.site.WithPodDeps(w.pools...)
+			if a.StaticVolumes {
+				a.VolumeID = w.namespaceUID
+			}
+			e, err := etcd.New(ctx, "etcd", a, w.opts...)
+			if err == nil {
+				w.etcd = e.StatefulSet
+			}
 			return err
-		}
-	}
-	if c.TFCluster.Enabled {
-		a := TFClusterArgs(c)
-		a.Site = site.WithPodDeps(mount...)
-		if _, err := tfcluster.New(ctx, "tfcluster", a, opts...); err != nil {
+		},
+		allows: func(c *Config) []isolation.Allow {
+			var clients []string // the elastic workers, when their rendezvous is etcd
+			if c.Elastic.Enabled && c.Elastic.RdzvBackend != RdzvC10d {
+				clients = append(clients, elastic.Component)
+			}
+			return etcd.Allows(clients) // client and peer ports
+		},
+		outputs: func(c *Config, _ KubeAccess) pulumi.Map { return etcd.Outputs(EtcdName, c.Namespace) },
+	},
+	{
+		key: elastic.Key, enabled: func(c *Config) bool { return c.Elastic.Enabled },
+		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+			a := ElasticArgs(c)
+			var deps []pulumi.Resource
+			if a.RdzvBackend != elastic.BackendC10d && w.etcd != nil {
+				// Workers started before etcd is ready would spend their join timeout failing.
+				deps = append(deps, w.etcd)
+			}
+			a.Site = w.site.WithPodDeps(append(deps, w.mount...)...)
+			_, err := elastic.New(ctx, "elastic", a, w.opts...)
 			return err
+		},
+		allows:  func(*Config) []isolation.Allow { return elastic.Allows() }, // worker to worker, any port
+		outputs: func(c *Config, kube KubeAccess) pulumi.Map { return elastic.Outputs(ElasticArgs(c), kube.Kubectlf) },
+	},
+	{
+		key: tfcluster.Key, enabled: func(c *Config) bool { return c.TFCluster.Enabled },
+		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+			a := TFClusterArgs(c)
+			a.Site = w.site.WithPodDeps(w.mount...)
+			_, err := tfcluster.New(ctx, "tfcluster", a, w.opts...)
+			return err
+		},
+		allows:  func(c *Config) []isolation.Allow { return tfcluster.Allows(TFClusterArgs(c)) }, // the tasks' gRPC port, its own TensorBoard
+		outputs: func(c *Config, kube KubeAccess) pulumi.Map { return tfcluster.Outputs(TFClusterArgs(c), kube.Kubectlf) },
+	},
+	{
+		key: monitoring.Key, enabled: func(c *Config) bool { return c.Monitoring.Enabled },
+		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+			a := MonitoringArgs(c)
+			a.Site = w.site.WithPodDeps(w.pools...)
+			if a.GrafanaOn() {
+				a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
+			}
+			a.AgentsNamespace = w.agents
+			_, err := monitoring.New(ctx, "monitoring", a, w.opts...)
+			return err
+		},
+		// Prometheus's UI (and Grafana's); its scrape of the Dask scheduler and worker processes.
+		allows: func(c *Config) []isolation.Allow {
+			return monitoring.Allows(MonitoringArgs(c), append([]string{entrypoint.Component}, daskWorkers(c)...), []isolation.Port{
+				{Port: entrypoint.DashboardPort},
+				{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
+			})
+		},
+		outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+			out := monitoring.Outputs(MonitoringArgs(c), kube.Kubectlf)
+			if c.Monitoring.GrafanaOn() { // the admin password is the stack's secret (kolotoc:grafanaPassword)
+				out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
+				out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
+			}
+			return out
+		},
+	},
+}
+
+// deployWorkloads registers every workload the config enables, in order.
+func deployWorkloads(ctx *pulumi.Context, c *Config, w *wiring) error {
+	for _, wl := range workloads {
+		if !wl.enabled(c) {
+			continue
 		}
-	}
-	if c.Monitoring.Enabled {
-		a := MonitoringArgs(c)
-		a.Site = site.WithPodDeps(pools...)
-		if a.GrafanaOn() {
-			a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
-		}
-		a.AgentsNamespace = agents
-		if _, err := monitoring.New(ctx, "monitoring", a, opts...); err != nil {
+		if err := wl.deploy(ctx, c, w); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deployTowers registers the ring, with a Dask sentinel beside each tower when sentinels run.
+func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
+	a := TowerArgs(c)
+	a.Site = w.site.WithPodDeps(w.mount...)
+	if c.Sentinels.Enabled {
+		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
+			entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
+	}
+	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
+	a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}
+	_, err := ring.New(ctx, "towers", a, w.opts...)
+	return err
+}
+
+// workloadAllows are the NetworkPolicy allows of every workload the config enables.
+func workloadAllows(c *Config) []isolation.Allow {
+	var out []isolation.Allow
+	for _, wl := range workloads {
+		if wl.enabled(c) && wl.allows != nil {
+			out = append(out, wl.allows(c)...)
+		}
+	}
+	return out
+}
+
+// daskWorkers are the components whose pods run Dask workers: the carriers, and the towers
+// when sentinels run beside them.
+func daskWorkers(c *Config) []string {
+	out := []string{}
+	if c.Carriers.Enabled {
+		out = append(out, dask.CarrierComponent)
+	}
+	if c.Towers.Enabled && c.Sentinels.Enabled {
+		out = append(out, ring.TowerComponent)
+	}
+	return out
 }
 
 // EtcdArgs is the etcd component's configuration, less its site's namespace input and PodDeps.
@@ -128,29 +264,12 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 // secret output (encrypted in state); the printed command shows it from the stack's state.
 func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
-	ns := c.Namespace
-	if c.Etcd.Enabled {
-		for k, v := range etcd.Outputs(EtcdName, ns) {
-			out[k] = v
+	for _, wl := range workloads {
+		if !wl.enabled(c) {
+			continue
 		}
-	}
-	if c.Elastic.Enabled {
-		for k, v := range elastic.Outputs(ElasticArgs(c), kube.Kubectlf) {
+		for k, v := range wl.outputs(c, kube) {
 			out[k] = v
-		}
-	}
-	if c.TFCluster.Enabled {
-		for k, v := range tfcluster.Outputs(TFClusterArgs(c), kube.Kubectlf) {
-			out[k] = v
-		}
-	}
-	if c.Monitoring.Enabled {
-		for k, v := range monitoring.Outputs(MonitoringArgs(c), kube.Kubectlf) {
-			out[k] = v
-		}
-		if *c.Monitoring.Grafana { // the admin password is the stack's secret (kolotoc:grafanaPassword)
-			out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
-			out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
 		}
 	}
 	return out
