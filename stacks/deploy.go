@@ -11,12 +11,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cluster"
-	"kolotoc/components/dask"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
-	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
 
@@ -201,25 +199,6 @@ func stackLabels(c *Config) meta.Labels {
 // and its secrets.
 func EntrypointArgs(c *Config) *entrypoint.Args {
 	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName}
-}
-
-// TowerArgs is the ring's configuration, less its site's namespace input and PodDeps, the
-// sentinels beside the towers and the ssh keys' seed and binding.
-func TowerArgs(c *Config) *ring.Args {
-	t := c.Towers
-	return &ring.Args{
-		Config: t, Site: workloadSite(c), Name: TowerName, LauncherName: LauncherName,
-		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
-		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
-	}
-}
-
-// CarrierArgs is the carriers' configuration, less their site's namespace input and PodDeps.
-func CarrierArgs(c *Config) *dask.CarrierArgs {
-	return &dask.CarrierArgs{
-		CarriersConfig: c.Carriers, Site: workloadSite(c), Name: CarrierName,
-		Scheduler: entrypoint.SchedulerAddress(EntryName, c.Namespace),
-	}
 }
 
 // workloadSite is what every workload takes from the stack (meta.Site), less the namespace input

@@ -81,7 +81,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	workers := daskWorkers(c)
 	add(entrypoint.SchedulerAllow(workers))
 	out = append(out, dask.Allows(entrypoint.Component, workers)...) // each worker process and nanny
-	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)           // its UIs; Jupyter behind a LoadBalancer
+	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)       // its UIs; Jupyter behind a LoadBalancer
 
 	if c.InClusterNFS() {
 		add(isolation.Allow{

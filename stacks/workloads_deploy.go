@@ -204,6 +204,25 @@ func daskWorkers(c *Config) []string {
 	return out
 }
 
+// TowerArgs is the ring's configuration, less its site's namespace input and PodDeps, the
+// sentinels beside the towers and the ssh keys' seed and binding.
+func TowerArgs(c *Config) *ring.Args {
+	t := c.Towers
+	return &ring.Args{
+		Config: t, Site: workloadSite(c), Name: TowerName, LauncherName: LauncherName,
+		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
+		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
+	}
+}
+
+// CarrierArgs is the carriers' configuration, less their site's namespace input and PodDeps.
+func CarrierArgs(c *Config) *dask.CarrierArgs {
+	return &dask.CarrierArgs{
+		CarriersConfig: c.Carriers, Site: workloadSite(c), Name: CarrierName,
+		Scheduler: entrypoint.SchedulerAddress(EntryName, c.Namespace),
+	}
+}
+
 // EtcdArgs is the etcd component's configuration, less its site's namespace input and PodDeps.
 // The simulated cloud has no volume provisioner: its members get static volumes unless a class
 // is named.
