@@ -1,0 +1,134 @@
+package entrypoint
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/dask"
+	"kolotoc/components/meta/rendertest"
+)
+
+// The entrypoint's secrets in these tests (kolotoc:jupyterPassword, kolotoc:entrypointTLSKey):
+// they must reach the inputs only as secrets.
+const (
+	testJupyterPassword = "test-jupyter-password-that-must-stay-secret"
+	testTLSKey          = "-----BEGIN PRIVATE KEY-----\ntest-tls-key-that-must-stay-secret\n-----END PRIVATE KEY-----\n"
+	testCertificate     = "-----BEGIN CERTIFICATE-----\ntest-certificate\n-----END CERTIFICATE-----\n"
+)
+
+// testArgs are the entrypoint's Args as the stack builds them (stacks.EntrypointArgs and
+// deploy): the carriers' pool and Dask image, the secrets set; change applies to the section
+// before its defaults are filled.
+func testArgs(change func(c *Config)) *Args {
+	c := NewConfig()
+	c.Pool, c.DaskImage = "cpu", dask.DefaultImage // the stack fills both from the carriers'
+	if change != nil {
+		change(&c)
+	}
+	c.Default()
+	a := &Args{Config: c, Site: rendertest.Site(), Name: "entrypoint"}
+	if c.Jupyter {
+		a.JupyterPassword = pulumi.ToSecret(pulumi.String(testJupyterPassword)).(pulumi.StringOutput)
+	}
+	if c.TLSCertificate != "" {
+		a.TLSKey = pulumi.ToSecret(pulumi.String(testTLSKey)).(pulumi.StringOutput)
+	}
+	return a
+}
+
+// public is a LoadBalancer publishing Jupyter over HTTPS to one range.
+func public(c *Config) {
+	c.ServiceType, c.SourceRanges, c.TLSCertificate = ServiceLoadBalancer, []string{"203.0.113.0/24"}, testCertificate
+}
+
+func render(t *testing.T, a *Args) *rendertest.Recorder {
+	t.Helper()
+	return rendertest.Run(t, func(ctx *pulumi.Context) error {
+		_, err := New(ctx, "entrypoint", a)
+		return err
+	})
+}
+
+// TestRenderGolden snapshots the entrypoint behind a ClusterIP (the default) and published by a
+// LoadBalancer; neither the Jupyter password nor the TLS key is in the inputs in plain text.
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+	}{{"clusterip", nil}, {"loadbalancer", public}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rendertest.GoldenYAML(t, render(t, testArgs(tc.change)))
+			rendertest.CompareGolden(t, filepath.Join("testdata", tc.name+".golden.yaml"), got)
+			rendertest.NoSecretIn(t, got, testJupyterPassword, "test-tls-key-that-must-stay-secret")
+		})
+	}
+}
+
+// TestRenderFacts checks what users rely on in the rendered entrypoint.
+func TestRenderFacts(t *testing.T) {
+	names := func(rec *rendertest.Recorder, token string) []string {
+		var out []string
+		for _, r := range rec.OfType(token) {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	containers := func(rec *rendertest.Recorder) []string {
+		var out []string
+		cs, _ := rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:Deployment", "entrypoint")), "spec", "template", "spec", "containers").([]any)
+		for _, c := range cs {
+			out = append(out, rendertest.Get(c, "name").(string))
+		}
+		return out
+	}
+	t.Run("the Jupyter password and TLS key are secret inputs; Jupyter reads the token from its Secret", func(t *testing.T) {
+		rec := render(t, testArgs(public))
+		got := []any{
+			rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:core/v1:Secret", "entrypoint-jupyter")), "stringData"),
+			rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:core/v1:Secret", "entrypoint-tls")), "stringData"),
+		}
+		if d := cmp.Diff([]any{rendertest.SecretMarker, rendertest.SecretMarker}, got); d != "" {
+			t.Errorf("the Secrets' stringData (-want +got):\n%s", d)
+		}
+		jupyter := rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:Deployment", "entrypoint")), "spec", "template", "spec", "containers", "[1]")
+		wantToken := map[string]any{"name": "JUPYTER_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "entrypoint-jupyter", "key": "token"}}}
+		if d := cmp.Diff(wantToken, rendertest.Get(jupyter, "env", "[0]")); d != "" {
+			t.Errorf("Jupyter's token (-want +got):\n%s", d)
+		}
+		rendertest.NoSecretIn(t, rendertest.GoldenYAML(t, rec), testJupyterPassword, "test-tls-key-that-must-stay-secret")
+	})
+	t.Run("what runs follows jupyter, tensorboard and daskDashboard", func(t *testing.T) {
+		for _, tc := range []struct {
+			name           string
+			change         func(c *Config)
+			wantContainers []string
+			wantSecrets    []string
+		}{
+			{"defaults", nil, []string{"dask-scheduler", "jupyterlab", "tensorboard"}, []string{"entrypoint-jupyter"}},
+			{"no Jupyter", func(c *Config) { c.Jupyter = false }, []string{"dask-scheduler", "tensorboard"}, nil},
+			{"no TensorBoard", func(c *Config) { c.TensorBoard = false }, []string{"dask-scheduler", "jupyterlab"}, []string{"entrypoint-jupyter"}},
+		} {
+			rec := render(t, testArgs(tc.change))
+			got := [][]string{containers(rec), names(rec, "kubernetes:core/v1:Secret")}
+			if d := cmp.Diff([][]string{tc.wantContainers, tc.wantSecrets}, got); d != "" {
+				t.Errorf("%s: containers, Secrets (-want +got):\n%s", tc.name, d)
+			}
+		}
+	})
+	t.Run("a LoadBalancer publishes Jupyter alone, over HTTPS, to the source ranges", func(t *testing.T) {
+		if pubs := names(render(t, testArgs(nil)), "kubernetes:core/v1:Service"); !cmp.Equal(pubs, []string{"entrypoint"}) {
+			t.Errorf("ClusterIP entrypoint: Services %v, want only entrypoint", pubs)
+		}
+		spec := rendertest.Get(rendertest.Inputs(render(t, testArgs(public)).One(t, "kubernetes:core/v1:Service", "entrypoint-public")), "spec")
+		got := []any{rendertest.Get(spec, "type"), rendertest.Get(spec, "ports"), rendertest.Get(spec, "loadBalancerSourceRanges")}
+		want := []any{"LoadBalancer",
+			[]any{map[string]any{"name": "jupyter-https", "port": float64(PublicPort), "targetPort": float64(JupyterPort)}},
+			[]any{"203.0.113.0/24"}}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("public Service's type, ports, source ranges (-want +got):\n%s", d)
+		}
+	})
+}
