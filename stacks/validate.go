@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kolotoc/components/dask"
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
@@ -17,11 +19,12 @@ import (
 
 // Object names that the components give their pods and Services. Validation uses them to check
 // that the longest generated hostname is still a valid DNS label.
+// Each is its component's.
 const (
-	TowerName    = "tower"    // StatefulSet and headless Service of the towers: pods tower-0 … tower-N
-	LauncherName = "launcher" // the MPI launcher Job
-	CarrierName  = "carrier"  // StatefulSet and headless Service of the carriers
-	EntryName    = "entrypoint"
+	TowerName    = ring.Name
+	LauncherName = ring.LauncherName
+	CarrierName  = dask.CarrierName
+	EntryName    = entrypoint.Name
 	StorageName  = "shared" // the RWX claim
 )
 

@@ -59,16 +59,17 @@ const (
 	DefaultDCGMExporterImage = monitoring.DefaultDCGMExporterImage
 )
 
-// Object names of the workloads (pods are <name>-<i>; validation checks the longest hostname).
+// Object names of the workloads (pods are <name>-<i>; validation checks the longest hostname):
+// each is its component's.
 const (
-	EtcdName        = "etcd"
-	ElasticName     = "elastic"
-	TFPSName        = "tf-ps"
-	TFWorkerName    = "tf-worker"
-	TFChiefName     = "tf-chief"
-	TFEvaluatorName = "tf-evaluator"
-	TFScriptsName   = "tf-scripts"
-	TFTensorBoard   = "tf-tensorboard"
+	EtcdName        = etcd.Name
+	ElasticName     = elastic.Name
+	TFPSName        = tfcluster.NamePrefix + tfcluster.TypePS
+	TFWorkerName    = tfcluster.NamePrefix + tfcluster.TypeWorker
+	TFChiefName     = tfcluster.NamePrefix + tfcluster.TypeChief
+	TFEvaluatorName = tfcluster.NamePrefix + tfcluster.TypeEvaluator
+	TFScriptsName   = tfcluster.ScriptsName
+	TFTensorBoard   = tfcluster.TensorBoardName
 )
 
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when
@@ -111,13 +112,9 @@ type tfRole struct {
 // tfRoles lists the TensorFlow task types in the tfcluster package's order, each with the name
 // of its objects.
 func (c *Config) tfRoles() []tfRole {
-	names := map[string]string{
-		tfcluster.TypeChief: TFChiefName, tfcluster.TypeWorker: TFWorkerName,
-		tfcluster.TypePS: TFPSName, tfcluster.TypeEvaluator: TFEvaluatorName,
-	}
 	var out []tfRole
 	for _, r := range c.TFCluster.Roles() {
-		out = append(out, tfRole{r.Key, names[r.Type], r.Type, r.Role})
+		out = append(out, tfRole{r.Key, tfcluster.TaskName(r.Type), r.Type, r.Role})
 	}
 	return out
 }

@@ -15,7 +15,11 @@ import (
 	"kolotoc/components/meta"
 )
 
-const carrierComponent = "carrier"
+// CarrierName is the carriers' object name in a stack (CarrierArgs.Name): their StatefulSet and
+// headless Service, pods carrier-0 …; their component label is the same word.
+const CarrierName = "carrier"
+
+const carrierComponent = CarrierName
 
 // CarrierComponent is the carriers' component label, for the NetworkPolicies that select them.
 const CarrierComponent = carrierComponent

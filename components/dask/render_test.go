@@ -35,7 +35,7 @@ func carriersConfig(change func(c *CarriersConfig)) CarriersConfig {
 // renderCarriers registers the carriers as the stack does (stacks.CarrierArgs).
 func renderCarriers(t *testing.T, c CarriersConfig) *rendertest.Recorder {
 	t.Helper()
-	a := &CarrierArgs{CarriersConfig: c, Site: rendertest.Site(), Name: "carrier", Scheduler: scheduler}
+	a := &CarrierArgs{CarriersConfig: c, Site: rendertest.Site(), Name: CarrierName, Scheduler: scheduler}
 	return rendertest.Run(t, func(ctx *pulumi.Context) error {
 		_, err := NewCarriers(ctx, "carriers", a)
 		return err

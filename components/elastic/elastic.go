@@ -31,8 +31,11 @@ const (
 )
 
 const (
-	// Component is the app.kubernetes.io/component label of the workers.
-	Component = "elastic"
+	// Name is the workers' object name in a stack (Args.Name): their StatefulSet, headless Service
+	// and ConfigMaps, pods elastic-0 …; Component, their app.kubernetes.io/component label, is the
+	// same word.
+	Name      = "elastic"
+	Component = Name
 	// NNodesKey is the key of the scale ConfigMap that holds MIN:MAX.
 	NNodesKey = "nnodes"
 	// nnodesEnv carries NNodesKey into the container; torchrun's arguments reference it.

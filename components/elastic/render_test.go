@@ -30,7 +30,7 @@ func testArgs(change func(c *Config)) *Args {
 	c.DefaultPools(renderPools)
 	c.Default()
 	a := &Args{
-		Config: c, Site: rendertest.Site(), Name: "elastic",
+		Config: c, Site: rendertest.Site(), Name: Name,
 		CPULimit:      "32", // the GPU pool's cores for its 4 GPUs (stacks.gpuShareCPULimit)
 		CheckpointDir: "/shared/checkpoints/" + c.RdzvID,
 	}

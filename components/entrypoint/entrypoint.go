@@ -24,7 +24,11 @@ const (
 	TensorBoardPort = 6006
 )
 
-const component = "entrypoint"
+// Name is the entrypoint's object name in a stack (Args.Name): its Deployment, Service and Secret
+// prefix; its component label is the same word.
+const Name = "entrypoint"
+
+const component = Name
 
 // Jupyter front ends (Args.JupyterUI).
 const (

@@ -29,7 +29,7 @@ func testArgs(change func(c *Config)) *Args {
 		change(&c)
 	}
 	c.Default()
-	a := &Args{Config: c, Site: rendertest.Site(), Name: "entrypoint"}
+	a := &Args{Config: c, Site: rendertest.Site(), Name: Name}
 	if c.Jupyter {
 		a.JupyterPassword = pulumi.ToSecret(pulumi.String(testJupyterPassword)).(pulumi.StringOutput)
 	}

@@ -19,8 +19,10 @@ import (
 )
 
 const (
-	// Component is the app.kubernetes.io/component label of the members.
-	Component = "etcd"
+	// Name is the store's object name in a stack (Args.Name): its StatefulSet and client Service,
+	// pods etcd-0 …; Component, the members' app.kubernetes.io/component label, is the same word.
+	Name      = "etcd"
+	Component = Name
 	// ClientPort and PeerPort are etcd's standard ports.
 	ClientPort = 2379
 	PeerPort   = 2380

@@ -23,7 +23,7 @@ func testArgs(change func(c *Config)) *Args {
 	}
 	c.DefaultPools(meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}})
 	c.Default()
-	a := &Args{Config: c, Site: rendertest.Site(), Name: "etcd", StaticVolumes: c.StorageClass == ""}
+	a := &Args{Config: c, Site: rendertest.Site(), Name: Name, StaticVolumes: c.StorageClass == ""}
 	if a.StaticVolumes {
 		a.VolumeID = pulumi.String(rendertest.FakeNamespaceUID)
 	}

@@ -23,7 +23,7 @@ func testArgs(change func(c *Config)) *Args {
 	c.DefaultPools(testPools)
 	c.Default()
 	return &Args{
-		Config: c, Site: rendertest.Site(), Name: "tower", LauncherName: "launcher",
+		Config: c, Site: rendertest.Site(), Name: Name, LauncherName: LauncherName,
 		WaitSeconds: 600,
 		SSHKeySeed:  pulumi.ToSecret(pulumi.String(testSeed)).(pulumi.StringOutput),
 		KeyBinding:  Binding{Project: rendertest.Project, Stack: rendertest.Stack, Namespace: "kolotoc-dev"},

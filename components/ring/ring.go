@@ -22,9 +22,9 @@ import (
 )
 
 const (
-	// Component labels of the towers and the launcher.
-	towerComponent    = "tower"
-	launcherComponent = "launcher"
+	// Component labels of the towers and the launcher: the same words as their object names.
+	towerComponent    = Name
+	launcherComponent = LauncherName
 	// sshKeyMode is the mode of the mounted key files (0600): sshd and ssh refuse laxer ones.
 	sshKeyMode = 0o600
 	// launcherBackoffLimit: retries of a failed launcher pod; an MPI job that failed twice needs
@@ -44,6 +44,13 @@ const (
 	launcherMemoryLimit = "4Gi"
 	// sshdRunDirSize bounds sshdRunDir's emptyDir: a host key and a pid file take a few KiB.
 	sshdRunDirSize = "1Mi"
+)
+
+// Object names of the towers and the launcher in a stack (Args.Name, Args.LauncherName): the
+// towers' StatefulSet and headless Service (pods tower-0 … tower-N) and the MPI launcher Job.
+const (
+	Name         = "tower"
+	LauncherName = "launcher"
 )
 
 // Component labels of the towers and the launcher, for the NetworkPolicies that select them.

@@ -12,9 +12,6 @@ import (
 	"kolotoc/components/meta/rendertest"
 )
 
-// names are the task types' object names as the stack gives them (stacks.TFClusterArgs).
-var names = map[string]string{TypeChief: "tf-chief", TypeWorker: "tf-worker", TypePS: "tf-ps", TypeEvaluator: "tf-evaluator"}
-
 // testArgs are the cluster's Args as the stack builds them for the dev stack, whose entrypoint
 // runs TensorBoard (so the cluster runs none of its own); change applies to the section before
 // its defaults are filled.
@@ -28,11 +25,11 @@ func testArgs(change func(c *Config)) *Args {
 	c.DefaultPools(meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}})
 	c.Default()
 	a := &Args{
-		Config: c, Site: rendertest.Site(), ScriptsName: "tf-scripts",
+		Config: c, Site: rendertest.Site(), ScriptsName: ScriptsName,
 		LogDir: "/shared/logs/tfcluster", CheckpointDir: "/shared/checkpoints/tfcluster",
 	}
 	for _, r := range c.Roles() {
-		a.Tasks = append(a.Tasks, Task{Role: *r.Role, Type: r.Type, Name: names[r.Type]})
+		a.Tasks = append(a.Tasks, Task{Role: *r.Role, Type: r.Type, Name: TaskName(r.Type)})
 	}
 	return a
 }

@@ -44,9 +44,21 @@ const (
 	// EntryScript and Program are the ConfigMap keys of the entry script and the built-in program.
 	EntryScript = "tf_config.sh"
 	Program     = "kolotoc_tf.py"
+	// ScriptsName is the ConfigMap of the entry script and the built-in program in a stack
+	// (Args.ScriptsName).
+	ScriptsName = "tf-scripts"
+	// TensorBoardName is the cluster's own TensorBoard's Deployment and Service in a stack.
+	TensorBoardName = "tf-tensorboard"
 	// tensorBoardComponent is the component label of the stack's own TensorBoard.
-	tensorBoardComponent = "tf-tensorboard"
+	tensorBoardComponent = TensorBoardName
 )
+
+// NamePrefix + a task type is that type's object name in a stack (Task.Name, TaskName): tf-chief,
+// tf-worker, tf-ps, tf-evaluator; its StatefulSet and headless Service, pods tf-worker-0 ….
+const NamePrefix = "tf-"
+
+// TaskName is the object name of a task type in a stack.
+func TaskName(taskType string) string { return NamePrefix + taskType }
 
 // TensorBoardComponent is the component label of the cluster's own TensorBoard.
 const TensorBoardComponent = tensorBoardComponent
