@@ -28,7 +28,7 @@ const GPUAgentsSuffix = "-gpu-agents"
 // GPUAgentsNamespace is the GPU node agents' namespace; "" when the stack runs none.
 func (c *Config) GPUAgentsNamespace() string {
 	if (c.DevicePlugin.Enabled != nil && *c.DevicePlugin.Enabled) ||
-		(c.Monitoring.Enabled && c.Monitoring.DCGMExporter != nil && *c.Monitoring.DCGMExporter) {
+		(c.Monitoring.Enabled && c.Monitoring.DCGMOn()) {
 		return c.Namespace + GPUAgentsSuffix
 	}
 	return ""
@@ -64,7 +64,7 @@ func GPUAgentsPodSecurity(c *Config) isolation.Level {
 	if *c.DevicePlugin.Enabled {
 		reasons = append(reasons, "devicePlugin: the NVIDIA device plugin mounts the kubelet's device-plugins directory (hostPath)")
 	}
-	if c.Monitoring.Enabled && *c.Monitoring.DCGMExporter {
+	if c.Monitoring.Enabled && c.Monitoring.DCGMOn() {
 		reasons = append(reasons, "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics")
 	}
 	return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}

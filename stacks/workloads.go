@@ -102,19 +102,3 @@ func (c *Config) applyWorkloadDefaults() {
 func (c *Config) tfOwnTensorBoard() bool {
 	return !c.Entrypoint.TensorBoard && (c.TFCluster.TensorBoard == nil || *c.TFCluster.TensorBoard)
 }
-
-// tfRole is one TensorFlow task type with its config key, object name and type.
-type tfRole struct {
-	Key, Name, Type string
-	Role            *TFRole
-}
-
-// tfRoles lists the TensorFlow task types in the tfcluster package's order, each with the name
-// of its objects.
-func (c *Config) tfRoles() []tfRole {
-	var out []tfRole
-	for _, r := range c.TFCluster.Roles() {
-		out = append(out, tfRole{r.Key, tfcluster.TaskName(r.Type), r.Type, r.Role})
-	}
-	return out
-}

@@ -258,12 +258,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 		LogDir:        c.Storage.MountPath + "/logs/tfcluster",
 		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
 	}
-	for _, r := range c.tfRoles() {
-		a.Tasks = append(a.Tasks, tfcluster.Task{
-			Role: *r.Role, Type: r.Type, Name: r.Name,
-			CPULimit: gpuShareCPULimit(r.Role.CPU, c.Pool(r.Role.Pool), r.Role.GPUs),
-		})
-	}
+	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return gpuShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
 	if c.tfOwnTensorBoard() {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
 			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"kolotoc/components/etcd"
+	"kolotoc/components/tfcluster"
 )
 
 // validateWorkloads checks the optional workloads that are enabled, and that all GPU pods of a
@@ -73,8 +74,8 @@ func (c *Config) validateTFCluster(v *validator) {
 	if c.tfOwnTensorBoard() {
 		v.image("tfcluster.tensorboardImage", tf.TensorBoardImage)
 	}
-	for _, r := range c.tfRoles() {
-		role := *r.Role
+	for _, r := range c.TFCluster.Roles() {
+		role, name := *r.Role, tfcluster.TaskName(r.Type)
 		if role.Count < 1 || role.GPUs < 0 {
 			continue // none run, or their negative gpus is reported with the cluster's own settings
 		}
@@ -86,7 +87,7 @@ func (c *Config) validateTFCluster(v *validator) {
 			}
 			v.fits(r.Key, pool, role.CPU, role.Memory)
 		}
-		v.hostname(r.Key+".count", strconv.Itoa(role.Count), fmt.Sprintf("%s-%d", r.Name, role.Count-1), r.Name, c.Namespace)
+		v.hostname(r.Key+".count", strconv.Itoa(role.Count), fmt.Sprintf("%s-%d", name, role.Count-1), name, c.Namespace)
 	}
 }
 
@@ -99,12 +100,12 @@ func (c *Config) validateMonitoring(v *validator) {
 		v.add("monitoring.pool", m.Pool, fmt.Sprintf("is a GPU pool (tainted %s); Prometheus and Grafana need a CPU pool", gpuTaint))
 	}
 	v.image("monitoring.prometheusImage", m.PrometheusImage)
-	if *m.DCGMExporter {
+	if m.DCGMOn() {
 		v.image("monitoring.dcgmImage", m.DCGMImage)
 	}
 	m.Validate(v) // the monitoring's own settings (components/monitoring/config.go)
 	v.quantity("monitoring.storageSize", m.StorageSize)
-	if !*m.Grafana {
+	if !m.GrafanaOn() {
 		return // nor an image, nor a password
 	}
 	v.image("monitoring.grafanaImage", m.GrafanaImage)
@@ -140,7 +141,7 @@ func (c *Config) validateGPUBudget(v *validator) {
 		add(el.Pool, "elastic", el.Nodes, el.GPUsPerNode)
 	}
 	if tf := c.TFCluster; tf.Enabled {
-		for _, r := range c.tfRoles() {
+		for _, r := range c.TFCluster.Roles() {
 			add(r.Role.Pool, strings.TrimPrefix(r.Key, "tfcluster."), r.Role.Count, r.Role.GPUs)
 		}
 	}

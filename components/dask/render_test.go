@@ -36,10 +36,7 @@ func carriersConfig(change func(c *CarriersConfig)) CarriersConfig {
 func renderCarriers(t *testing.T, c CarriersConfig) *rendertest.Recorder {
 	t.Helper()
 	a := &CarrierArgs{CarriersConfig: c, Site: rendertest.Site(), Name: CarrierName, Scheduler: scheduler}
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := NewCarriers(ctx, "carriers", a)
-		return err
-	})
+	return rendertest.Render(t, "carriers", a, NewCarriers)
 }
 
 // renderSentinel registers a bare pod holding only the sentinel the stack adds beside each

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/etcd"
 	"kolotoc/components/meta"
@@ -42,10 +41,7 @@ func testArgs(change func(c *Config)) *Args {
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "elastic", a)
-		return err
-	})
+	return rendertest.Render(t, "elastic", a, New)
 }
 
 func TestRenderGolden(t *testing.T) {

@@ -46,10 +46,7 @@ func public(c *Config) {
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "entrypoint", a)
-		return err
-	})
+	return rendertest.Render(t, "entrypoint", a, New)
 }
 
 // TestRenderGolden snapshots the entrypoint behind a ClusterIP (the default) and published by a

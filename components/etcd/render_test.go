@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"kolotoc/components/meta"
 	"kolotoc/components/meta/rendertest"
 )
 
@@ -21,7 +20,7 @@ func testArgs(change func(c *Config)) *Args {
 	if change != nil {
 		change(&c)
 	}
-	c.DefaultPools(meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}})
+	c.DefaultPools(rendertest.Pools())
 	c.Default()
 	a := &Args{Config: c, Site: rendertest.Site(), Name: Name, StaticVolumes: c.StorageClass == ""}
 	if a.StaticVolumes {
@@ -32,10 +31,7 @@ func testArgs(change func(c *Config)) *Args {
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "etcd", a)
-		return err
-	})
+	return rendertest.Render(t, "etcd", a, New)
 }
 
 func TestRenderGolden(t *testing.T) {

@@ -42,10 +42,7 @@ func testArgs(gpuPools bool, change func(c *Config)) *Args {
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "monitoring", a)
-		return err
-	})
+	return rendertest.Render(t, "monitoring", a, New)
 }
 
 // TestRenderGolden snapshots Prometheus, Grafana and the DCGM exporter on a stack with GPUs; the

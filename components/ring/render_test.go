@@ -32,10 +32,7 @@ func testArgs(change func(c *Config)) *Args {
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "towers", a)
-		return err
-	})
+	return rendertest.Render(t, "towers", a, New)
 }
 
 // TestRenderGolden snapshots what the ring registers for two GPU towers, and checks that neither

@@ -89,6 +89,20 @@ func (tf *Config) Roles() []NamedRole {
 	}
 }
 
+// Tasks are the section's task types in Roles' order, each named TaskName(type); cpuLimit gives
+// a type's CPU limit from its role (nil: the request).
+func (tf *Config) Tasks(cpuLimit func(Role) string) []Task {
+	var out []Task
+	for _, r := range tf.Roles() {
+		t := Task{Role: *r.Role, Type: r.Type, Name: TaskName(r.Type)}
+		if cpuLimit != nil {
+			t.CPULimit = cpuLimit(*r.Role)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // DefaultPools fills what the tasks take from the stack's node pools: the workers run on the
 // first GPU pool with its GPUs per node, every other role on the first CPU pool.
 func (tf *Config) DefaultPools(p meta.Pools) {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta"
 	"kolotoc/components/meta/rendertest"
@@ -22,24 +21,19 @@ func testArgs(change func(c *Config)) *Args {
 	if change != nil {
 		change(&c)
 	}
-	c.DefaultPools(meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}})
+	c.DefaultPools(rendertest.Pools())
 	c.Default()
 	a := &Args{
 		Config: c, Site: rendertest.Site(), ScriptsName: ScriptsName,
 		LogDir: "/shared/logs/tfcluster", CheckpointDir: "/shared/checkpoints/tfcluster",
 	}
-	for _, r := range c.Roles() {
-		a.Tasks = append(a.Tasks, Task{Role: *r.Role, Type: r.Type, Name: TaskName(r.Type)})
-	}
+	a.Tasks = c.Tasks(nil)
 	return a
 }
 
 func render(t *testing.T, a *Args) *rendertest.Recorder {
 	t.Helper()
-	return rendertest.Run(t, func(ctx *pulumi.Context) error {
-		_, err := New(ctx, "tfcluster", a)
-		return err
-	})
+	return rendertest.Render(t, "tfcluster", a, New)
 }
 
 func TestRenderGolden(t *testing.T) {

@@ -195,6 +195,16 @@ func Run(t *testing.T, body func(ctx *pulumi.Context) error) *Recorder {
 	return rec
 }
 
+// Render registers one component, newComponent(ctx, name, args), under Run: what a component's
+// render test compares.
+func Render[A, C any](t *testing.T, name string, args A, newComponent func(*pulumi.Context, string, A, ...pulumi.ResourceOption) (C, error)) *Recorder {
+	t.Helper()
+	return Run(t, func(ctx *pulumi.Context) error {
+		_, err := newComponent(ctx, name, args)
+		return err
+	})
+}
+
 // Plain turns registered inputs into plain values for YAML, secrets replaced by SecretMarker.
 func Plain(v resource.PropertyValue) any {
 	switch {
@@ -322,6 +332,12 @@ func Site() meta.Site {
 		Claim:  "shared", MountPath: "/shared",
 		Scratch: meta.Scratch{SizeLimit: "50Gi", MountPath: "/scratch"},
 	}
+}
+
+// Pools are the node pools the components' render tests take their pool defaults from: a GPU
+// pool first (4 GPUs and 32 cores a node), then a CPU pool (16 cores).
+func Pools() meta.Pools {
+	return meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}}
 }
 
 // NoSecretIn fails the test if any of secrets (non-empty) appears in got: a secret input must
