@@ -11,7 +11,7 @@ require (
 	github.com/pulumi/pulumi-azure-native-sdk/storage/v2 v2.90.0
 	github.com/pulumi/pulumi-azure-native-sdk/v2 v2.90.0
 	github.com/pulumi/pulumi-gcp/sdk/v7 v7.38.0
-	github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.27.0
+	github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.25.0
 	github.com/pulumi/pulumi/sdk/v3 v3.250.0
 	golang.org/x/crypto v0.58.0
 	gopkg.in/yaml.v3 v3.0.1

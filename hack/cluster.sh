@@ -155,6 +155,21 @@ bridge_alive() {
     && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
 }
 
+# free_api_port: a port nothing listens on at the host's 127.0.0.1, counting down from 32767.
+# kwokctl gives a new cluster's API server the first free port below 32768 of the namespace it
+# runs in, which is the same in every fresh namespace; nsbridge must listen on that port on the
+# host, where another cluster's bridge (make test's beside the user's) may hold it already.
+free_api_port() {
+  local p
+  for ((p = 32767; p > 30000; p--)); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no free port on 127.0.0.1 between 30001 and 32767 for the API server"
+}
+
 # start_bridge: nsbridge from the host's 127.0.0.1:<API port> to the namespace's.
 start_bridge() {
   bridge_alive && return 0
@@ -241,7 +256,9 @@ cmd_up() {
     if exists; then
       log "cluster $name exists but is not serving: starting its components again"
     else
-      log "creating cluster $name (binary runtime, in netns $netns) in $cluster_dir"
+      KWOK_KUBE_APISERVER_PORT=$(free_api_port)
+      export KWOK_KUBE_APISERVER_PORT
+      log "creating cluster $name (binary runtime, in netns $netns, API server port $KWOK_KUBE_APISERVER_PORT) in $cluster_dir"
       created=true
     fi
     # --kubeconfig= keeps kwokctl from adding a context to ~/.kube/config; ours is written below.

@@ -34,7 +34,10 @@ run_dir=/run/kolotoc-$name
 # containerd's root (content store and unpacked image layers) outlives the cluster: importing the
 # images again on every `up` would cost a minute. Only unmounted snapshots live there.
 cache_dir=${KOLOTOC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kolotoc}
+# One per cluster: two containerds cannot share a root (its metadata database is locked), and
+# make test's cluster (e2e) runs beside the user's (kolotoc).
 containerd_root=$cache_dir/containerd-root
+[ "$name" = kolotoc ] || containerd_root=$cache_dir/containerd-root-$name
 
 # The node's name and the label that real-node pools select (components/meta).
 NODE_NAME=kolotoc-node

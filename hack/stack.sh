@@ -78,10 +78,14 @@ setup_env() {
   export KOLOTOC_KUBECONFIG=${KOLOTOC_KUBECONFIG:-$state_dir/kubeconfig}
   export KUBECONFIG=$KOLOTOC_KUBECONFIG
   export KUBECACHEDIR=${KUBECACHEDIR:-$state_dir/kube-cache}
+  # The Kubernetes provider into this PULUMI_HOME's plugin cache (hack/tools.sh: not on PATH, where
+  # the CLI would warn about it on every command); need_pulumi says so when it is not built yet.
+  "$root/hack/tools.sh" --install-plugins "$PULUMI_HOME" 2>/dev/null || true
 }
 
 need_pulumi() {
   command -v pulumi >/dev/null || die "pulumi is missing from $state_dir/bin: run 'make tools' first"
+  "$root/hack/tools.sh" --install-plugins "$PULUMI_HOME" || die "the Kubernetes provider plugin is not built: run 'make tools' first"
 }
 
 stack_exists() { pulumi stack select "$stack" >/dev/null 2>&1; }

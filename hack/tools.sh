@@ -3,6 +3,8 @@
 #
 #   hack/tools.sh [TOOL...]     build what is missing (all tools when none is named)
 #   hack/tools.sh --path        print the directory to put on PATH (after building)
+#   hack/tools.sh --install-plugins PULUMI_HOME
+#                               put the Kubernetes provider into that PULUMI_HOME's plugin cache
 #
 # Each tool is built from a wrapper module under hack/tools/<tool>/ (go.mod + go.sum committed,
 # so every module is checked against go.sum and the checksum database) into a per-user cache keyed
@@ -24,6 +26,11 @@ KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 ACTIONLINT_VERSION=v1.7.12
 COREDNS_VERSION=v1.15.0
+# The real Kubernetes provider: the release whose commit hack/tools/kubernetes/go.mod pins (the
+# module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
+# go.mod pins the Kubernetes SDK at the same release, so the CLI expects no newer plugin
+# (hack/tools_test.go checks both).
+KUBERNETES_PROVIDER_VERSION=v4.25.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -72,7 +79,32 @@ build() {
     rm -rf "$tmp"
     log "built $tool $version in $((SECONDS - start)) s"
   fi
-  for pair in "$@"; do ln -sfn "$dest/${pair#*=}" "$bin_dir/${pair#*=}"; done
+  # Linked into .kolotoc/bin (on PATH) unless the caller set link_dir empty (plugins: below).
+  if [ -n "${link_dir-$bin_dir}" ]; then
+    for pair in "$@"; do ln -sfn "$dest/${pair#*=}" "${link_dir-$bin_dir}/${pair#*=}"; done
+  fi
+}
+
+# The CLI warns "using <plugin> from $PATH" on every command for a plugin it finds on PATH, unless
+# it is a language host bundled beside the pulumi binary itself. So no plugin goes on PATH: the
+# Go language host is put beside the CLI (a hard link, so that the path the CLI resolves is the
+# bundled one), and the Kubernetes provider goes into each PULUMI_HOME's plugin cache
+# (--install-plugins), where the CLI finds it by the version the program's SDK asks for.
+bundle_langhost() {
+  local cli=$tools_dir/pulumi-$PULUMI_VERSION host=$tools_dir/langhost-$LANGHOST_VERSION/pulumi-language-go
+  if [ -x "$cli/pulumi" ] && [ -x "$host" ]; then ln -f "$host" "$cli/pulumi-language-go"; fi
+  rm -f "$bin_dir/pulumi-language-go"
+}
+
+# install_plugins HOME: the Kubernetes provider into HOME's plugin cache, as `pulumi plugin
+# install` would put it (a directory per kind, name and version), the binary a link to the tool
+# cache's (308 MB: not copied into every throw-away PULUMI_HOME).
+install_plugins() {
+  local home=$1 bin=$tools_dir/kubernetes-$KUBERNETES_PROVIDER_VERSION/pulumi-resource-kubernetes
+  [ -x "$bin" ] || { log "the Kubernetes provider is not built: hack/tools.sh kubernetes"; return 1; }
+  local dir=$home/plugins/resource-kubernetes-$KUBERNETES_PROVIDER_VERSION
+  mkdir -p "$dir"
+  ln -sfn "$bin" "$dir/pulumi-resource-kubernetes"
 }
 
 tool_pulumi() {
@@ -80,12 +112,14 @@ tool_pulumi() {
   build pulumi "$PULUMI_VERSION" 6 \
     "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
     github.com/pulumi/pulumi/pkg/v3/cmd/pulumi=pulumi
+  bundle_langhost
 }
 
 tool_langhost() {
   # The old language host reports no version of its own; the cache key pins it.
-  build langhost "$LANGHOST_VERSION" 1 "-s -w" \
+  link_dir='' build langhost "$LANGHOST_VERSION" 1 "-s -w" \
     github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go=pulumi-language-go
+  bundle_langhost
 }
 
 tool_etcd() {
@@ -132,21 +166,21 @@ tool_actionlint() {
   build actionlint "$ACTIONLINT_VERSION" 1 "-s -w" github.com/rhysd/actionlint/cmd/actionlint=actionlint
 }
 
-# The stand-in Kubernetes provider (tests/standin, a module of its own): test infrastructure, built from this checkout
-# every time (go's cache makes that a no-op when nothing changed). It is linked only when no real
-# pulumi-resource-kubernetes plugin is installed: where the real one is, the CLI uses it.
-tool_standin() {
-  local real
-  real=$(PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$bin_dir" | paste -sd: -) command -v pulumi-resource-kubernetes 2>/dev/null || true)
-  if [ -z "$real" ] && compgen -G "${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-kubernetes-v*" >/dev/null; then
-    real=$(compgen -G "${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-kubernetes-v*" | head -n1)
+# The real Kubernetes provider plugin (hack/tools/kubernetes: the upstream module, pinned; a main
+# that serves it). Upstream's command embeds its schema and Terraform mapping, which the module
+# ships as cmd/pulumi-resource-kubernetes/{schema,terraform-mapping}.json: they are copied beside
+# the wrapper's main before the build (git-ignored there). About 14 CPU-minutes cold, 5 GB peak.
+tool_kubernetes() {
+  local dir=$root/hack/tools/kubernetes mod
+  if [ ! -x "$tools_dir/kubernetes-$KUBERNETES_PROVIDER_VERSION/pulumi-resource-kubernetes" ]; then
+    mod=$(cd "$dir" && go mod download -json github.com/pulumi/pulumi-kubernetes/provider/v4 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$mod" ] || { log "could not find the provider's module (go mod download in $dir)"; return 1; }
+    install -m 0644 "$mod/cmd/pulumi-resource-kubernetes/schema.json" "$mod/cmd/pulumi-resource-kubernetes/terraform-mapping.json" "$dir/"
   fi
-  if [ -n "$real" ]; then
-    rm -f "$bin_dir/pulumi-resource-kubernetes"
-    log "real Kubernetes provider found at $real: the stand-in is not used"
-    return
-  fi
-  (cd "$root/tests/standin" && go build -o "$bin_dir/pulumi-resource-kubernetes" ./cmd/pulumi-resource-kubernetes)
+  rm -f "$bin_dir/pulumi-resource-kubernetes"
+  link_dir='' build kubernetes "$KUBERNETES_PROVIDER_VERSION" 8 \
+    "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${KUBERNETES_PROVIDER_VERSION#v}" \
+    kolotoc.dev/hack/tools/kubernetes=pulumi-resource-kubernetes
 }
 
 # nsbridge, the one door from the host's loopback into the cluster's network namespace
@@ -171,14 +205,19 @@ if [ "${1:-}" = "--path" ]; then
   echo "$bin_dir"
   exit 0
 fi
+if [ "${1:-}" = "--install-plugins" ]; then
+  [ $# -eq 2 ] || { log "usage: hack/tools.sh --install-plugins PULUMI_HOME"; exit 2; }
+  install_plugins "$2"
+  exit 0
+fi
 if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint standin
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint kubernetes
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|standin) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint standin)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|kubernetes) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint kubernetes)"; exit 2 ;;
   esac
 done

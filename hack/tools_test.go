@@ -3,6 +3,7 @@ package hack
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,4 +34,97 @@ func TestGoBinName(t *testing.T) {
 			t.Errorf("binary of %s: %q, want %q", pkg, got, want)
 		}
 	}
+}
+
+// TestKubernetesSDKMatchesProvider: the CLI warns ("resource plugin kubernetes is expected to
+// have version >=X") when the Kubernetes SDK the program links is newer than the provider plugin
+// it runs. The plugin hack/tools.sh builds is release KUBERNETES_PROVIDER_VERSION; the product's
+// go.mod must pin github.com/pulumi/pulumi-kubernetes/sdk/v4 at that same release, and the
+// wrapper module must pin the provider's module at the pseudo-version of that release's commit.
+func TestKubernetesSDKMatchesProvider(t *testing.T) {
+	script, err := os.ReadFile("tools.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUBERNETES_PROVIDER_VERSION=(v\S+)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("tools.sh sets no KUBERNETES_PROVIDER_VERSION")
+	}
+	release := string(m[1])
+
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := regexp.MustCompile(`(?m)^\s*github\.com/pulumi/pulumi-kubernetes/sdk/v4 (v\S+)`).FindSubmatch(gomod)
+	if sdk == nil {
+		t.Fatal("go.mod does not require github.com/pulumi/pulumi-kubernetes/sdk/v4")
+	}
+	if got := string(sdk[1]); got != release {
+		t.Errorf("go.mod pins the Kubernetes SDK at %s but hack/tools.sh builds provider %s: every pulumi command would warn that the plugin is too old", got, release)
+	}
+
+	// The commit each served provider release was cut from (git describe in pulumi-kubernetes):
+	// the module proxy serves the provider module only by pseudo-version.
+	commits := map[string]string{"v4.25.0": "v4.0.0-20260115033456-f47bc2d6f199"}
+	wrapper, err := os.ReadFile("tools/kubernetes/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := regexp.MustCompile(`(?m)^(?:require)?\s*github\.com/pulumi/pulumi-kubernetes/provider/v4 (v\S+)`).FindSubmatch(wrapper)
+	if prov == nil {
+		t.Fatal("hack/tools/kubernetes/go.mod does not require the provider module")
+	}
+	if want, ok := commits[release]; !ok {
+		t.Errorf("no known commit for provider release %s: add it to this test after checking `git describe` upstream", release)
+	} else if got := string(prov[1]); got != want {
+		t.Errorf("hack/tools/kubernetes/go.mod pins the provider at %s, which is not release %s (%s)", got, release, want)
+	}
+}
+
+// TestE2ERunsOnAClusterOfItsOwn: `make up` leaves the dev stack running on the default local
+// cluster, where it holds most of the real node's two CPUs; `make test` after it (the README's
+// order) timed out with the suite's pods "Insufficient cpu". The suite runs on a cluster of its
+// own: every command of `make e2e` and `make test` that starts, names or uses a cluster must say
+// which, and not the default one.
+func TestE2ERunsOnAClusterOfItsOwn(t *testing.T) {
+	// make -n prints e2e's commands without running them. (Not `make -n test`: make runs a
+	// recipe line holding $(MAKE) even under -n, and test's starts a cluster.)
+	out, err := exec.Command("make", "-C", "..", "-n", "--no-print-directory", "e2e").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n e2e: %v\n%s", err, out)
+	}
+	uses := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, "hack/cluster.sh") && !strings.Contains(line, "go test -tags e2e") {
+			continue
+		}
+		uses++
+		if c := clusterOf(line); c == "" || c == "kolotoc" {
+			t.Errorf("make e2e runs %q on the default cluster, the one make up deploys to", line)
+		}
+	}
+	if uses == 0 {
+		t.Errorf("make -n e2e starts no cluster and runs no e2e suite:\n%s", out)
+	}
+	// make test wraps make e2e in `hack/cluster.sh with`, which must put back the same cluster.
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := regexp.MustCompile(`(?m)^\t(.*)hack/cluster\.sh with .*\be2e$`).FindSubmatch(makefile)
+	if with == nil {
+		t.Fatal("make test does not run make e2e under hack/cluster.sh with")
+	}
+	if !strings.Contains(string(with[1]), "$(E2E_CLUSTER)") {
+		t.Errorf("make test runs `hack/cluster.sh with` without $(E2E_CLUSTER): it would start, and then put back, the default cluster")
+	}
+}
+
+// clusterOf is the KOLOTOC_CLUSTER a shell line sets, or "".
+func clusterOf(line string) string {
+	if m := regexp.MustCompile(`KOLOTOC_CLUSTER=(\S+)`).FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
 }

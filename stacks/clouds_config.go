@@ -479,7 +479,7 @@ func (c *Config) storageTypesFor() []string {
 }
 
 // InClusterNFS reports whether the shared storage is an NFS server inside the namespace: asked
-// for, or standing in for a cloud file store on the simulated cloud (so a simulated copy of a
+// for, or in place of a cloud file store on the simulated cloud (so a simulated copy of a
 // cloud stack runs with the same storage keys).
 func (c *Config) InClusterNFS() bool {
 	return c.Storage.Type == StorageInClusterNFS || (c.Cloud == CloudSimulated && storageCloud(c.Storage.Type) != "")

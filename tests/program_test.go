@@ -297,7 +297,7 @@ func TestResourceCountIndependentOfRanks(t *testing.T) {
 
 // TestStorageProtection: with storage.protect the claim and volume carry Pulumi's protect option
 // and the volume keeps its data (Retain); without it neither. (The in-cluster NFS server of the
-// prod layout on the simulated cloud, standing in for its Filestore.)
+// prod layout on the simulated cloud, in place of its Filestore.)
 func TestStorageProtection(t *testing.T) {
 	for _, protect := range []bool{true, false} {
 		t.Run(fmt.Sprint(protect), func(t *testing.T) {

@@ -21,7 +21,7 @@
 //
 // What each figure is:
 //   - up: `pulumi up --yes --skip-preview` of the new stack (the program's run, every provider
-//     call and every readiness wait of the stand-in provider, which waits as the real one does);
+//     call and every readiness wait of the real Kubernetes provider);
 //     a warm-up preview runs first, so that the figure holds no build of the program.
 //   - floor: the objects `pulumi up` applied (from the stack's state, in its dependency order)
 //     given to one `kubectl apply --server-side`, then `kubectl rollout status` of every

@@ -100,11 +100,7 @@ func podSubnet(t *testing.T) netip.Prefix {
 // recordFlows starts recording; stop it with (*flowRecorder).stop before reading.
 func recordFlows(t *testing.T, s *stack) *flowRecorder {
 	t.Helper()
-	cluster := os.Getenv("KOLOTOC_CLUSTER")
-	if cluster == "" {
-		cluster = "kolotoc"
-	}
-	netns := "/run/netns/kolotoc-" + cluster
+	netns := clusterNetns()
 	if _, err := os.Stat(netns); err != nil {
 		t.Fatalf("the local cluster's network namespace: %v", err)
 	}

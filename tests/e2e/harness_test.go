@@ -53,10 +53,28 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
+// defaultCluster is the cluster hack/cluster.sh starts when KOLOTOC_CLUSTER is unset: the one
+// `make up` deploys to.
+const defaultCluster = "kolotoc"
+
+// clusterName is the local cluster the suite runs on (KOLOTOC_CLUSTER, which make e2e sets).
+func clusterName() string {
+	if c := os.Getenv("KOLOTOC_CLUSTER"); c != "" {
+		return c
+	}
+	return defaultCluster
+}
+
+// clusterNetns is the network namespace the cluster lives in (hack/cluster.sh).
+func clusterNetns() string { return "/run/netns/kolotoc-" + clusterName() }
+
 // localCluster is the local cluster's kubeconfig (KOLOTOC_KUBECONFIG, which make e2e sets) and
 // its client configuration.
 func localCluster(t *testing.T) (string, *rest.Config) {
 	t.Helper()
+	if c := clusterName(); c == defaultCluster {
+		t.Fatalf("KOLOTOC_CLUSTER is %q, the cluster `make up` deploys the dev stack to, whose pods hold most of the real node's CPUs: run the suite with `make e2e` (it uses a cluster of its own)", c)
+	}
 	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
 	if kubeconfig == "" {
 		t.Fatal("KOLOTOC_KUBECONFIG is not set: run the suite with `make e2e` (it starts the local cluster)")
@@ -109,6 +127,11 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		// the first of a build starts the program at once.
 		"PULUMI_GO_USE_RUN=true",
 	)
+	// The Kubernetes provider goes into this PULUMI_HOME's plugin cache, not on PATH, where the
+	// CLI would warn about it on every command (hack/tools.sh).
+	if out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "--install-plugins", filepath.Join(dir, "home")).CombinedOutput(); err != nil {
+		t.Fatalf("hack/tools.sh --install-plugins: %v\n%s", err, out)
+	}
 	var err error
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
@@ -235,7 +258,26 @@ func (s *stack) run(stdin string, args ...string) result {
 	}
 	s.t.Logf("pulumi %s: exit %d in %s", strings.Join(args[:min(len(args), 3)], " "), r.code, time.Since(start).Round(time.Second))
 	s.assertNoSecrets("output of pulumi "+args[0], r.stdout+r.stderr)
+	assertNoPluginWarnings(s.t, "pulumi "+args[0], r.stdout+r.stderr)
 	return r
+}
+
+// pluginWarnings are what the CLI prints when a plugin comes from PATH ("using
+// pulumi-resource-kubernetes from $PATH at …") or is older than the SDK the program links
+// ("resource plugin kubernetes is expected to have version >=…"): on every command, to every
+// user, unless the test bed installs the plugins as hack/tools.sh does.
+var pluginWarnings = []string{"from $PATH at", "is expected to have version"}
+
+func assertNoPluginWarnings(t *testing.T, what, output string) {
+	t.Helper()
+	for _, w := range pluginWarnings {
+		for _, line := range strings.Split(output, "\n") {
+			if strings.Contains(line, w) {
+				t.Errorf("%s printed a plugin warning: %s", what, strings.TrimSpace(line))
+				break
+			}
+		}
+	}
 }
 
 // pulumi runs a command that must succeed.

@@ -400,7 +400,7 @@ func runsAsDevUser(t *testing.T, s *stack, ns, pod, container string) {
 // servedCommit is the commit the test bed's git daemon serves as demo.git's main.
 func servedCommit(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("nsenter", "--net=/run/netns/kolotoc-kolotoc", "--", "git", "ls-remote", "git://10.213.0.1/demo.git", "refs/heads/main").Output()
+	out, err := exec.Command("nsenter", "--net="+clusterNetns(), "--", "git", "ls-remote", "git://10.213.0.1/demo.git", "refs/heads/main").Output()
 	f := strings.Fields(string(out))
 	if err != nil || len(f) == 0 || len(f[0]) != 40 {
 		t.Fatalf("git ls-remote of the served demo repository: %q %v", out, err)
@@ -447,6 +447,15 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 	if c, err := s.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "carrier", metav1.GetOptions{}); err != nil || c.Status.ReadyReplicas != 1 {
 		t.Errorf("suspend took the carriers too: %v", err)
 	}
+	// A refresh of the suspended stack finds what the program asked for (no tower, a suspended
+	// launcher): nothing to record, and the preview after it changes nothing.
+	s.pulumi("refresh", "--yes", "--skip-preview")
+	if steps, _ := s.preview(); len(steps) != 0 {
+		t.Errorf("preview after refreshing the suspended stack: %s, want no change", fmtMap(steps))
+	}
+	if n := towerPods(); n != 0 {
+		t.Errorf("refreshing the suspended stack started %d towers", n)
+	}
 	// Resumed: the towers come back as they were (the same revision of their pod template).
 	reconfigure(nil)
 	steps, _ := s.preview()
@@ -491,6 +500,16 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 	}
 	if spec, _, _ := sts(); spec != 0 {
 		t.Errorf("the up after the release brought %d towers back", spec)
+	}
+	// A refresh records the released replicas; the preview after it shows the towers brought
+	// back and nothing else, as the README says ("Freeing the GPUs when a run ends"), and the
+	// refresh itself starts nothing.
+	s.pulumi("refresh", "--yes", "--skip-preview")
+	if spec, _, _ := sts(); spec != 0 {
+		t.Errorf("the refresh after the release brought %d towers back", spec)
+	}
+	if steps, _ := s.preview(); len(steps) != 1 || steps["kubernetes:apps/v1:StatefulSet::towers"] != "update" {
+		t.Errorf("preview after refreshing the released stack: %s, want exactly the towers updated (brought back)", fmtMap(steps))
 	}
 
 	// A new run: exactly a new launcher, and the towers brought back for it.
