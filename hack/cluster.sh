@@ -155,19 +155,21 @@ bridge_alive() {
     && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
 }
 
-# free_api_port: a port nothing listens on at the host's 127.0.0.1, counting down from 32767.
-# kwokctl gives a new cluster's API server the first free port below 32768 of the namespace it
-# runs in, which is the same in every fresh namespace; nsbridge must listen on that port on the
-# host, where another cluster's bridge (make test's beside the user's) may hold it already.
+# free_api_port: a port nothing listens on at the host's 127.0.0.1, counting down from 32700.
+# kwokctl gives a new cluster's components the first free ports below 32768 of the namespace it
+# runs in, which are the same in every fresh namespace; nsbridge must listen on the API server's
+# port on the host, where another cluster's bridge (make test's beside the user's) may hold it
+# already. So the API server's port is chosen here, below the few kwokctl hands its other
+# components (32767 down), which it does not know to skip.
 free_api_port() {
   local p
-  for ((p = 32767; p > 30000; p--)); do
+  for ((p = 32700; p > 30000; p--)); do
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return 0
     fi
   done
-  die "no free port on 127.0.0.1 between 30001 and 32767 for the API server"
+  die "no free port on 127.0.0.1 between 30001 and 32700 for the API server"
 }
 
 # start_bridge: nsbridge from the host's 127.0.0.1:<API port> to the namespace's.
