@@ -33,6 +33,7 @@ type Config struct {
 	MaxRestarts int               `json:"maxRestarts"` // --max_restarts of the worker group; default 3
 	CPU         string            `json:"cpu"`         // CPU request per worker as a quantity; default 8
 	Memory      string            `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
+	ShmSize     string            `json:"shmSize"`     // memory-backed /dev/shm per worker (NCCL, DataLoader workers) as a quantity, at most memory; default memory
 	OnSuccess   string            `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
 	Env         []meta.EnvSetting `json:"env"`         // environment of the workers (runs.go)
 }
@@ -87,6 +88,7 @@ func (el *Config) Default() {
 	meta.Fill(&el.RdzvPort, DefaultRdzvPort)
 	meta.Fill(&el.CPU, defaultCPU)
 	meta.Fill(&el.Memory, defaultMemory)
+	meta.Fill(&el.ShmSize, el.Memory) // meta.ShmVolume says why
 }
 
 // Validate reports what is wrong with the workers' own settings, with their full keys. What
@@ -94,6 +96,7 @@ func (el *Config) Default() {
 // workloads (an etcd backend needs the etcd component) and on the stack (the image's pin, the
 // command's arguments, hostnames in the namespace, runs and env) the stack checks.
 func (el Config) Validate(p meta.Problems) {
+	meta.CheckShm(p, Key+".shmSize", el.ShmSize, Key+".memory", el.Memory)
 	if el.MinNodes < 1 {
 		p.Add(Key+".minNodes", strconv.Itoa(el.MinNodes), "must be at least 1")
 	}

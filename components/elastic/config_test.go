@@ -23,6 +23,7 @@ func TestConfigDefault(t *testing.T) {
 		Enabled: true, MinNodes: DefaultMinNodes, MaxNodes: DefaultMinNodes, Nodes: DefaultMinNodes,
 		GPUsPerNode: 8, Pool: "gpu", Image: DefaultImage, RdzvBackend: BackendC10d, RdzvID: "kolotoc-dev",
 		RdzvPort: DefaultRdzvPort, MaxRestarts: DefaultMaxRestarts, CPU: defaultCPU, Memory: defaultMemory,
+		ShmSize: defaultMemory, // /dev/shm as large as the worker's memory
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)

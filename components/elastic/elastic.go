@@ -52,9 +52,6 @@ const (
 	// terminationGraceSeconds: time a worker gets after SIGTERM (seconds), for the training
 	// script to write a checkpoint to the shared claim before the pod goes.
 	terminationGraceSeconds = 120
-	// shmSizeLimit caps /dev/shm (quantity): PyTorch's DataLoader workers and NCCL pass tensors
-	// through it, and the runtime's default of 64 MiB stalls them.
-	shmSizeLimit = "16Gi"
 )
 
 // Args are the elastic workers' inputs: their section (kolotoc:elastic, defaulted and
@@ -234,14 +231,12 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := append(a.SharedMounts(),
-		meta.Mount("shm", "/dev/shm"),
+		meta.ShmMount(),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
 	)
 	mounts = append(mounts, a.Code.Mounts()...)
 	volumes := append(a.SharedVolumes(),
-		corev1.VolumeArgs{Name: pulumi.String("shm"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{
-			Medium: pulumi.String("Memory"), SizeLimit: pulumi.String(shmSizeLimit),
-		}},
+		meta.ShmVolume(a.ShmSize),
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.Name + "-scripts"),
 		}},

@@ -26,6 +26,7 @@ type Config struct {
 	SSHPort      int      `json:"sshPort"`      // sshd port on every tower; default 2222
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
+	ShmSize      string   `json:"shmSize"`      // memory-backed /dev/shm per tower (NCCL, DataLoader workers) as a quantity, at most memory; default memory
 
 	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
@@ -94,6 +95,7 @@ func (t *Config) Default() {
 	meta.Fill(&t.SSHPort, DefaultSSHPort)
 	meta.Fill(&t.CPU, defaultTowerCPU)
 	meta.Fill(&t.Memory, defaultTowerMemory)
+	meta.Fill(&t.ShmSize, t.Memory) // meta.ShmVolume says why
 	meta.Fill(&t.LauncherCPU, defaultLauncherCPU)
 	meta.Fill(&t.LauncherMemory, defaultLauncherMemory)
 }
@@ -111,6 +113,7 @@ func (t Config) Validate(p meta.Problems) {
 	if t.SSHPort < 1 || t.SSHPort > 65535 {
 		p.Add(Key+".sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
 	}
+	meta.CheckShm(p, Key+".shmSize", t.ShmSize, Key+".memory", t.Memory)
 	for i, arg := range t.Command {
 		if strings.TrimSpace(arg) == "" {
 			p.Add(fmt.Sprintf("%s.command[%d]", Key, i), strconv.Quote(arg), "empty argument")

@@ -223,6 +223,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		}})
 		mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String("sshd"), MountPath: pulumi.String(sshdRunDir)})
 	}
+	// The ranks' shared memory (NCCL, DataLoader workers): not the runtime's 64 MiB.
+	volumes = append(volumes, meta.ShmVolume(a.ShmSize))
+	mounts = append(mounts, meta.ShmMount())
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
 		Name:    pulumi.String(towerComponent),
 		Image:   pulumi.String(a.Image),

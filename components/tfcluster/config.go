@@ -37,6 +37,9 @@ type Role struct {
 	GPUs   int    `json:"gpus"`   // GPUs per task; default the pool's gpusPerNode for workers, 0 otherwise
 	CPU    string `json:"cpu"`    // CPU request per task as a quantity; default 4 (workers), 2 (others)
 	Memory string `json:"memory"` // memory request and limit per task as a quantity; default 16Gi (workers), 8Gi (others)
+	// ShmSize is the memory-backed /dev/shm per task (NCCL, input pipelines) as a quantity, at
+	// most memory; default memory.
+	ShmSize string `json:"shmSize"`
 }
 
 // DefaultImage is every task's image when tfcluster.image is empty, pinned by a tag that exists
@@ -126,6 +129,7 @@ func (tf *Config) Default() {
 		}
 		meta.Fill(&r.Role.CPU, cpu)
 		meta.Fill(&r.Role.Memory, memory)
+		meta.Fill(&r.Role.ShmSize, r.Role.Memory) // meta.ShmVolume says why
 	}
 }
 
@@ -154,6 +158,11 @@ func (tf Config) Validate(p meta.Problems) {
 		}
 		if tf.PS.Count < 1 {
 			p.Add(Key+".ps.count", strconv.Itoa(tf.PS.Count), "the built-in program keeps its variables on parameter servers; allowed: 1 or more, or set "+Key+".command to your own program")
+		}
+	}
+	for _, r := range tf.Roles() {
+		if r.Role.Count > 0 {
+			meta.CheckShm(p, r.Key+".shmSize", r.Role.ShmSize, r.Key+".memory", r.Role.Memory)
 		}
 	}
 	if tf.Port < 1 || tf.Port > 65535 {

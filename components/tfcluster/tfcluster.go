@@ -272,10 +272,12 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := append(a.SharedMounts(),
+		meta.ShmMount(),
 		corev1.VolumeMountArgs{Name: pulumi.String("scripts"), MountPath: pulumi.String(scriptsDir), ReadOnly: pulumi.Bool(true)},
 	)
 	mounts = append(mounts, a.Code.Mounts()...)
 	volumes := append(a.SharedVolumes(),
+		meta.ShmVolume(t.ShmSize),
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.ScriptsName),
 		}},
