@@ -529,6 +529,25 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 		spec, _, _ := sts()
 		return spec == 0, fmt.Sprintf("replicas %d", spec)
 	})
+
+	// A run that fails: `pulumi up` does not wait for the launcher and succeeds; the Job fails
+	// after its retries; the failed run keeps its towers for a look at them (README, "Freeing the
+	// GPUs when a run ends"), and the next preview changes nothing.
+	towers["run"] = "r4"
+	towers["command"] = []any{"sh", "-c", "echo run r4 fails on purpose; exit 3"}
+	reconfigure(nil)
+	s.up()
+	job = s.waitJob(t, ns, "launcher", 5*time.Minute)
+	logs = s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded != 0 || job.Status.Failed == 0 || job.Labels["kolotoc.dev/run"] != "r4" || !strings.Contains(logs, "fails on purpose") {
+		t.Errorf("run r4: succeeded %d, failed %d, labels %v, want a failed launcher of run r4\n%s", job.Status.Succeeded, job.Status.Failed, job.Labels, tail(logs))
+	}
+	if spec, ready, _ := sts(); spec != 2 || ready != 2 {
+		t.Errorf("the failed run r4 left %d/%d towers ready, want both kept", ready, spec)
+	}
+	if steps, _ := s.preview(); len(steps) != 0 {
+		t.Errorf("preview after the failed run: %s, want no change", fmtMap(steps))
+	}
 }
 
 // podName is the name of the one pod of the stack's component (the newest, if several).
