@@ -7,12 +7,25 @@
 // the connections Kolotoc means to forbid are refused. flowcheck knows nothing of Kolotoc: it reads
 // one JSON document on stdin and writes one verdict per flow on stdout.
 //
-//	{"policies":   [<networking.k8s.io/v1 NetworkPolicy>, ...],
+//	{"mode":       "spec" | "cilium",
+//	 "policies":   [<networking.k8s.io/v1 NetworkPolicy>, ...],
 //	 "namespaces": {"<name>": {<namespace labels>}, ...},
 //	 "flows":      [{"from": <endpoint>, "to": <endpoint>, "port": 22, "protocol": "TCP"}, ...]}
 //
-// An endpoint is {"namespace": "...", "labels": {...}, "ip": "..."}: a pod when namespace is set,
-// an address outside the cluster's pods otherwise. The verdicts are
+// An endpoint is {"namespace": "...", "labels": {...}, "ip": "...", "node": false}: a pod when
+// namespace is set, an address outside the cluster's pods otherwise; "node": true says that
+// address is one of the cluster's nodes (a host-network pod is its node's address).
+//
+// Mode "spec" (the default) judges by the NetworkPolicy specification alone. Mode "cilium" applies
+// on top what Cilium, the enforcer of GKE Dataplane V2 and AKS's Cilium dataplane, documents doing
+// otherwise: an ipBlock never matches an endpoint of the cluster. Cilium's CIDR rules are "used to
+// describe the relationship to or from external services if the remote peer is not an endpoint"
+// (docs.cilium.io, Security, Network Policy, Layer 3 Policies, "IP/CIDR based"); a node's address
+// is the host or remote-node entity, not a CIDR match (cilium/cilium#16308, #9209); AKS: "Network
+// policies cannot use ipBlock to allow access to node or pod IPs" (AKS, Network policy best
+// practices, Cilium limitations). So under "cilium" an ipBlock peer of an ingress rule never
+// matches a source that is a pod or a node, nor one of an egress rule such a destination. The
+// verdicts are
 //
 //	[{"allowed": true, "admittedBy": ["ns/policy", ...], "deniedBy": [...]}, ...]
 //
@@ -33,10 +46,12 @@ import (
 	"github.com/mattfenwick/cyclonus/pkg/matcher"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Input is what flowcheck reads.
 type Input struct {
+	Mode       string                       `json:"mode,omitempty"` // spec (default) | cilium
 	Policies   []networkingv1.NetworkPolicy `json:"policies"`
 	Namespaces map[string]map[string]string `json:"namespaces"`
 	Flows      []Flow                       `json:"flows"`
@@ -47,7 +62,12 @@ type Endpoint struct {
 	Namespace string            `json:"namespace,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	IP        string            `json:"ip,omitempty"`
+	Node      bool              `json:"node,omitempty"` // the address is a node's (Namespace empty)
 }
+
+// inCluster reports whether Cilium gives the endpoint an identity of the cluster (a pod, a node):
+// then no CIDR rule selects it.
+func (e Endpoint) inCluster() bool { return e.Namespace != "" || e.Node }
 
 // Flow is one connection: from, to, the destination port (after any Service translation).
 type Flow struct {
@@ -91,20 +111,79 @@ func run(r io.Reader, w io.Writer) error {
 	return enc.Encode(verdicts)
 }
 
-// Judge evaluates every flow against every policy together (the verdict) and against each policy
-// alone (which policies admit or refuse it).
-func Judge(in Input) ([]Verdict, error) {
-	all := make([]*networkingv1.NetworkPolicy, len(in.Policies))
-	single := make([]*matcher.Policy, len(in.Policies))
-	for i := range in.Policies {
-		p := &in.Policies[i]
-		if p.Namespace == "" {
-			return nil, fmt.Errorf("policy %q has no namespace", p.Name)
-		}
-		all[i] = p
-		single[i] = matcher.BuildNetworkPolicies(false, []*networkingv1.NetworkPolicy{p})
+// engines are the policies as one engine (the verdict) and one engine each (which admit or refuse
+// a flow), as an enforcer applies them to a flow.
+type engines struct {
+	all    *matcher.Policy
+	single []*matcher.Policy
+}
+
+// blind says which ipBlocks the enforcer cannot match for a flow: those of ingress rules (the
+// source is in the cluster) and those of egress rules (the destination is).
+type blind struct{ ingress, egress bool }
+
+// neverMatches is the peer an ipBlock becomes where the enforcer cannot match it: pods with a
+// label no pod has, in namespaces with a label no namespace has. (Removing the peer instead would
+// leave a rule with no peers, which the specification reads as "everyone".)
+func neverMatches() networkingv1.NetworkPolicyPeer {
+	never := &metav1.LabelSelector{MatchLabels: map[string]string{"flowcheck.kolotoc.dev/cidr-cannot-match-cluster-endpoints": "true"}}
+	return networkingv1.NetworkPolicyPeer{PodSelector: never, NamespaceSelector: never}
+}
+
+// blinded is p with the ipBlocks b says the enforcer cannot match replaced by neverMatches.
+func blinded(p *networkingv1.NetworkPolicy, b blind) *networkingv1.NetworkPolicy {
+	if !b.ingress && !b.egress {
+		return p
 	}
-	engine := matcher.BuildNetworkPolicies(false, all)
+	q := p.DeepCopy()
+	swap := func(peers []networkingv1.NetworkPolicyPeer) {
+		for i := range peers {
+			if peers[i].IPBlock != nil {
+				peers[i] = neverMatches()
+			}
+		}
+	}
+	if b.ingress {
+		for i := range q.Spec.Ingress {
+			swap(q.Spec.Ingress[i].From)
+		}
+	}
+	if b.egress {
+		for i := range q.Spec.Egress {
+			swap(q.Spec.Egress[i].To)
+		}
+	}
+	return q
+}
+
+// Judge evaluates every flow against every policy together (the verdict) and against each policy
+// alone (which policies admit or refuse it), by the specification or as Cilium enforces it.
+func Judge(in Input) ([]Verdict, error) {
+	switch in.Mode {
+	case "", "spec", "cilium":
+	default:
+		return nil, fmt.Errorf("mode %q: allowed: spec, cilium", in.Mode)
+	}
+	for i := range in.Policies {
+		if in.Policies[i].Namespace == "" {
+			return nil, fmt.Errorf("policy %q has no namespace", in.Policies[i].Name)
+		}
+	}
+	built := map[blind]*engines{}
+	enginesFor := func(b blind) *engines {
+		if e, ok := built[b]; ok {
+			return e
+		}
+		e := &engines{single: make([]*matcher.Policy, len(in.Policies))}
+		all := make([]*networkingv1.NetworkPolicy, len(in.Policies))
+		for i := range in.Policies {
+			all[i] = blinded(&in.Policies[i], b)
+			e.single[i] = matcher.BuildNetworkPolicies(false, []*networkingv1.NetworkPolicy{all[i]})
+		}
+		e.all = matcher.BuildNetworkPolicies(false, all)
+		built[b] = e
+		return e
+	}
 
 	out := make([]Verdict, 0, len(in.Flows))
 	for i, f := range in.Flows {
@@ -112,6 +191,12 @@ func Judge(in Input) ([]Verdict, error) {
 		if err != nil {
 			return nil, fmt.Errorf("flow %d: %w", i, err)
 		}
+		var b blind
+		if in.Mode == "cilium" {
+			b = blind{ingress: f.From.inCluster(), egress: f.To.inCluster()}
+		}
+		e := enginesFor(b)
+		engine, single := e.all, e.single
 		v := Verdict{Allowed: engine.IsTrafficAllowed(traffic).IsAllowed(), AdmittedBy: []string{}, DeniedBy: []string{}}
 		for j, p := range single {
 			r := p.IsTrafficAllowed(traffic)
@@ -152,6 +237,9 @@ func (in Input) traffic(f Flow) (*matcher.Traffic, error) {
 }
 
 func (in Input) peer(e Endpoint) (*matcher.TrafficPeer, error) {
+	if e.Node && e.Namespace != "" {
+		return nil, fmt.Errorf("a pod (namespace %q) marked node: a host-network pod is its node's address (no namespace)", e.Namespace)
+	}
 	if e.Namespace == "" {
 		if e.IP == "" {
 			return nil, fmt.Errorf("an endpoint outside the pods needs its ip")

@@ -63,10 +63,78 @@ func TestBadInput(t *testing.T) {
 		"bad protocol":      {`{"flows": [{"from": {"ip": "1.2.3.4"}, "to": {"ip": "1.2.3.5"}, "port": 1, "protocol": "ICMP"}]}`, `protocol "ICMP"`},
 		"external, no ip":   {`{"flows": [{"from": {}, "to": {"ip": "1.2.3.5"}, "port": 1}]}`, "needs its ip"},
 		"policy without ns": {`{"policies": [{"metadata": {"name": "p"}}]}`, `policy "p" has no namespace`},
+		"bad mode":          {`{"mode": "calico"}`, `mode "calico": allowed: spec, cilium`},
+		"pod as node":       {`{"flows": [{"from": {"namespace": "x", "node": true}, "to": {"ip": "1.2.3.5"}, "port": 1}], "namespaces": {"x": {}}}`, "a host-network pod is its node"},
 	} {
 		err := run(strings.NewReader(tc.in), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, tc.err)
+		}
+	}
+}
+
+// egressPolicy is a namespace-wide egress policy: every destination in ipBlock 0.0.0.0/0 but the
+// clouds' metadata address, and, when pods is set, every pod of every namespace by selector too.
+func egressPolicy(pods bool) string {
+	peers := `{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}`
+	if pods {
+		peers += `, {"namespaceSelector": {}}`
+	}
+	return `{"metadata": {"name": "egress", "namespace": "train"},
+	  "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [` + peers + `]}]}}`
+}
+
+// TestCiliumMode: the same policies, judged by the specification and as Cilium enforces them.
+// Kolotoc's egress policy allowed "0.0.0.0/0 except the metadata addresses" only: by the
+// specification that admits every pod and node; under Cilium (GKE Dataplane V2, AKS) an ipBlock
+// matches no pod nor node, so every pod would have lost DNS and every in-cluster connection.
+// Admitting pods by a namespace selector as well holds under both. A node stays unreachable by
+// ipBlock under Cilium, and an ingress ipBlock never admits one.
+func TestCiliumMode(t *testing.T) {
+	flows := `[
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"namespace": "train", "labels": {"c": "entrypoint"}, "ip": "10.8.0.6"}, "port": 8786},
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}, "ip": "10.8.1.2"}, "port": 53, "protocol": "UDP"},
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"ip": "203.0.113.5"}, "port": 443},
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"ip": "169.254.169.254"}, "port": 80},
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"ip": "10.0.0.2", "node": true}, "port": 10250},
+	  {"from": {"ip": "10.0.0.2", "node": true}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 2049},
+	  {"from": {"ip": "198.51.100.7"}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 2049}
+	]`
+	nfs := `{"metadata": {"name": "nfs", "namespace": "train"},
+	  "spec": {"podSelector": {"matchLabels": {"c": "nfs"}}, "policyTypes": ["Ingress"],
+	           "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]}}`
+	judge := func(mode string, pods bool) []bool {
+		in := `{"mode": "` + mode + `", "policies": [` + egressPolicy(pods) + `, ` + nfs + `],
+		  "namespaces": {"train": {"kubernetes.io/metadata.name": "train"}, "kube-system": {"kubernetes.io/metadata.name": "kube-system"}},
+		  "flows": ` + flows + `}`
+		var out bytes.Buffer
+		if err := run(strings.NewReader(in), &out); err != nil {
+			t.Fatal(err)
+		}
+		var vs []Verdict
+		if err := json.Unmarshal(out.Bytes(), &vs); err != nil {
+			t.Fatal(err)
+		}
+		allowed := make([]bool, len(vs))
+		for i, v := range vs {
+			allowed[i] = v.Allowed
+		}
+		return allowed
+	}
+	//                  pod→pod, →DNS, →outside, →metadata, →node, node→nfs, outside→nfs
+	spec := []bool{true, true, true, false, true, true, true}
+	for _, tc := range []struct {
+		mode string
+		pods bool
+		want []bool
+	}{
+		{"spec", false, spec},
+		{"spec", true, spec},
+		{"cilium", false, []bool{false, false, true, false, false, false, true}},
+		{"cilium", true, []bool{true, true, true, false, false, false, true}},
+	} {
+		if d := cmp.Diff(tc.want, judge(tc.mode, tc.pods)); d != "" {
+			t.Errorf("mode %s, pods admitted by selector %v (-want +got):\n%s", tc.mode, tc.pods, d)
 		}
 	}
 }
