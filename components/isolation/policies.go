@@ -137,7 +137,13 @@ func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
 // RenderAllow builds one allow: its pods, its ports, its peers.
 // RenderDenyEgress is the egress policy of every pod of the namespace: any address but those of
 // DenyEgress, or nil when there are none. An egress policy selecting a pod denies what its rules
-// do not allow, so the rules are "IPv4 anywhere except …" and "IPv6 anywhere except …".
+// do not allow, so the rules are "IPv4 anywhere except …" and "IPv6 anywhere except …", and every
+// pod of every namespace by selector. By the specification the address ranges alone admit the
+// pods too; Cilium, the enforcer of GKE Dataplane V2 and AKS's Cilium dataplane, never matches a
+// pod or a node by an ipBlock (CIDR rules are for "the remote peer [that] is not an endpoint":
+// docs.cilium.io, Layer 3 Policies; AKS: "Network policies cannot use ipBlock to allow access to
+// node or pod IPs"), so without the selector every pod would lose DNS and every in-cluster
+// connection there. hack/flowcheck judges the recorded flows both ways.
 func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 	if len(a.DenyEgress) == 0 {
 		return nil
@@ -155,7 +161,7 @@ func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 	md := a.Labels.ObjectMeta(DenyEgressName, a.Namespace, policyComponent)
 	md.Annotations = pulumi.StringMap{"kolotoc.dev/description": pulumi.String(
 		"No pod of this namespace reaches the clouds' node metadata endpoints (" + strings.Join(append(append([]string{}, v4...), v6...), ", ") +
-			"): they hand out the node's credentials. Every other destination stays open.")}
+			"): they hand out the node's credentials. Every other destination stays open, every pod of the cluster by selector too (Cilium matches no pod by address).")}
 	return &networkingv1.NetworkPolicyArgs{
 		Metadata: md,
 		Spec: &networkingv1.NetworkPolicySpecArgs{
@@ -165,6 +171,8 @@ func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 				To: networkingv1.NetworkPolicyPeerArray{
 					networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("0.0.0.0/0"), Except: pulumi.ToStringArray(v4)}},
 					networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("::/0"), Except: pulumi.ToStringArray(v6)}},
+					// Every pod of the cluster, as Cilium can match it (above).
+					networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: &metav1.LabelSelectorArgs{}},
 				},
 			}},
 		},
