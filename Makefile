@@ -126,7 +126,9 @@ workflows:
 # own real node), never on the one `make up` deploys to: a dev stack left running there holds
 # most of the real node's two CPUs, and the suite's pods would stay Pending. The user's cluster
 # and stacks are not touched. (tests/e2e refuses to run on the default cluster.)
-E2E_CLUSTER = KOLOTOC_CLUSTER=e2e KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-e2e
+# E2E_CLUSTER_NAME names it otherwise (two checkouts testing at once on one machine).
+E2E_CLUSTER_NAME ?= e2e
+E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME)
 
 e2e: tools
 	hack/tools.sh $(CLUSTER_TOOLS) flowcheck
