@@ -188,6 +188,8 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
 		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, Pools: pools,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
+		// etcd's members claim block volumes; EKS installs no driver for them.
+		BlockStorage: c.Etcd.Enabled,
 	}, onAWS, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err

@@ -721,3 +721,59 @@ func containsString(list any, s string) bool {
 	}
 	return false
 }
+
+// TestEKSBlockStorage: etcd's members claim block volumes of the cluster's default class. EKS
+// installs no EBS CSI driver and, since Kubernetes 1.30, marks no class default, so on a cluster
+// Kolotoc made the claims stayed Pending for good. With etcd on, the cluster gets the EBS CSI
+// add-on (its controller holding the driver's role through Pod Identity) with the add-on's default
+// StorageClass on; without anything that claims a block volume, no add-on and no role.
+func TestEKSBlockStorage(t *testing.T) {
+	ebs := func(rec *recorder) (addon registered, policies []string) {
+		for _, a := range rec.ofType(tEKSAddon) {
+			if get(inputs(a), "addonName") == "aws-ebs-csi-driver" {
+				addon = a
+			}
+		}
+		for _, a := range rec.ofType(tIAMAttachment) {
+			if strings.HasPrefix(a.Name, "cluster-ebs-csi") {
+				policies = append(policies, get(inputs(a), "policyArn").(string))
+			}
+		}
+		return addon, policies
+	}
+	if a, p := ebs(deploy(t, cloudRaw(t, "aws", nil))); a.Name != "" || len(p) != 0 {
+		t.Errorf("without etcd: EBS CSI add-on %q, role policies %v; want none", a.Name, p)
+	}
+
+	rec := deploy(t, cloudRaw(t, "aws", map[string]string{"etcd": `{"enabled":true}`}))
+	addon, policies := ebs(rec)
+	if addon.Name == "" {
+		t.Fatal("etcd on EKS: the EBS CSI driver add-on is not installed; etcd's claims would stay Pending")
+	}
+	in := inputs(addon)
+	var config map[string]any
+	if s, _ := get(in, "configurationValues").(string); json.Unmarshal([]byte(s), &config) != nil || get(config, "defaultStorageClass", "enabled") != true {
+		t.Errorf("EBS CSI add-on configuration %v: want the add-on's default StorageClass on", get(in, "configurationValues"))
+	}
+	assoc := get(in, "podIdentityAssociations", "[0]")
+	if get(assoc, "serviceAccount") != "ebs-csi-controller-sa" || get(assoc, "roleArn") != "arn:aws:iam::123456789012:role/kolotoc-aws-ebs-csi" {
+		t.Errorf("EBS CSI driver identity: %v", assoc)
+	}
+	if fmt.Sprint(policies) != "[arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy]" {
+		t.Errorf("the EBS CSI role's policies: %v", policies)
+	}
+	// etcd's claims name no class: they take the default the add-on makes.
+	members := 0
+	for _, r := range rec.ofType(tStatefulSet) {
+		if get(inputs(r), "metadata", "name") != "etcd" {
+			continue
+		}
+		members++
+		if c := get(inputs(r), "spec", "volumeClaimTemplates", "[0]", "spec", "storageClassName"); c != nil {
+			t.Errorf("etcd's claims name class %v, want the cluster's default", c)
+		}
+	}
+	if members != 1 {
+		t.Errorf("%d etcd StatefulSets, want 1", members)
+	}
+}

@@ -78,6 +78,9 @@ type ClusterArgs struct {
 	AuthorizedNetworks []string // CIDRs allowed to reach the public endpoint; empty = any
 	PrivateEndpoint    bool     // no public endpoint: the API server is reached from the VPC only
 	Protect            bool     // refuse `pulumi destroy` of the cluster (EKS has no deletion protection of its own)
+	// BlockStorage: something claims block volumes (etcd's members), so the cluster gets the EBS
+	// CSI driver add-on, its role and a default StorageClass (ebs.go).
+	BlockStorage bool
 }
 
 // Cluster is the EKS cluster, its roles and node groups.
@@ -91,6 +94,8 @@ type Cluster struct {
 	NodeSecurityGroupID pulumi.StringOutput
 	NodeGroups          []*eks.NodeGroup
 	PodIdentity         *eks.Addon
+	// EBSCSI is the EBS CSI driver add-on (ClusterArgs.BlockStorage), nil without it.
+	EBSCSI *eks.Addon
 	// VPCCNI is the managed pod network with its network policy agent; the node groups wait for
 	// it, so that no pod runs before the policies are enforced.
 	VPCCNI *eks.Addon
@@ -154,6 +159,11 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}, parent, pulumi.DependsOn(groups))
 	if err != nil {
 		return nil, err
+	}
+	if args.BlockStorage {
+		if err := c.newEBSCSI(ctx, name, args.Name, append(groups, c.PodIdentity)); err != nil {
+			return nil, err
+		}
 	}
 
 	c.ClusterName = cluster.Name
