@@ -315,7 +315,9 @@ wait_for() {
 
 http_ok() { in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET $2 HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3 | grep -q ' 200 '"; }
 
-kubectl() { "$kubectl_bin" --kubeconfig "$root/.kolotoc/kubeconfig" "$@"; }
+# The cluster's kubeconfig as hack/cluster.sh writes it: KOLOTOC_KUBECONFIG names it for a cluster
+# other than the default (make test's e2e), whose node must be the one checked.
+kubectl() { "$kubectl_bin" --kubeconfig "${KOLOTOC_KUBECONFIG:-$root/.kolotoc/kubeconfig}" "$@"; }
 
 node_ready() {
   [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]

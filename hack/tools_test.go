@@ -3,6 +3,7 @@ package hack
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -127,4 +128,32 @@ func clusterOf(line string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// TestScriptsUseTheClustersKubeconfig: every script that talks to the local cluster takes its
+// kubeconfig from KOLOTOC_KUBECONFIG, defaulting to .kolotoc/kubeconfig. hack/node.sh read the
+// default cluster's file directly: beside a running default cluster it checked that cluster's
+// node and passed by accident; in a fresh clone (CI) make test's cluster never came up ("timed out
+// waiting for node kolotoc-node to be Ready").
+func TestScriptsUseTheClustersKubeconfig(t *testing.T) {
+	scripts, err := filepath.Glob("*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	fixed := regexp.MustCompile(`\.kolotoc/kubeconfig\b`)
+	allowed := regexp.MustCompile(`\$\{KOLOTOC_KUBECONFIG:-[^}]*\.kolotoc/kubeconfig\}`)
+	for _, name := range scripts {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			if fixed.MatchString(allowed.ReplaceAllString(line, "")) {
+				t.Errorf("%s:%d names the default cluster's kubeconfig, not ${KOLOTOC_KUBECONFIG:-…}: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
 }
