@@ -13,10 +13,13 @@ import (
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
 const (
-	DefaultDaskImage         = dask.DefaultImage                  // the carriers' (components/dask); the scheduler runs the same Dask
-	DefaultJupyterImage      = entrypoint.DefaultJupyterImage     // the entrypoint's (components/entrypoint)
-	DefaultTensorBoardImage  = entrypoint.DefaultTensorBoardImage // the entrypoint's; the TF cluster's own TensorBoard's too
-	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
+	DefaultDaskImage        = dask.DefaultImage                  // the carriers' (components/dask); the scheduler runs the same Dask
+	DefaultJupyterImage     = entrypoint.DefaultJupyterImage     // the entrypoint's (components/entrypoint)
+	DefaultTensorBoardImage = entrypoint.DefaultTensorBoardImage // the entrypoint's; the TF cluster's own TensorBoard's too
+	// The device plugin's newest release found (v0.19.0, 2026-04; v0.17.0 before). Not run
+	// here (no GPU): Kolotoc sets what upstream's static DaemonSet sets (FAIL_ON_INIT_ERROR, the
+	// kubelet's device-plugins directory), which v0.19.0's release notes do not change.
+	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.19.0"
 	DefaultNFSServerImage    = storage.DefaultServerImage // the in-cluster NFS server's (components/storage)
 )
 
