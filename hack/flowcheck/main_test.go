@@ -31,15 +31,22 @@ const input = `{
  ]
 }`
 
-func TestJudge(t *testing.T) {
+// judge runs flowcheck on in and returns its verdicts.
+func judge(t *testing.T, in string) []Verdict {
+	t.Helper()
 	var out bytes.Buffer
-	if err := run(strings.NewReader(input), &out); err != nil {
+	if err := run(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
 	var got []Verdict
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestJudge(t *testing.T) {
+	got := judge(t, input)
 	none := []string{}
 	want := []Verdict{
 		{Allowed: true, AdmittedBy: []string{"train/ssh"}, DeniedBy: []string{"train/deny"}},
@@ -103,18 +110,10 @@ func TestCiliumMode(t *testing.T) {
 	nfs := `{"metadata": {"name": "nfs", "namespace": "train"},
 	  "spec": {"podSelector": {"matchLabels": {"c": "nfs"}}, "policyTypes": ["Ingress"],
 	           "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]}}`
-	judge := func(mode string, pods bool) []bool {
-		in := `{"mode": "` + mode + `", "policies": [` + egressPolicy(pods) + `, ` + nfs + `],
+	allowedIn := func(mode string, pods bool) []bool {
+		vs := judge(t, `{"mode": "`+mode+`", "policies": [`+egressPolicy(pods)+`, `+nfs+`],
 		  "namespaces": {"train": {"kubernetes.io/metadata.name": "train"}, "kube-system": {"kubernetes.io/metadata.name": "kube-system"}},
-		  "flows": ` + flows + `}`
-		var out bytes.Buffer
-		if err := run(strings.NewReader(in), &out); err != nil {
-			t.Fatal(err)
-		}
-		var vs []Verdict
-		if err := json.Unmarshal(out.Bytes(), &vs); err != nil {
-			t.Fatal(err)
-		}
+		  "flows": `+flows+`}`)
 		allowed := make([]bool, len(vs))
 		for i, v := range vs {
 			allowed[i] = v.Allowed
@@ -133,7 +132,7 @@ func TestCiliumMode(t *testing.T) {
 		{"cilium", false, []bool{false, false, true, false, false, false, true}},
 		{"cilium", true, []bool{true, true, true, false, false, false, true}},
 	} {
-		if d := cmp.Diff(tc.want, judge(tc.mode, tc.pods)); d != "" {
+		if d := cmp.Diff(tc.want, allowedIn(tc.mode, tc.pods)); d != "" {
 			t.Errorf("mode %s, pods admitted by selector %v (-want +got):\n%s", tc.mode, tc.pods, d)
 		}
 	}

@@ -24,15 +24,26 @@ const (
 
 // newEBSCSI registers the EBS CSI driver add-on with its controller's role (through Pod
 // Identity, as the EFS driver's), after deps: the node groups and the pod identity agent.
-func (c *Cluster) newEBSCSI(ctx *pulumi.Context, name, roleName string, deps []pulumi.Resource) error {
-	role, attached, err := newRole(ctx, name+"-ebs-csi", roleName+"-ebs-csi",
-		TrustPolicy(podIdentityService, "sts:AssumeRole", "sts:TagSession"), []string{EBSCSIPolicy}, pulumi.Parent(c))
-	if err != nil {
-		return err
-	}
-	c.EBSCSI, err = eks.NewAddon(ctx, name+"-ebs-csi", RenderEBSCSI(c.Cluster.Name, role.Arn), pulumi.Parent(c),
-		pulumi.DependsOn(append(append([]pulumi.Resource{}, deps...), attached...)))
+func (c *Cluster) newEBSCSI(ctx *pulumi.Context, name, roleName string, deps []pulumi.Resource) (err error) {
+	c.EBSCSI, err = newDriverAddon(ctx, name+"-ebs-csi", roleName+"-ebs-csi", EBSCSIPolicy, func(role pulumi.StringInput) *eks.AddonArgs {
+		return RenderEBSCSI(c.Cluster.Name, role)
+	}, deps, pulumi.Parent(c))
 	return err
+}
+
+// newDriverAddon registers a CSI driver's add-on (render, given its role's ARN) whose controller
+// holds a role named roleName with policy, through Pod Identity, which assumes it with
+// sts:TagSession besides sts:AssumeRole. The role and the add-on are both registered as name;
+// the add-on waits for deps and for the role's policy attachment.
+func newDriverAddon(ctx *pulumi.Context, name, roleName, policy string, render func(role pulumi.StringInput) *eks.AddonArgs,
+	deps []pulumi.Resource, parent pulumi.ResourceOption) (*eks.Addon, error) {
+	role, attached, err := newRole(ctx, name, roleName,
+		TrustPolicy(podIdentityService, "sts:AssumeRole", "sts:TagSession"), []string{policy}, parent)
+	if err != nil {
+		return nil, err
+	}
+	return eks.NewAddon(ctx, name, render(role.Arn), parent,
+		pulumi.DependsOn(append(append([]pulumi.Resource{}, deps...), attached...)))
 }
 
 // RenderEBSCSI builds the EBS CSI driver add-on: its controller's role, and the default class.

@@ -71,19 +71,16 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 		return nil, err
 	}
 
-	// Pod Identity assumes the role with sts:TagSession besides sts:AssumeRole.
-	role, attached, err := newRole(ctx, name+"-csi", args.Name+"-csi",
-		TrustPolicy(podIdentityService, "sts:AssumeRole", "sts:TagSession"), []string{EFSCSIPolicy}, parent)
-	if err != nil {
-		return nil, err
-	}
-	e.Driver, err = eks.NewAddon(ctx, name+"-csi", &eks.AddonArgs{
-		ClusterName: args.ClusterName,
-		AddonName:   pulumi.String(EFSCSIAddon),
-		PodIdentityAssociations: eks.AddonPodIdentityAssociationArray{eks.AddonPodIdentityAssociationArgs{
-			RoleArn: role.Arn, ServiceAccount: pulumi.String(EFSCSIServiceAccount),
-		}},
-	}, parent, pulumi.DependsOn(append(deps, attached...)))
+	var err error
+	e.Driver, err = newDriverAddon(ctx, name+"-csi", args.Name+"-csi", EFSCSIPolicy, func(role pulumi.StringInput) *eks.AddonArgs {
+		return &eks.AddonArgs{
+			ClusterName: args.ClusterName,
+			AddonName:   pulumi.String(EFSCSIAddon),
+			PodIdentityAssociations: eks.AddonPodIdentityAssociationArray{eks.AddonPodIdentityAssociationArgs{
+				RoleArn: role, ServiceAccount: pulumi.String(EFSCSIServiceAccount),
+			}},
+		}
+	}, deps, parent)
 	if err != nil {
 		return nil, err
 	}
