@@ -19,6 +19,12 @@ type MachineType struct {
 	// Attach: GPUs are attached to this CPU machine type rather than built in (GCP N1): a pool
 	// names gpusPerNode and gpuType, within the limits of n1GPUs.
 	Attach bool
+	// EFAs (aws): the Elastic Fabric Adapters an instance takes, one per network card (AWS's
+	// "Supported instance types" for EFA and each type's maximumEfaInterfaces); 0 = no EFA.
+	EFAs int
+	// EFARDMA (aws): the instance's EFA carries GPUDirect RDMA (P4d, P4de, P5), so NCCL is told
+	// to use it (FI_EFA_USE_DEVICE_RDMA=1).
+	EFARDMA bool
 }
 
 // Memory is the machine's memory as a Kubernetes quantity: whole GiB where it is, else MiB.
@@ -133,6 +139,21 @@ func buildCatalogue() map[string]map[string]MachineType {
 		{"16xlarge", 64, 1}, {"24xlarge", 96, 4}, {"48xlarge", 192, 8}} {
 		add(CloudAWS, "g5."+s.size, s.gpus, GPUA10G, s.vcpus, 4*s.vcpus)
 		add(CloudAWS, "g6."+s.size, s.gpus, GPUL4, s.vcpus, 4*s.vcpus)
+	}
+	// EFA: interfaces (network cards) per instance and GPUDirect RDMA, from AWS's EFA "Supported
+	// instance types" and the instance types' network specifications. G5 and G6 take EFA from
+	// the 8xlarge size up, one interface, without GPUDirect RDMA.
+	for name, efa := range map[string]struct {
+		n    int
+		rdma bool
+	}{
+		"p4d.24xlarge": {4, true}, "p4de.24xlarge": {4, true}, "p5.48xlarge": {32, true}, "p3dn.24xlarge": {1, false},
+		"g5.8xlarge": {1, false}, "g5.12xlarge": {1, false}, "g5.16xlarge": {1, false}, "g5.24xlarge": {1, false}, "g5.48xlarge": {1, false},
+		"g6.8xlarge": {1, false}, "g6.12xlarge": {1, false}, "g6.16xlarge": {1, false}, "g6.24xlarge": {1, false}, "g6.48xlarge": {1, false},
+	} {
+		m := c[CloudAWS][name]
+		m.EFAs, m.EFARDMA = efa.n, efa.rdma
+		c[CloudAWS][name] = m
 	}
 	// AWS general purpose and compute optimized, for CPU pools.
 	awsSizes := []struct {

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,8 +104,10 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	track := &meta.Tracker{} // what the workloads wait for: every resource of the cluster and the store
 	pools := make([]gke.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
-		labels, taints := cloudNodeLabels(p), cluster.NodeTaints(SimulatedPool(p))
+		labels, taints := c.cloudNodeLabels(p), cluster.NodeTaints(c.SimulatedPool(p))
+		f := c.PoolFabric(p)
 		pools[i] = gke.Pool{
+			Compact: f.PlacementGroup, GVNIC: f.GVNIC,
 			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == ScratchEmptyDir, Labels: labels,
@@ -157,13 +160,14 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 
 	var subnets []pulumi.StringInput
 	var vpcID pulumi.StringInput
+	var zones []string // the created subnets' zones, in subnet order; none with an existing VPC
 	if k.VPCID != "" {
 		vpcID = pulumi.String(k.VPCID)
 		for _, id := range k.SubnetIDs {
 			subnets = append(subnets, pulumi.String(id))
 		}
 	} else {
-		zones := k.Zones
+		zones = k.Zones
 		if len(zones) == 0 {
 			if zones, err = eks.DefaultZones(ctx, defaultAWSZones, pulumi.Provider(prov)); err != nil {
 				return pulumi.StringOutput{}, nil, nil, fmt.Errorf("%s:cluster.zones: %w", ConfigNamespace, err)
@@ -180,13 +184,17 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 
 	pools := make([]eks.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
+		f := c.PoolFabric(p)
 		pools[i] = eks.Pool{
 			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
-			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: cloudNodeLabels(p), Taints: cluster.NodeTaints(SimulatedPool(p)),
+			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: c.cloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
+			// A compact group runs in its zone's subnet: the first zone's unless the pool names
+			// one; with an existing VPC, the first of cluster.subnetIds.
+			Compact: f.Compact, Subnet: max(slices.Index(zones, f.Zone), 0), EFAs: f.EFAs,
 		}
 	}
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
-		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, Pools: pools,
+		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, VPCID: vpcID, Pools: pools,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		// etcd's members claim block volumes; EKS installs no driver for them.
 		BlockStorage: c.Etcd.Enabled,
@@ -240,7 +248,8 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 	for i, p := range c.NodePools {
 		pools[i] = aks.Pool{
 			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
-			Zones: p.Zones, Spot: p.Spot, Labels: cloudNodeLabels(p), Taints: cluster.NodeTaints(SimulatedPool(p)),
+			Zones: p.Zones, Spot: p.Spot, Labels: c.cloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
+			Compact: c.PoolFabric(p).PlacementGroup,
 		}
 	}
 	cl, err := aks.NewCluster(ctx, cloudClusterName, &aks.ClusterArgs{
@@ -283,8 +292,8 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 // nodes (the pool label that every workload selects on, the GPU labels, the pool's own) without
 // node.kubernetes.io/instance-type, which the kubelet sets itself and the clouds refuse, and
 // without the spot label, which the cloud sets itself under its reserved prefix.
-func cloudNodeLabels(p NodePool) map[string]string {
-	l := cluster.NodeLabels(SimulatedPool(p))
+func (c *Config) cloudNodeLabels(p NodePool) map[string]string {
+	l := cluster.NodeLabels(c.SimulatedPool(p))
 	delete(l, "node.kubernetes.io/instance-type")
 	if key := spotLabel(p); key != "" {
 		delete(l, key)

@@ -403,8 +403,9 @@ func (c *Config) validatePoolZones(v *validator, i int, p NodePool) {
 			v.oneOf(fmt.Sprintf("%s[%d]", key, j), z, allowedAzureZones)
 		}
 	case CloudAWS:
-		if len(p.Zones) > 0 {
-			v.add(key, strings.Join(p.Zones, ","), "on aws every pool spans the cluster's subnets; set cluster.zones instead")
+		if len(p.Zones) > 0 && p.Placement != PlacementCompact {
+			v.add(key, strings.Join(p.Zones, ","), fmt.Sprintf("on aws a spread pool spans the cluster's subnets (set cluster.zones instead); "+
+				"only a compact pool names its one zone (nodePools[%d].placement: %s)", i, PlacementCompact))
 		}
 	}
 }

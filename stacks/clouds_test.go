@@ -165,10 +165,10 @@ func TestCatalogue(t *testing.T) {
 		{Name: "a3-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUH100_80, VCPUs: 208, MemoryMi: 1872 * 1024},
 		{Name: "g2-standard-24", Cloud: CloudGCP, GPUs: 2, GPUType: GPUL4, VCPUs: 24, MemoryMi: 96 * 1024},
 		{Name: "g2-standard-96", Cloud: CloudGCP, GPUs: 8, GPUType: GPUL4, VCPUs: 96, MemoryMi: 384 * 1024},
-		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024},
-		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024},
-		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024},
-		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryMi: 768 * 1024},
+		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024, EFAs: 4, EFARDMA: true},
+		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 32, EFARDMA: true},
+		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024, EFAs: 1},
+		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryMi: 768 * 1024, EFAs: 1},
 		{Name: "Standard_NC24ads_A100_v4", Cloud: CloudAzure, GPUs: 1, GPUType: GPUA100_80, VCPUs: 24, MemoryMi: 220 * 1024},
 		{Name: "Standard_NC96ads_A100_v4", Cloud: CloudAzure, GPUs: 4, GPUType: GPUA100_80, VCPUs: 96, MemoryMi: 880 * 1024},
 		{Name: "Standard_ND96asr_v4", Cloud: CloudAzure, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 900 * 1024},
@@ -185,8 +185,10 @@ func TestCatalogue(t *testing.T) {
 		{Name: "p3.2xlarge", Cloud: CloudAWS, GPUs: 1, GPUType: GPUV100, VCPUs: 8, MemoryMi: 61 * 1024},
 		{Name: "p3.8xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUV100, VCPUs: 32, MemoryMi: 244 * 1024},
 		{Name: "p3.16xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100, VCPUs: 64, MemoryMi: 488 * 1024},
-		{Name: "p3dn.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100_32, VCPUs: 96, MemoryMi: 768 * 1024},
+		{Name: "p3dn.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100_32, VCPUs: 96, MemoryMi: 768 * 1024, EFAs: 1},
 	}
+	// EFAs: AWS's EFA "Supported instance types" and each type's maximumEfaInterfaces (EC2
+	// DescribeInstanceTypes, EfaInfo); GPUDirect RDMA on P4d, P4de and P5.
 	for _, w := range want {
 		if got, ok := LookupMachineType(w.Cloud, w.Name); !ok || got != w {
 			t.Errorf("%s: got %+v, want %+v", w.Name, got, w)
@@ -194,7 +196,8 @@ func TestCatalogue(t *testing.T) {
 	}
 	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
 		for _, m := range MachineTypes(cloud) {
-			if m.VCPUs < 1 || m.MemoryMi < 1 || (m.GPUs > 0) != (m.GPUType != "") || (m.Attach && (m.GPUs > 0 || cloud != CloudGCP)) {
+			if m.VCPUs < 1 || m.MemoryMi < 1 || (m.GPUs > 0) != (m.GPUType != "") || (m.Attach && (m.GPUs > 0 || cloud != CloudGCP)) ||
+				(m.EFAs > 0 && (cloud != CloudAWS || m.GPUs == 0)) || (m.EFARDMA && m.EFAs == 0) {
 				t.Errorf("%s %s: %+v", cloud, m.Name, m)
 			}
 		}

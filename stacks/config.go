@@ -72,7 +72,8 @@ type Config struct {
 	Sentinels  Sentinels  // kolotoc:sentinels
 	Entrypoint Entrypoint // kolotoc:entrypoint
 
-	DevicePlugin DevicePlugin // kolotoc:devicePlugin
+	DevicePlugin DevicePlugin   // kolotoc:devicePlugin
+	Fabric       FabricSettings // kolotoc:fabric — what runs the pools' fabric (fabric.go)
 
 	// Optional training workloads, each off unless enabled (types in workloads.go).
 	Etcd       Etcd       // kolotoc:etcd — rendezvous store for elastic
@@ -182,6 +183,17 @@ type NodePool struct {
 	LocalSSDs   int               `json:"localSsds"`   // local SSDs per node (gcp); default 0
 	Zones       []string          `json:"zones"`       // gcp: zones of the nodes, required with a regional cluster (counts are totals, split evenly); azure: availability zones "1".."3"; default the cluster's
 	GPUDriver   string            `json:"gpuDriver"`   // gcp: NVIDIA driver GKE installs: DEFAULT | LATEST | INSTALLATION_DISABLED; default DEFAULT
+	// Placement: compact | spread. compact keeps the pool's nodes in one zone and, where the
+	// cloud and machine type have one, in its compact placement (GKE compact placement policy, EC2
+	// cluster placement group, Azure proximity placement group), for the traffic between ranks;
+	// spread lets the pool span zones. Default compact for GPU pools, spread for CPU pools
+	// (fabric.go).
+	Placement string `json:"placement"`
+	// Fabric: auto | off. auto gives a GPU pool the fast network its machine type has between
+	// nodes: EFA on AWS (interfaces, security group, device plugin, towers requesting
+	// vpc.amazonaws.com/efa, NCCL's environment), gVNIC on GCP; off leaves plain TCP over the
+	// pod network. Default auto (fabric.go).
+	Fabric string `json:"fabric"`
 	// Real: the pool is the local cluster's real node(s) (simulated cloud only): no Node is
 	// registered, workloads select the label kolotoc.dev/real-node=true, cpus and memory describe
 	// the real node for the capacity checks, and gpusPerNode must be 0; default false.
@@ -223,6 +235,14 @@ type Entrypoint = entrypoint.Config
 type DevicePlugin struct {
 	Enabled *bool  `json:"enabled"` // default true when any pool has GPUs
 	Image   string `json:"image"`   // default DefaultDevicePluginImage
+}
+
+// FabricSettings are what runs the node pools' fabric (kolotoc:fabric); each pool says whether it
+// has one (nodePools[i].fabric).
+type FabricSettings struct {
+	// EFAPluginImage: the EFA device plugin's image, run on EFA nodes; default its release in the
+	// cluster region's EKS registry (us-east-1's on a simulated stack without a region).
+	EFAPluginImage string `json:"efaPluginImage"`
 }
 
 // Secret is a secret config value. It prints as "[secret]" so that it cannot leak through a log

@@ -6,6 +6,7 @@ import (
 
 	"kolotoc/components/dask"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
 	"kolotoc/components/storage"
 )
@@ -31,6 +32,9 @@ const (
 	// localStorageRoot: storage.type local keeps a stack's shared directory under
 	// <root>/<namespace>/shared on the node, one directory per stack.
 	localStorageRoot = "/var/lib/kolotoc"
+	// defaultEFARegion: the EKS registry region of the EFA device plugin's image on a simulated
+	// stack that names no region (its image is never pulled there: kwok plays the nodes).
+	defaultEFARegion = "us-east-1"
 	// defaultKubeconfig: where `make cluster` writes the local cluster's kubeconfig, relative to
 	// the project directory (Pulumi runs the program there).
 	defaultKubeconfig = ".kolotoc/kubeconfig"
@@ -48,7 +52,8 @@ func (c *Config) applyDefaults() {
 		c.Cluster.Kubeconfig = defaultKubeconfig
 	}
 	c.applyTimeoutDefaults()
-	c.applyCloudDefaults() // machine-type figures first, before the generic pool defaults below
+	c.applyCloudDefaults()  // machine-type figures first, before the generic pool defaults below
+	c.applyFabricDefaults() // after the machine-type figures: a GPU machine type's pool is compact
 	c.applyRunDefaults()
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
@@ -95,6 +100,11 @@ func (c *Config) applyDefaults() {
 		// nvidia.com/gpu.
 		on := c.firstPool(true) != nil && c.Cloud != CloudGCP
 		c.DevicePlugin.Enabled = &on
+	}
+	if c.Fabric.EFAPluginImage == "" && c.EFAPools() {
+		region := c.Cluster.Region
+		meta.Fill(&region, defaultEFARegion)
+		c.Fabric.EFAPluginImage = fabric.DefaultPluginImage(region)
 	}
 	c.applyWorkloadDefaults()
 }

@@ -13,6 +13,7 @@ import (
 	"kolotoc/components/cluster"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/fabric"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/storage"
@@ -135,6 +136,13 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 			return err
 		}
 	}
+	if c.EFAPools() { // EFA interfaces: advertised as vpc.amazonaws.com/efa (components/fabric)
+		if _, err := fabric.NewPlugin(ctx, "efa-device-plugin", &fabric.Args{
+			Namespace: agents, Image: c.Fabric.EFAPluginImage, Labels: labels,
+		}, k8s, pulumi.DependsOn(append(append([]pulumi.Resource{}, workloadDeps...), pools...))); err != nil {
+			return err
+		}
+	}
 
 	// Only the workloads' pods (and the launcher) wait for the pools and the claim (PodDeps), not
 	// their Secrets, ConfigMaps and Services, which then exist by the time both are ready.
@@ -253,7 +261,7 @@ func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, pr
 	var pools []cluster.Pool
 	for _, p := range c.NodePools {
 		if !p.Real {
-			pools = append(pools, SimulatedPool(p))
+			pools = append(pools, c.SimulatedPool(p))
 		}
 	}
 	if len(pools) == 0 {
@@ -269,22 +277,33 @@ func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, pr
 
 // SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.
 // A spot pool's nodes carry the spot label of the cloud whose catalogue names its machine type,
-// as that cloud's spot nodes do (none for a machine type no cloud here names).
-func SimulatedPool(p NodePool) cluster.Pool {
+// as that cloud's spot nodes do (none for a machine type no cloud here names); a pool with a
+// fabric carries its label and advertises its devices (EFA interfaces), and a compact pool its
+// one zone, as the cloud's nodes would.
+func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 	taints := make([]cluster.Taint, len(p.Taints))
 	for i, t := range p.Taints {
 		taints[i] = cluster.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
 	}
-	labels := p.Labels
+	labels := map[string]string{}
 	if key := spotLabel(p); key != "" {
-		labels = map[string]string{key: meta.SpotLabels[key]}
-		for k, v := range p.Labels {
-			labels[k] = v
-		}
+		labels[key] = meta.SpotLabels[key]
+	}
+	f := c.PoolFabric(p)
+	var devices map[string]int
+	if f.EFAs > 0 {
+		labels[fabric.Label] = fabric.EFA
+		devices = map[string]int{fabric.EFAResource: f.EFAs}
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	if len(labels) == 0 {
+		labels = nil
 	}
 	return cluster.Pool{
 		Name: p.Name, Nodes: p.Nodes, MachineType: p.MachineType, GPUsPerNode: p.GPUsPerNode, GPUType: p.GPUType,
-		CPUs: p.CPUs, Memory: p.Memory, Labels: labels, Taints: taints,
+		CPUs: p.CPUs, Memory: p.Memory, Labels: labels, Taints: taints, Zone: f.Zone, Devices: devices,
 	}
 }
 

@@ -39,6 +39,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"sentinels":        decodeObject(func(c *Config) any { return &c.Sentinels }),
 	"entrypoint":       decodeObject(func(c *Config) any { return &c.Entrypoint }),
 	"devicePlugin":     decodeObject(func(c *Config) any { return &c.DevicePlugin }),
+	"fabric":           decodeObject(func(c *Config) any { return &c.Fabric }),
 	"etcd":             decodeObject(func(c *Config) any { return &c.Etcd }),
 	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
 	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),

@@ -28,7 +28,7 @@ const GPUAgentsSuffix = "-gpu-agents"
 // GPUAgentsNamespace is the GPU node agents' namespace; "" when the stack runs none.
 func (c *Config) GPUAgentsNamespace() string {
 	if (c.DevicePlugin.Enabled != nil && *c.DevicePlugin.Enabled) ||
-		(c.Monitoring.Enabled && c.Monitoring.DCGMOn()) {
+		(c.Monitoring.Enabled && c.Monitoring.DCGMOn()) || c.EFAPools() {
 		return c.Namespace + GPUAgentsSuffix
 	}
 	return ""
@@ -53,6 +53,9 @@ func PodSecurity(c *Config) isolation.Level {
 		reasons = append(reasons, "storage.scratch.type "+ScratchHostPath+": every workload mounts a directory of its node")
 	}
 	if len(reasons) > 0 {
+		if c.EFAPools() {
+			reasons = append(reasons, "fabric: the EFA device plugin mounts the kubelet's device-plugins directory (hostPath)")
+		}
 		return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}
 	}
 	return isolation.Level{Enforce: isolation.Baseline}

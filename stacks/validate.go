@@ -61,6 +61,7 @@ func (c *Config) Validate() []FieldError {
 
 	c.validatePools(v)
 	c.validateCloud(v)
+	c.validateFabric(v)
 	c.validateStorage(v)
 	c.validateTowers(v)
 	c.validateRunAsUser(v)
@@ -74,6 +75,9 @@ func (c *Config) Validate() []FieldError {
 	c.validateFit(v)
 	c.validateRegistries(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
+	if c.Fabric.EFAPluginImage != "" {
+		v.image("fabric.efaPluginImage", c.Fabric.EFAPluginImage)
+	}
 
 	if c.Entrypoint.Jupyter {
 		switch {

@@ -9,6 +9,7 @@ import (
 	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/etcd"
+	"kolotoc/components/fabric"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
@@ -212,7 +213,23 @@ func TowerArgs(c *Config) *ring.Args {
 		Config: t, Site: workloadSite(c), Name: TowerName, LauncherName: LauncherName,
 		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
+		Fabric:      c.towerFabric(),
 	}
+}
+
+// towerFabric is what the towers take of their pool's fabric: their share of each node's EFA
+// interfaces and NCCL's environment on them; zero without a fabric.
+func (c *Config) towerFabric() ring.Fabric {
+	p := c.Pool(c.Towers.Pool)
+	if p == nil {
+		return ring.Fabric{}
+	}
+	f := c.PoolFabric(*p)
+	n := f.PerPod(c.Towers.GPUsPerTower, p.GPUsPerNode)
+	if n == 0 {
+		return ring.Fabric{}
+	}
+	return ring.Fabric{Resource: fabric.EFAResource, PerTower: n, Env: f.FabricEnv()}
 }
 
 // CarrierArgs is the carriers' configuration, less their site's namespace input and PodDeps.

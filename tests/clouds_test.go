@@ -40,6 +40,10 @@ const (
 	tResourceGroup = "azure-native:resources:ResourceGroup"
 	tRoleAssign    = "azure-native:authorization:RoleAssignment"
 	tStorageClass  = "kubernetes:storage.k8s.io/v1:StorageClass"
+	// The pools' placement and fabric (fabric_test.go).
+	tLaunchTemplate = "aws:ec2/launchTemplate:LaunchTemplate"
+	tPlacementGroup = "aws:ec2/placementGroup:PlacementGroup"
+	tProximityGroup = "azure-native:compute:ProximityPlacementGroup"
 )
 
 // What the mocked clouds report once a resource exists, and what their invokes return. The
@@ -89,6 +93,8 @@ func cloudState(token string, state resource.PropertyMap) {
 		set("vpcConfig", vpc)
 	case tIAMRole:
 		set("arn", "arn:aws:iam::123456789012:role/"+str("name"))
+	case tLaunchTemplate:
+		set("latestVersion", 1) // EC2 numbers a template's versions from 1
 	case tAKSCluster:
 		set("name", str("resourceName"))
 		set("identity", map[string]any{"type": "SystemAssigned", "principalId": fakeAKSPrincipal})
@@ -442,7 +448,7 @@ func TestAKS(t *testing.T) {
 		// A Spot pool beside the example's: no Kolotoc workload runs there (AKS taints Spot nodes).
 		"nodePools": `[{"name":"gpu","machineType":"Standard_ND96asr_v4","nodes":2,"maxNodes":4},` +
 			`{"name":"cpu","machineType":"Standard_D16s_v5","nodes":1,"maxNodes":3},` +
-			`{"name":"spot","machineType":"Standard_NC64as_T4_v3","nodes":1,"maxNodes":2,"spot":true,"zones":["1","2"]}]`,
+			`{"name":"spot","machineType":"Standard_NC64as_T4_v3","nodes":1,"maxNodes":2,"spot":true,"zones":["1","2"],"placement":"spread"}]`,
 	}))
 	mc := inputs(rec.one(t, tAKSCluster, "cluster"))
 	sys := get(mc, "agentPoolProfiles", "[0]")

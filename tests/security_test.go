@@ -146,6 +146,8 @@ var allowList = []privilege{
 		func(c *stacks.Config) bool { return c.InClusterNFS() }},
 	{"nvidia-device-plugin", "", "hostPath /var/lib/kubelet/device-plugins", "the device plugin registers with the kubelet through its socket directory",
 		func(c *stacks.Config) bool { return *c.DevicePlugin.Enabled }},
+	{"efa-device-plugin", "", "hostPath /var/lib/kubelet/device-plugins", "the EFA device plugin registers with the kubelet through its socket directory",
+		func(c *stacks.Config) bool { return c.EFAPools() }},
 	{"dcgm-exporter", "", "hostPath /var/lib/kubelet/pod-resources", "the exporter attributes each GPU to the pod holding it through the kubelet's pod-resources socket",
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
 	{"dcgm-exporter", "dcgm-exporter", "capability SYS_ADMIN", "DCGM's profiling metrics; the API server refuses allowPrivilegeEscalation: false beside it",

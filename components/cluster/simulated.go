@@ -39,7 +39,16 @@ type Pool struct {
 	Memory      string            // memory capacity (quantity)
 	Labels      map[string]string // extra labels
 	Taints      []Taint           // extra taints; GPU pools get the GPU taint as well
+	// Zone is the zone a cloud would put the nodes in (topology.kubernetes.io/zone, which the
+	// cloud sets on its own nodes); "" for none.
+	Zone string
+	// Devices are further extended resources each node advertises, name to count, as a device
+	// plugin would on the cloud's nodes (vpc.amazonaws.com/efa on EFA instances).
+	Devices map[string]int
 }
+
+// ZoneLabel is the well-known label of a node's zone.
+const ZoneLabel = "topology.kubernetes.io/zone"
 
 // Taint is a node taint (one type on every cloud).
 type Taint = kubeaccess.Taint
@@ -141,6 +150,9 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 	if p.GPUsPerNode > 0 {
 		capacity[meta.GPUResource] = fmt.Sprint(p.GPUsPerNode)
 	}
+	for name, n := range p.Devices {
+		capacity[name] = fmt.Sprint(n)
+	}
 	capJSON, err := json.Marshal(capacity) // json.Marshal sorts map keys: stable across runs
 	if err != nil {
 		return nil, err
@@ -153,6 +165,9 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 	}
 	labels[meta.ClusterLabel] = args.Name
 	labels["type"] = "kwok"
+	if p.Zone != "" {
+		labels[ZoneLabel] = p.Zone
+	}
 	var taints pulumi.Array
 	for _, t := range NodeTaints(p) {
 		taints = append(taints, pulumi.StringMap{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})

@@ -27,6 +27,9 @@ type Config struct {
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
 	ShmSize      string   `json:"shmSize"`      // memory-backed /dev/shm per tower (NCCL, DataLoader workers) as a quantity, at most memory; default memory
+	// CrossZone accepts a ring whose towers' pool spreads over zones (nodePools[i].placement:
+	// spread): every allreduce then crosses zones; default false, such a ring is refused.
+	CrossZone bool `json:"crossZone"`
 
 	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m

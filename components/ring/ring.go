@@ -89,6 +89,26 @@ type Args struct {
 	SSHKeySeed   pulumi.StringInput     // secret seed the ssh keys derive from
 	KeyBinding   Binding                // what the keys are bound to (project, stack, namespace)
 	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
+	Fabric       Fabric                 // the towers' pool's fast network between nodes; zero: none
+}
+
+// Fabric is what the towers take of their pool's fabric: a device each tower requests beside its
+// GPUs (EFA interfaces), and the environment NCCL needs to use it, which every rank gets: the
+// towers' containers, the launcher, and every sshd session on a tower (mpirun's and horovodrun's
+// ranks are such sessions, and sshd hands them none of the pod's environment).
+type Fabric struct {
+	Resource string            // extended resource each tower requests, e.g. vpc.amazonaws.com/efa; "" for none
+	PerTower int               // how many of it
+	Env      map[string]string // NCCL's environment on the fabric
+}
+
+// envArray is the fabric's environment, sorted by name.
+func (f Fabric) envArray() corev1.EnvVarArray {
+	var out corev1.EnvVarArray
+	for _, k := range meta.SortedKeys(f.Env) {
+		out = append(out, env(k, f.Env[k]))
+	}
+	return out
 }
 
 // releases reports whether the launcher releases the towers when its run succeeds.
@@ -195,7 +215,7 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	data := pulumi.StringMap{
 		"hostfile":    pulumi.String(Hostfile(a.Count, a.Slots, a.Name, a.NamespaceDNS)),
 		"sshd.sh":     pulumi.String(sshdScript),
-		"sshd_config": pulumi.String(sshdConfig(a.RunAsUser)),
+		"sshd_config": pulumi.String(sshdConfig(a.RunAsUser, a.Fabric.Env)),
 		"launcher.sh": pulumi.String(launcherScript),
 		"ssh_config":  pulumi.String(sshConfig(a.SSHPort, a.RunAsUser)),
 	}
@@ -398,8 +418,9 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	return &batchv1.JobArgs{Metadata: md, Spec: jobSpec}
 }
 
-// workloadEnv is Kolotoc's own variables, then where the code is, then the stack's.
+// workloadEnv is Kolotoc's own variables, the fabric's, then where the code is, then the stack's.
 func workloadEnv(a *Args, own corev1.EnvVarArray) corev1.EnvVarArray {
+	own = append(own, a.Fabric.envArray()...)
 	own = append(own, a.Code.Env()...)
 	return append(own, meta.EnvArray(a.Env)...)
 }
@@ -411,6 +432,11 @@ func towerResources(a *Args) *corev1.ResourceRequirementsArgs {
 	if a.GPUsPerTower > 0 {
 		requests[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
 		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
+	}
+	if f := a.Fabric; f.Resource != "" && f.PerTower > 0 {
+		// Extended resources are requested as limits equal to requests, like GPUs.
+		requests[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
+		limits[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
 	}
 	return &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits}
 }

@@ -3,6 +3,8 @@ package ring
 import (
 	"fmt"
 	"strings"
+
+	"kolotoc/components/meta"
 )
 
 // launcherWaitSeconds is how long the launcher waits for every tower to resolve and accept ssh
@@ -63,7 +65,10 @@ const sshdRunDir = "/run/kolotoc/sshd"
 // images' own configuration (with passwords off it authenticates nothing). As another user, sshd
 // can let in only that user, never root; PAM needs root and is off; the host key lives in
 // sshdRunDir.
-func sshdConfig(runAsUser int) string {
+//
+// env, the fabric's environment (NCCL's on EFA), is set in every session (SetEnv, OpenSSH 7.8
+// and later): the ranks mpirun starts over ssh are sessions, and get none of the pod's own.
+func sshdConfig(runAsUser int, env map[string]string) string {
 	who := `HostKey /etc/ssh/ssh_host_ed25519_key
 AuthorizedKeysFile /root/.ssh/authorized_keys
 AllowUsers root
@@ -96,7 +101,21 @@ PermitUserEnvironment no
 PrintMotd no
 MaxStartups 200:30:1000
 LogLevel INFO
-`
+` + setEnv(env)
+}
+
+// setEnv is sshd_config's SetEnv line for env, sorted by name; "" for none. Values are the
+// fabric's own (no spaces or quotes to escape).
+func setEnv(env map[string]string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("SetEnv")
+	for _, k := range meta.SortedKeys(env) {
+		fmt.Fprintf(&b, " %s=%s", k, env[k])
+	}
+	return b.String() + "\n"
 }
 
 // launcherScript waits until every host of the hostfile resolves and accepts the ssh key (the most

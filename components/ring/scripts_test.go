@@ -96,7 +96,7 @@ func TestSSHDConfigFollowsTheUser(t *testing.T) {
 		{1000, map[string]string{"PermitRootLogin": "no", "UsePAM": "no", "HostKey": sshdRunDir + "/ssh_host_ed25519_key",
 			"PidFile": sshdRunDir + "/sshd.pid", "AuthorizedKeysFile": ".ssh/authorized_keys"}, []string{"AllowUsers"}},
 	} {
-		got := lines(sshdConfig(tc.uid))
+		got := lines(sshdConfig(tc.uid, nil))
 		for k, v := range tc.want {
 			if got[k] != v {
 				t.Errorf("runAsUser %d: %s %q, want %q", tc.uid, k, got[k], v)

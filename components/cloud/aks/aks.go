@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi-azure-native-sdk/authorization/v2"
+	"github.com/pulumi/pulumi-azure-native-sdk/compute/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/resources/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -70,7 +71,15 @@ type Pool struct {
 	Spot     bool              // Spot priority
 	Labels   map[string]string // every Kubernetes label of the nodes
 	Taints   []Taint           // every taint of the nodes, the GPU taint included (Spot pools get SpotTaint as well)
+	// Compact: the pool's VMs in a proximity placement group of its own, <cluster>-<pool>, in the
+	// cluster's resource group (AKS, "Use proximity placement groups to reduce latency for your
+	// AKS cluster": a group maps to one availability zone, and a pool joins one only when it is
+	// created).
+	Compact bool
 }
+
+// ProximityPlacementType is the type of the compact pools' proximity placement groups.
+const ProximityPlacementType = "Standard"
 
 // ClusterArgs are the inputs of an AKS cluster.
 type ClusterArgs struct {
@@ -109,6 +118,8 @@ type Cluster struct {
 	ClusterName   pulumi.StringOutput
 	Kubeconfig    pulumi.StringOutput // secret
 	AgentPools    []*containerservice.AgentPool
+	// PlacementGroups are the compact pools' proximity placement groups, by pool name.
+	PlacementGroups map[string]*compute.ProximityPlacementGroup
 	// SubnetAccess is the cluster identity's role on SubnetID; nil without a subnet.
 	SubnetAccess *authorization.RoleAssignment
 	// RegistryAccess is the kubelet identity's AcrPull on ACRID; nil without a registry.
@@ -162,7 +173,19 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 	}
 	for _, p := range args.Pools {
-		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name), parent,
+		var ppg pulumi.StringInput
+		if p.Compact {
+			g, err := compute.NewProximityPlacementGroup(ctx, name+"-"+p.Name, RenderPlacementGroup(args, p, rg.Name), parent)
+			if err != nil {
+				return nil, fmt.Errorf("aks %q: pool %s: %w", name, p.Name, err)
+			}
+			if c.PlacementGroups == nil {
+				c.PlacementGroups = map[string]*compute.ProximityPlacementGroup{}
+			}
+			c.PlacementGroups[p.Name] = g
+			ppg = g.ID()
+		}
+		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name, ppg), parent,
 			pulumi.Timeouts(AgentPoolTimeouts), pulumi.DependsOn(poolDeps),
 			// An agent pool's name is its identity: a replacement must delete first.
 			pulumi.DeleteBeforeReplace(true),
@@ -262,8 +285,25 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 	return mc
 }
 
-// RenderAgentPool builds one user agent pool.
-func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.StringInput) *containerservice.AgentPoolArgs {
+// RenderPlacementGroup is a compact pool's proximity placement group, in the cluster's resource
+// group and region; in the pool's zone when it names one.
+func RenderPlacementGroup(a *ClusterArgs, p Pool, resourceGroup pulumi.StringInput) *compute.ProximityPlacementGroupArgs {
+	g := &compute.ProximityPlacementGroupArgs{
+		ProximityPlacementGroupName: pulumi.String(a.Name + "-" + p.Name),
+		ProximityPlacementGroupType: pulumi.String(ProximityPlacementType),
+		ResourceGroupName:           resourceGroup,
+		Location:                    pulumi.String(a.Location),
+		Tags:                        pulumi.ToStringMap(a.Tags),
+	}
+	if len(p.Zones) > 0 {
+		g.Zones = pulumi.ToStringArray(p.Zones[:1])
+	}
+	return g
+}
+
+// RenderAgentPool builds one user agent pool; ppg is its proximity placement group's ID, nil for
+// none.
+func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster, ppg pulumi.StringInput) *containerservice.AgentPoolArgs {
 	ap := &containerservice.AgentPoolArgs{
 		AgentPoolName:     pulumi.String(p.Name),
 		ResourceGroupName: resourceGroup,
@@ -290,6 +330,9 @@ func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster pulumi.Strin
 	}
 	if len(p.Zones) > 0 {
 		ap.AvailabilityZones = pulumi.ToStringArray(p.Zones)
+	}
+	if ppg != nil {
+		ap.ProximityPlacementGroupID = ppg
 	}
 	if autoscaled(p) {
 		ap.EnableAutoScaling = pulumi.Bool(true)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/ec2"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/iam"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -65,6 +66,11 @@ type Pool struct {
 	Spot         bool              // SPOT capacity
 	Labels       map[string]string // every Kubernetes label of the nodes
 	Taints       []Taint           // every taint of the nodes, the GPU taint included
+	// Compact: the group runs in one subnet (ClusterArgs.SubnetIDs[Subnet], one zone) and in a
+	// cluster placement group of its own (fabric.go).
+	Compact bool
+	Subnet  int // index into ClusterArgs.SubnetIDs of a compact group's subnet
+	EFAs    int // EFA interfaces per node, one per network card; 0 = none
 }
 
 // ClusterArgs are the inputs of an EKS cluster.
@@ -73,6 +79,7 @@ type ClusterArgs struct {
 	Region            string               // for the kubeconfig's `aws eks get-token`
 	KubernetesVersion string               // empty = EKS's default
 	SubnetIDs         []pulumi.StringInput // subnets of the control plane's interfaces and of the nodes
+	VPCID             pulumi.StringInput   // the subnets' VPC, for the EFA security group
 	Pools             []Pool
 
 	AuthorizedNetworks []string // CIDRs allowed to reach the public endpoint; empty = any
@@ -93,7 +100,12 @@ type Cluster struct {
 	// NodeSecurityGroupID is the cluster security group EKS attaches to managed nodes.
 	NodeSecurityGroupID pulumi.StringOutput
 	NodeGroups          []*eks.NodeGroup
-	PodIdentity         *eks.Addon
+	// EFASecurityGroup lets EFA interfaces reach one another (fabric.go); nil without EFA pools.
+	EFASecurityGroup *ec2.SecurityGroup
+	// LaunchTemplates and PlacementGroups of the compact and EFA pools, by pool name.
+	LaunchTemplates map[string]*ec2.LaunchTemplate
+	PlacementGroups map[string]*ec2.PlacementGroup
+	PodIdentity     *eks.Addon
 	// EBSCSI is the EBS CSI driver add-on (ClusterArgs.BlockStorage), nil without it.
 	EBSCSI *eks.Addon
 	// VPCCNI is the managed pod network with its network policy agent; the node groups wait for
@@ -136,8 +148,13 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	nodeDeps := append(append([]pulumi.Resource{}, nodeAttached...), c.VPCCNI)
+	clusterSG := cluster.VpcConfig.ClusterSecurityGroupId().Elem()
 	for _, p := range args.Pools {
-		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn), parent,
+		lt, err := c.newPoolFabric(ctx, name, args, p, clusterSG, parent)
+		if err != nil {
+			return nil, err
+		}
+		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn, lt), parent,
 			pulumi.DependsOn(nodeDeps),
 			pulumi.Timeouts(NodeGroupTimeouts),
 			// An explicit node group name cannot exist twice: a replacement must delete first.
@@ -224,8 +241,9 @@ func RenderCluster(a *ClusterArgs, roleArn pulumi.StringInput) *eks.ClusterArgs 
 	return ca
 }
 
-// RenderNodeGroup builds one managed node group.
-func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringInput) *eks.NodeGroupArgs {
+// RenderNodeGroup builds one managed node group; lt is its launch template (fabric.go), nil for
+// EKS's own. A compact group runs in its one subnet.
+func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringInput, lt *ec2.LaunchTemplate) *eks.NodeGroupArgs {
 	ami, capacity := CPUAMI, "ON_DEMAND"
 	if p.GPUs > 0 {
 		ami = GPUAMI
@@ -237,7 +255,7 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 		ClusterName:   cluster,
 		NodeGroupName: pulumi.String(p.Name),
 		NodeRoleArn:   nodeRoleArn,
-		SubnetIds:     pulumi.StringArray(a.SubnetIDs),
+		SubnetIds:     pulumi.StringArray(poolSubnets(a, p)),
 		AmiType:       pulumi.String(ami),
 		CapacityType:  pulumi.String(capacity),
 		InstanceTypes: pulumi.StringArray{pulumi.String(p.InstanceType)},
@@ -250,6 +268,11 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 		// One node at a time: a surge node of an 8-GPU instance needs quota nobody has.
 		UpdateConfig: &eks.NodeGroupUpdateConfigArgs{MaxUnavailable: pulumi.Int(1)},
 		Labels:       pulumi.ToStringMap(p.Labels),
+	}
+	if lt != nil {
+		// EKS refuses a disk size beside a launch template: the template has the root volume.
+		ng.DiskSize = nil
+		ng.LaunchTemplate = &eks.NodeGroupLaunchTemplateArgs{Id: lt.ID(), Version: lt.LatestVersion.ApplyT(func(v int) string { return fmt.Sprint(v) }).(pulumi.StringOutput)}
 	}
 	var taints eks.NodeGroupTaintArray
 	for _, t := range p.Taints {

@@ -1,0 +1,221 @@
+package stacks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"kolotoc/components/fabric"
+	"kolotoc/components/meta"
+)
+
+// Placements of a pool (kolotoc:nodePools[i].placement).
+const (
+	// PlacementCompact: the pool's nodes in one zone and, where the cloud and machine type have
+	// one, in the cloud's compact placement.
+	PlacementCompact = "compact"
+	// PlacementSpread: the pool may span zones (the cluster's, or the pool's own).
+	PlacementSpread = "spread"
+)
+
+// Fabric settings of a pool (kolotoc:nodePools[i].fabric).
+const (
+	FabricAuto = "auto" // the machine type's fast network between nodes, where it has one
+	FabricOff  = "off"  // plain TCP over the pod network
+)
+
+var (
+	allowedPlacements = []string{PlacementCompact, PlacementSpread}
+	allowedFabrics    = []string{FabricAuto, FabricOff}
+
+	// gkeCompactFamilies are the GCP machine families GKE's compact placement policy accepts
+	// (GKE, "Define compact placement for GKE nodes", Limitations: C2, C2D, C3, C3D, … N2, N2D,
+	// and the A100, L4 and H100 GPUs, that is A2, G2 and A3). A compact pool of another family
+	// (N1 with attached GPUs, E2) still keeps to one zone, without the policy.
+	gkeCompactFamilies = []string{"a2", "a3", "g2", "c2", "c2d", "c3", "c3d", "n2", "n2d"}
+)
+
+// PoolFabric is what a pool's nodes get for the traffic between ranks on different nodes, as
+// its cloud and machine type allow and its placement and fabric keys say. A simulated pool gets
+// what its machine type's cloud would give it, so that a mirrored stack places the same pods.
+type PoolFabric struct {
+	// Cloud is the cloud whose catalogue names the pool's machine type ("" if none does).
+	Cloud string
+	// Compact: the pool is placed compactly (one zone).
+	Compact bool
+	// PlacementGroup: the cloud's compact placement applies (GKE compact placement policy, EC2
+	// cluster placement group, Azure proximity placement group).
+	PlacementGroup bool
+	// Zone is the compact pool's one zone, "" where the cloud picks it (an existing VPC's first
+	// subnet on aws, a non-zonal AKS pool) or the pool spreads.
+	Zone string
+	// EFAs are the EFA interfaces of each node (aws), each advertised as fabric.EFAResource.
+	EFAs int
+	// RDMA: GPUDirect RDMA over EFA.
+	RDMA bool
+	// GVNIC: GCP's gVNIC on the nodes.
+	GVNIC bool
+}
+
+// applyFabricDefaults fills placement and fabric: GPU pools compact, CPU pools spread; fabric
+// auto. It runs after the machine-type figures, so a GPU machine type's pool counts as GPU.
+func (c *Config) applyFabricDefaults() {
+	for i := range c.NodePools {
+		p := &c.NodePools[i]
+		placement := PlacementSpread
+		if p.GPUsPerNode > 0 {
+			placement = PlacementCompact
+		}
+		meta.Fill(&p.Placement, placement)
+		meta.Fill(&p.Fabric, FabricAuto)
+	}
+}
+
+// PoolFabric resolves a pool's placement and fabric.
+func (c *Config) PoolFabric(p NodePool) PoolFabric {
+	cloud, known := catalogueCloud(c.Cloud, p.MachineType)
+	f := PoolFabric{Compact: p.Placement == PlacementCompact}
+	if !known || p.Real {
+		return f
+	}
+	f.Cloud = cloud
+	m := catalogue[cloud][p.MachineType]
+	if f.Compact {
+		f.Zone = c.poolZone(cloud, p)
+		switch cloud {
+		case CloudGCP:
+			family, _, _ := strings.Cut(p.MachineType, "-")
+			f.PlacementGroup = slices.Contains(gkeCompactFamilies, family)
+		case CloudAWS, CloudAzure:
+			f.PlacementGroup = true
+		}
+	}
+	if p.Fabric == FabricOff || p.GPUsPerNode < 1 {
+		return f
+	}
+	switch cloud {
+	case CloudAWS:
+		f.EFAs, f.RDMA = m.EFAs, m.EFARDMA
+	case CloudGCP:
+		f.GVNIC = true
+	}
+	return f
+}
+
+// poolZone is the one zone of a compact pool: the pool's own, else the cluster's (GKE's zonal
+// cluster, EKS's first zone), else "" for the cloud to pick.
+func (c *Config) poolZone(cloud string, p NodePool) string {
+	if len(p.Zones) > 0 {
+		return p.Zones[0]
+	}
+	switch cloud {
+	case CloudGCP:
+		return c.Cluster.Zone
+	case CloudAWS:
+		if len(c.Cluster.Zones) > 0 {
+			return c.Cluster.Zones[0]
+		}
+	}
+	return ""
+}
+
+// FabricEnv is the environment NCCL needs on a pool's fabric, for every rank: the towers' pods,
+// their sshd sessions (which mpirun's ranks are) and the launcher. Empty without a fabric.
+func (f PoolFabric) FabricEnv() map[string]string {
+	if f.EFAs == 0 {
+		return nil
+	}
+	return fabric.EFAEnv(f.RDMA)
+}
+
+// PerPod is the share of a node's EFA interfaces a pod holding gpus of the node's gpusPerNode
+// GPUs takes: all of them for a pod that owns the node, in proportion otherwise, at least one.
+func (f PoolFabric) PerPod(gpus, gpusPerNode int) int {
+	if f.EFAs == 0 || gpus < 1 || gpusPerNode < 1 {
+		return 0
+	}
+	return max(f.EFAs*min(gpus, gpusPerNode)/gpusPerNode, 1)
+}
+
+// spreadZones are the zones a spread pool's nodes may land in: the pool's own, else the
+// cluster's (aws: every zone of the cluster's subnets).
+func (c *Config) spreadZones(p NodePool) []string {
+	if len(p.Zones) > 0 {
+		return p.Zones
+	}
+	if cloud, ok := catalogueCloud(c.Cloud, p.MachineType); ok && cloud == CloudAWS {
+		if len(c.Cluster.Zones) > 0 {
+			return c.Cluster.Zones
+		}
+		if len(c.Cluster.SubnetIDs) > 1 {
+			return c.Cluster.SubnetIDs // one zone each, as EKS requires of them
+		}
+		return make([]string, defaultAWSZones)
+	}
+	return nil
+}
+
+// validateFabric checks each pool's placement and fabric, and refuses a ring of towers spread
+// over zones unless the stack accepts it (towers.crossZone).
+func (c *Config) validateFabric(v *validator) {
+	for i, p := range c.NodePools {
+		key := fmt.Sprintf("nodePools[%d]", i)
+		v.oneOf(key+".placement", p.Placement, allowedPlacements)
+		v.oneOf(key+".fabric", p.Fabric, allowedFabrics)
+		if p.Placement == PlacementCompact && len(p.Zones) > 1 {
+			v.add(key+".zones", strings.Join(p.Zones, ","), fmt.Sprintf(
+				"a compact pool runs in one zone; allowed: one zone, e.g. [%s], or %s.placement: %s to span them", p.Zones[0], key, PlacementSpread))
+		}
+		if c.Cloud == CloudAWS && p.Placement == PlacementCompact && len(p.Zones) == 1 && len(c.Cluster.Zones) > 0 && !slices.Contains(c.Cluster.Zones, p.Zones[0]) {
+			v.add(key+".zones[0]", p.Zones[0], "a compact EKS pool runs in one of the cluster's zones; allowed: "+strings.Join(c.Cluster.Zones, ", "))
+		}
+		if c.Cloud == CloudAWS && p.Placement == PlacementCompact && len(p.Zones) == 1 && c.Cluster.VPCID != "" {
+			v.add(key+".zones", p.Zones[0], "with cluster.vpcId a compact pool runs in the first of cluster.subnetIds; list that subnet first instead")
+		}
+	}
+	if !c.Towers.Enabled {
+		return
+	}
+	p := c.Pool(c.Towers.Pool)
+	if p == nil || p.Placement != PlacementSpread || c.Towers.CrossZone {
+		return
+	}
+	zones := c.spreadZones(*p)
+	if nodes := c.towerNodes(p); len(zones) > 1 && nodes > 1 {
+		i := c.poolIndex(p.Name)
+		v.add(fmt.Sprintf("nodePools[%d].placement", i), p.Placement, fmt.Sprintf(
+			"the towers' ring spans %d nodes of pool %s, which spreads over %d zones: every allreduce would cross zones (latency, and traffic charged between zones); "+
+				"allowed: %s, or towers.crossZone: true to accept it", nodes, p.Name, len(zones), PlacementCompact))
+	}
+}
+
+// towerNodes is how many nodes the towers take at least: all of a node's GPUs per node, or a
+// tower per node for CPU towers on a pool whose nodes fit one.
+func (c *Config) towerNodes(p *NodePool) int {
+	t := c.Towers
+	if t.GPUsPerTower > 0 && p.GPUsPerNode > 0 {
+		perNode := max(p.GPUsPerNode/t.GPUsPerTower, 1)
+		return (t.Count + perNode - 1) / perNode
+	}
+	return min(t.Count, max(p.Nodes, 1))
+}
+
+// poolIndex is a pool's position in kolotoc:nodePools, -1 if none has the name.
+func (c *Config) poolIndex(name string) int {
+	for i, p := range c.NodePools {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// EFAPools reports whether any pool has EFA interfaces (the EFA device plugin then runs).
+func (c *Config) EFAPools() bool {
+	for _, p := range c.NodePools {
+		if c.PoolFabric(p).EFAs > 0 {
+			return true
+		}
+	}
+	return false
+}
