@@ -74,6 +74,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateFit(v)
 	c.validateRegistries(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
+	c.validateGPUAgents(v) // gpuagents.go
 
 	if c.Entrypoint.Jupyter {
 		switch {
