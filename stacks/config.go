@@ -233,8 +233,11 @@ type Entrypoint = entrypoint.Config
 
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
 type DevicePlugin struct {
-	Enabled *bool  `json:"enabled"` // default true when any pool has GPUs
+	Enabled *bool  `json:"enabled"` // default true when any pool has GPUs and provider is kolotoc
 	Image   string `json:"image"`   // default DefaultDevicePluginImage
+	// Provider: who runs the device plugin on the GPU nodes, kolotoc | gke | gpuOperator
+	// (gpuagents.go); default gke on gcp, kolotoc elsewhere.
+	Provider string `json:"provider"`
 }
 
 // FabricSettings are what runs the node pools' fabric (kolotoc:fabric); each pool says whether it

@@ -95,12 +95,7 @@ func (c *Config) applyDefaults() {
 	e.Default() // components/entrypoint/config.go
 
 	meta.Fill(&c.DevicePlugin.Image, DefaultDevicePluginImage)
-	if c.DevicePlugin.Enabled == nil {
-		// GKE runs its own NVIDIA device plugin on GPU nodes; a second one would fight it over
-		// nvidia.com/gpu.
-		on := c.firstPool(true) != nil && c.Cloud != CloudGCP
-		c.DevicePlugin.Enabled = &on
-	}
+	c.applyGPUAgentDefaults() // who runs the device plugin and the DCGM exporter (gpuagents.go)
 	if c.Fabric.EFAPluginImage == "" && c.EFAPools() {
 		region := c.Cluster.Region
 		meta.Fill(&region, defaultEFARegion)

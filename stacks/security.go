@@ -68,7 +68,12 @@ func GPUAgentsPodSecurity(c *Config) isolation.Level {
 		reasons = append(reasons, "devicePlugin: the NVIDIA device plugin mounts the kubelet's device-plugins directory (hostPath)")
 	}
 	if c.Monitoring.Enabled && c.Monitoring.DCGMOn() {
-		reasons = append(reasons, "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics")
+		why := "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics"
+		if dir := c.gpuNodes().DriverHostDir; dir != "" {
+			why = "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory and the node's driver (" + dir +
+				", hostPath) and runs privileged to open the GPU devices, as GKE's own manifest does"
+		}
+		reasons = append(reasons, why)
 	}
 	return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}
 }

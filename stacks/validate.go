@@ -75,6 +75,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateFit(v)
 	c.validateRegistries(v)
 	v.image("devicePlugin.image", c.DevicePlugin.Image)
+	c.validateGPUAgents(v) // gpuagents.go
 	if c.Fabric.EFAPluginImage != "" {
 		v.image("fabric.efaPluginImage", c.Fabric.EFAPluginImage)
 	}

@@ -287,7 +287,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 // MonitoringArgs is the monitoring's configuration, less its site's namespace input and PodDeps,
 // the agents' namespace input and Grafana's password.
 func MonitoringArgs(c *Config) *monitoring.Args {
-	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace()}
+	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
 }
 
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach

@@ -49,6 +49,11 @@ type Args struct {
 	// Security level allows its host path and capability; default Namespace.
 	AgentsNamespace    pulumi.StringInput
 	AgentsNamespaceDNS string
+
+	// GPUNodes: how the DCGM exporter reaches the driver and names the GPUs on the stack's GPU
+	// node image; the stack fills it from its cloud and device plugin; default the NVIDIA
+	// Container Toolkit's way.
+	GPUNodes GPUNodes
 }
 
 // Endpoint is one user-facing service.
@@ -242,6 +247,7 @@ func RenderPrometheusService(a *Args) *corev1.ServiceArgs {
 // holds which GPU from the kubelet's pod-resources socket. It requests no GPU: it watches them
 // all through the driver.
 func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
+	env, mounts, volumes := dcgmDriver(a.GPUNodes)
 	return &appsv1.DaemonSetArgs{
 		Metadata: a.Labels.ObjectMeta(DCGMName, agentsNamespace(a), DCGMName),
 		Spec: &appsv1.DaemonSetSpecArgs{
@@ -258,15 +264,7 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String(DCGMName),
 						Image: pulumi.String(a.DCGMImage),
-						Env: corev1.EnvVarArray{
-							corev1.EnvVarArgs{Name: pulumi.String("DCGM_EXPORTER_LISTEN"), Value: pulumi.String(fmt.Sprintf(":%d", DCGMPort))},
-							// Label each GPU's metrics with the pod that holds it.
-							corev1.EnvVarArgs{Name: pulumi.String("DCGM_EXPORTER_KUBERNETES"), Value: pulumi.String("true")},
-							// Report the node name as the Hostname label rather than the pod's.
-							corev1.EnvVarArgs{Name: pulumi.String("NODE_NAME"), ValueFrom: &corev1.EnvVarSourceArgs{
-								FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("spec.nodeName")},
-							}},
-						},
+						Env:   env,
 						Ports: corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("metrics"), ContainerPort: pulumi.Int(DCGMPort)}},
 						ReadinessProbe: &corev1.ProbeArgs{
 							HttpGet:       &corev1.HTTPGetActionArgs{Path: pulumi.String("/health"), Port: pulumi.Int(DCGMPort)},
@@ -276,23 +274,10 @@ func RenderDCGMExporter(a *Args) *appsv1.DaemonSetArgs {
 							Requests: pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("256Mi")},
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("1"), "memory": pulumi.String("1Gi")},
 						},
-						// DCGM's profiling metrics need CAP_SYS_ADMIN (NVIDIA's own manifests
-						// grant the same); nothing else is added.
-						SecurityContext: &corev1.SecurityContextArgs{
-							RunAsUser: pulumi.Int(0),
-							Capabilities: &corev1.CapabilitiesArgs{
-								Drop: pulumi.StringArray{pulumi.String("ALL")},
-								Add:  pulumi.StringArray{pulumi.String("SYS_ADMIN")},
-							},
-						},
-						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
-							Name: pulumi.String("pod-resources"), MountPath: pulumi.String("/var/lib/kubelet/pod-resources"), ReadOnly: pulumi.Bool(true),
-						}},
+						SecurityContext: dcgmSecurity(a.GPUNodes),
+						VolumeMounts:    mounts,
 					}},
-					Volumes: corev1.VolumeArray{corev1.VolumeArgs{
-						Name:     pulumi.String("pod-resources"),
-						HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String("/var/lib/kubelet/pod-resources")},
-					}},
+					Volumes: volumes,
 				},
 			},
 		},

@@ -106,3 +106,102 @@ func TestRenderFacts(t *testing.T) {
 		}
 	})
 }
+
+// TestDCGMPerNodeImage checks how the exporter reaches the driver on each GPU node image. It
+// requests no GPU, so it sees only what the node gives a container that asks for none.
+func TestDCGMPerNodeImage(t *testing.T) {
+	container := func(t *testing.T, n GPUNodes) (any, any) {
+		t.Helper()
+		a := testArgs(true, nil)
+		a.GPUNodes = n
+		pod := rendertest.Get(rendertest.Inputs(render(t, a).One(t, "kubernetes:apps/v1:DaemonSet", "monitoring-dcgm-exporter")),
+			"spec", "template", "spec")
+		return rendertest.Get(pod, "containers", "[0]"), pod
+	}
+	env := func(c any) map[string]any {
+		out := map[string]any{}
+		list, _ := rendertest.Get(c, "env").([]any)
+		for _, e := range list {
+			out[rendertest.Get(e, "name").(string)] = rendertest.Get(e, "value")
+		}
+		return out
+	}
+	hostPaths := func(pod any) map[string]any {
+		out := map[string]any{}
+		list, _ := rendertest.Get(pod, "volumes").([]any)
+		for _, v := range list {
+			if p := rendertest.Get(v, "hostPath", "path"); p != nil {
+				out[rendertest.Get(v, "name").(string)] = p
+			}
+		}
+		return out
+	}
+	mountedAt := func(c any, volume string) any {
+		list, _ := rendertest.Get(c, "volumeMounts").([]any)
+		for _, m := range list {
+			if rendertest.Get(m, "name") == volume {
+				return rendertest.Get(m, "mountPath")
+			}
+		}
+		return nil
+	}
+
+	// GKE: https://cloud.google.com/stackdriver/docs/managed-prometheus/exporters/nvidia-dcgm,
+	// "Install the DCGM Exporter" (the manifest GoogleCloudPlatform/prometheus-engine
+	// examples/nvidia-dcgm/exporter.yaml): hostPath /home/kubernetes/bin/nvidia mounted at
+	// /usr/local/nvidia, LD_LIBRARY_PATH=/usr/local/nvidia/lib64, privileged: true,
+	// DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE=device-name (GKE's device plugin names GPUs nvidia0, …).
+	t.Run("GKE: the host's driver directory, privileged, GPUs by device name", func(t *testing.T) {
+		c, pod := container(t, GPUNodes{DriverHostDir: "/home/kubernetes/bin/nvidia", DeviceIDs: DeviceIDsName})
+		want := map[string]any{"pod-resources": "/var/lib/kubelet/pod-resources", "nvidia-driver": "/home/kubernetes/bin/nvidia"}
+		if d := cmp.Diff(want, hostPaths(pod)); d != "" {
+			t.Errorf("host paths (-want +got):\n%s", d)
+		}
+		if got := mountedAt(c, "nvidia-driver"); got != "/usr/local/nvidia" {
+			t.Errorf("the driver is mounted at %v, not /usr/local/nvidia", got)
+		}
+		e := env(c)
+		for k, v := range map[string]any{"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "device-name"} {
+			if e[k] != v {
+				t.Errorf("%s = %v, want %v", k, e[k], v)
+			}
+		}
+		if _, ok := e["NVIDIA_VISIBLE_DEVICES"]; ok {
+			t.Error("NVIDIA_VISIBLE_DEVICES set where no NVIDIA runtime reads it")
+		}
+		if rendertest.Get(c, "securityContext", "privileged") != true {
+			t.Errorf("not privileged: the GPU devices stay closed to it: %v", rendertest.Get(c, "securityContext"))
+		}
+	})
+
+	// EKS AL2023 NVIDIA AMI and AKS Ubuntu GPU nodes: the NVIDIA Container Toolkit is on the node
+	// (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html, "EKS-optimized
+	// NVIDIA AMIs"; https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html,
+	// "Default AKS configuration without the GPU Operator": "AKS images include a preinstalled
+	// NVIDIA GPU Driver and preinstalled NVIDIA Container Toolkit"). The toolkit injects the GPUs
+	// NVIDIA_VISIBLE_DEVICES names (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html,
+	// "GPU Enumeration"); NVIDIA's exporter manifest adds SYS_ADMIN, nothing else
+	// (NVIDIA/dcgm-exporter dcgm-exporter.yaml).
+	t.Run("NVIDIA Container Toolkit: every GPU asked of the runtime, no host driver, not privileged", func(t *testing.T) {
+		c, pod := container(t, GPUNodes{})
+		if d := cmp.Diff(map[string]any{"pod-resources": "/var/lib/kubelet/pod-resources"}, hostPaths(pod)); d != "" {
+			t.Errorf("host paths (-want +got):\n%s", d)
+		}
+		e := env(c)
+		for k, v := range map[string]any{"NVIDIA_VISIBLE_DEVICES": "all", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"} {
+			if e[k] != v {
+				t.Errorf("%s = %v, want %v", k, e[k], v)
+			}
+		}
+		if _, ok := e["LD_LIBRARY_PATH"]; ok {
+			t.Error("LD_LIBRARY_PATH set: the runtime injects the driver's libraries")
+		}
+		sc := rendertest.Get(c, "securityContext")
+		if rendertest.Get(sc, "privileged") == true {
+			t.Error("privileged where the runtime injects the devices")
+		}
+		if d := cmp.Diff([]any{"SYS_ADMIN"}, rendertest.Get(sc, "capabilities", "add")); d != "" {
+			t.Errorf("added capabilities (-want +got):\n%s", d)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+package stacks
+
+import (
+	"slices"
+	"strings"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+)
+
+// The GPU node agents (the NVIDIA device plugin and the DCGM exporter) and who else may run them.
+// A GPU node must run exactly one device plugin: two would each advertise the node's GPUs to the
+// kubelet as nvidia.com/gpu. GKE runs its own on every GPU node, and NVIDIA's GPU Operator runs
+// its own (and its own DCGM exporter) on a cluster it manages; Kolotoc then runs neither.
+
+// Who runs the device plugin: kolotoc:devicePlugin.provider.
+const (
+	// DevicePluginKolotoc: Kolotoc runs NVIDIA's device plugin (the EKS AL2023 NVIDIA AMI and
+	// AKS's GPU nodes have the driver and the NVIDIA Container Toolkit, but no plugin).
+	DevicePluginKolotoc = "kolotoc"
+	// DevicePluginGKE: GKE's own plugin (kube-system/nvidia-gpu-device-plugin), which GKE runs
+	// on every GPU node; the driver is GKE's, under gkeDriverHostDir.
+	DevicePluginGKE = "gke"
+	// DevicePluginGPUOperator: NVIDIA's GPU Operator runs the plugin and its own DCGM exporter
+	// (a cluster that already runs it: cloud existing only).
+	DevicePluginGPUOperator = "gpuOperator"
+)
+
+var allowedDevicePlugins = []string{DevicePluginKolotoc, DevicePluginGKE, DevicePluginGPUOperator}
+
+// gkeDriverHostDir is where GKE installs the NVIDIA driver on a GPU node (Container-Optimized OS
+// and Ubuntu alike), with its lib64/ and bin/; the runtime injects none of it.
+const gkeDriverHostDir = "/home/kubernetes/bin/nvidia"
+
+// devicePluginsByCloud: which providers each cloud allows, the first its default. Kolotoc creates
+// the GKE, EKS and AKS clusters, so only GKE's own plugin is there before it; an existing
+// cluster may run any of them.
+var devicePluginsByCloud = map[string][]string{
+	CloudGCP:       {DevicePluginGKE},
+	CloudAWS:       {DevicePluginKolotoc},
+	CloudAzure:     {DevicePluginKolotoc},
+	CloudSimulated: {DevicePluginKolotoc},
+	CloudExisting:  {DevicePluginKolotoc, DevicePluginGKE, DevicePluginGPUOperator},
+}
+
+// applyGPUAgentDefaults fills devicePlugin.provider (the cloud's default), devicePlugin.enabled
+// (on with a GPU pool when Kolotoc provides the plugin) and, with the GPU Operator, turns
+// Kolotoc's DCGM exporter off unless monitoring.dcgmExporter says otherwise: the operator runs its
+// own. Zero values only.
+func (c *Config) applyGPUAgentDefaults() {
+	d := &c.DevicePlugin
+	if allowed := devicePluginsByCloud[c.Cloud]; len(allowed) > 0 {
+		meta.Fill(&d.Provider, allowed[0])
+	}
+	meta.Fill(&d.Provider, DevicePluginKolotoc)
+	meta.FillPtr(&d.Enabled, d.Provider == DevicePluginKolotoc && c.firstPool(true) != nil)
+	if d.Provider == DevicePluginGPUOperator {
+		meta.FillPtr(&c.Monitoring.DCGMExporter, false)
+	}
+}
+
+// validateGPUAgents: a provider the cloud allows, and no device plugin of Kolotoc's beside
+// another's.
+func (c *Config) validateGPUAgents(v *validator) {
+	d := c.DevicePlugin
+	v.oneOf("devicePlugin.provider", d.Provider, allowedDevicePlugins)
+	if allowed, ok := devicePluginsByCloud[c.Cloud]; ok && !slices.Contains(allowed, d.Provider) && slices.Contains(allowedDevicePlugins, d.Provider) {
+		why := map[string]string{
+			CloudGCP:       "GKE runs its own NVIDIA device plugin on every GPU node",
+			CloudAWS:       "the EKS AL2023 NVIDIA AMI runs no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
+			CloudAzure:     "AKS's GPU nodes run no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
+			CloudSimulated: "the local test bed runs no other",
+		}[c.Cloud]
+		v.add("devicePlugin.provider", d.Provider, "not with cloud "+c.Cloud+": "+why+"; allowed: "+strings.Join(allowed, ", "))
+	}
+	if d.Enabled != nil && *d.Enabled && d.Provider != DevicePluginKolotoc {
+		v.add("devicePlugin.enabled", "true", "provider "+d.Provider+" already runs a device plugin on the GPU nodes; a second would advertise "+
+			"the same GPUs twice; allowed: false, or provider "+DevicePluginKolotoc)
+	}
+}
+
+// gpuNodes is what the DCGM exporter must know of the GPU node image, by who provides the device
+// plugin: GKE's nodes keep the driver in a host directory and name GPUs by device; every other
+// provider's nodes run the NVIDIA Container Toolkit and NVIDIA's plugin, which names them by UUID.
+func (c *Config) gpuNodes() monitoring.GPUNodes {
+	if c.DevicePlugin.Provider == DevicePluginGKE {
+		return monitoring.GPUNodes{DriverHostDir: gkeDriverHostDir, DeviceIDs: monitoring.DeviceIDsName}
+	}
+	return monitoring.GPUNodes{DeviceIDs: monitoring.DeviceIDsUUID}
+}
