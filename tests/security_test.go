@@ -15,6 +15,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/stacks"
 )
 
@@ -807,6 +808,31 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 		if b, _ := json.Marshal(inputs(r)); strings.Contains(string(b), key[40:80]) {
 			t.Errorf("%s %s holds the TLS key in plain text", r.Type, r.Name)
 		}
+	}
+}
+
+// TestPublicLoadBalancerPerCloud: the stack tells the entrypoint which load balancer fronts it, so
+// that Jupyter's pod sees each client's own address, the one jupyter-public admits. On aws the
+// in-tree controller is told nlb: left alone it makes a Classic ELB, which proxies TCP ("Unlike
+// Classic Elastic Load Balancers, Network Load Balancers (NLBs) forward the client's IP address
+// through to the node": kubernetes.io, Service, Network Load Balancer support on AWS). GKE's and
+// AKS's load balancers pass the address through with externalTrafficPolicy Local alone (GKE,
+// LoadBalancer Service parameters; AKS, Use a public standard load balancer).
+func TestPublicLoadBalancerPerCloud(t *testing.T) {
+	want := map[string]any{stacks.CloudGCP: nil, stacks.CloudAWS: "nlb", stacks.CloudAzure: nil}
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			raw := cloudRaw(t, s.name, map[string]string{
+				"entrypoint":       fmt.Sprintf(`{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"],"tlsCertificate":%q}`, testTLSCert(t)),
+				"entrypointTLSKey": testTLSKey(t),
+			})
+			raw.Secrets["kolotoc:entrypointTLSKey"] = true
+			in := inputs(deploy(t, raw).one(t, tService, stacks.EntryName+"-public"))
+			got := []any{get(in, "spec", "externalTrafficPolicy"), get(in, "metadata", "annotations", entrypoint.AWSLoadBalancerTypeAnnotation)}
+			if fmt.Sprint(got) != fmt.Sprint([]any{"Local", want[s.cloud]}) {
+				t.Errorf("%s: externalTrafficPolicy, %s = %v, want [Local %v]", s.cloud, entrypoint.AWSLoadBalancerTypeAnnotation, got, want[s.cloud])
+			}
+		})
 	}
 }
 
