@@ -206,7 +206,18 @@ func stackLabels(c *Config) meta.Labels {
 // EntrypointArgs is the entrypoint's configuration, less its site's namespace input and PodDeps
 // and its secrets.
 func EntrypointArgs(c *Config) *entrypoint.Args {
-	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName}
+	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName, LoadBalancer: publicLoadBalancer(c)}
+}
+
+// publicLoadBalancer is the load balancer the stack's cluster puts in front of a LoadBalancer
+// Service: on aws the in-tree controller's (a Classic ELB unless told nlb), elsewhere one that
+// passes client addresses through. An existing cluster is taken as the latter: on an existing
+// EKS cluster jupyter-public would refuse every user (README, "The entrypoint from outside").
+func publicLoadBalancer(c *Config) string {
+	if c.Cloud == CloudAWS {
+		return entrypoint.LoadBalancerAWSInTree
+	}
+	return entrypoint.LoadBalancerPassthrough
 }
 
 // workloadSite is what every workload takes from the stack (meta.Site), less the namespace input

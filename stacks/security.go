@@ -95,9 +95,12 @@ func NetworkAllows(c *Config) []isolation.Allow {
 		add(isolation.Allow{
 			Name: "nfs-server", Pods: []string{storage.ServerName},
 			Ports: []isolation.Port{{Port: storage.NFSPort}, {Port: storage.MountdPort}, {Port: storage.RPCBindPort}},
-			From:  []isolation.Peer{{CIDRs: []string{"0.0.0.0/0", "::/0"}}},
-			Why: "The NFS ports from anywhere: every node's kubelet mounts the share from the node's own address, " +
-				"which no pod selector matches and Kolotoc cannot know; nothing else of the server is reachable.",
+			// Anyone, not 0.0.0.0/0 and ::/0: under Cilium (GKE Dataplane V2, AKS; an existing
+			// cluster may run either) no ipBlock matches a node, and every kubelet but the
+			// server's own node's would be refused the mount (isolation.Peer.Anyone).
+			From: []isolation.Peer{{Anyone: true}},
+			Why: "The NFS ports from anyone: every node's kubelet mounts the share from the node's own address, " +
+				"which no pod selector matches, Kolotoc cannot know, and Cilium matches by no address range; nothing else of the server is reachable.",
 		})
 	}
 	return append(out, workloadAllows(c)...) // each workload's own (workloads_deploy.go)

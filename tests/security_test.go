@@ -15,6 +15,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/stacks"
 )
 
@@ -536,7 +537,6 @@ func TestNetworkPolicies(t *testing.T) {
 			if cfg.Entrypoint.ServiceType != stacks.ServiceLoadBalancer {
 				lb = nil
 			}
-			anywhere := []string{"0.0.0.0/0", "::/0"}
 
 			// The intent of every allow: its pods, its clients (+ address ranges), its ports
 			// (nil: every port; a range is written as its first port).
@@ -544,6 +544,15 @@ func TestNetworkPolicies(t *testing.T) {
 				pods, from podSet
 				cidrs      []string
 				ports      []int
+				// nodes: the cluster's nodes connect (a kubelet's NFS mount). By the
+				// specification an ipBlock 0.0.0.0/0 admits them; under Cilium (GKE Dataplane
+				// V2, AKS) no ipBlock matches a node (docs.cilium.io, Layer 3 Policies: CIDR
+				// rules are for a peer that "is not an endpoint"; cilium/cilium#16308) and no
+				// selector does either, so only a rule that lists no peer admits them: Cilium
+				// reads it as its wildcard selector, which matches every identity, host and
+				// remote-node included (cilium/cilium pkg/k8s/network_policy.go). Such a rule
+				// admits anyone, so only an allow that means anyone may have it.
+				nodes bool
 			}
 			daskPeers := union(is["dask-worker"], is["dask-scheduler"])
 			// The entrypoint's user-facing ports are the ones its Service offers besides the scheduler.
@@ -568,7 +577,7 @@ func TestNetworkPolicies(t *testing.T) {
 				// mpirun: ssh, then orted and ranks on ports picked at run time, both ways.
 				ns + "/mpi-towers":     {pods: comp("tower"), from: union(comp("tower"), comp("launcher"))},
 				ns + "/mpi-launcher":   {pods: comp("launcher"), from: comp("tower")},
-				ns + "/nfs-server":     {pods: comp("nfs-server"), cidrs: anywhere, ports: namedPorts(comp("nfs-server"), "nfs", "mountd", "rpcbind")},
+				ns + "/nfs-server":     {pods: comp("nfs-server"), nodes: true, ports: namedPorts(comp("nfs-server"), "nfs", "mountd", "rpcbind")},
 				ns + "/etcd-clients":   {pods: comp("etcd"), from: union(comp("etcd"), is["etcd-client"]), ports: namedPorts(comp("etcd"), "client")},
 				ns + "/etcd-peers":     {pods: comp("etcd"), from: comp("etcd"), ports: namedPorts(comp("etcd"), "peer")},
 				ns + "/elastic-peers":  {pods: comp("elastic"), from: comp("elastic")},
@@ -629,6 +638,9 @@ func TestNetworkPolicies(t *testing.T) {
 				}
 				from, cidrs := podSet{}, []string{}
 				peers, _ := get(rules[0], "from").([]any)
+				if nodesUnderCilium := len(peers) == 0; nodesUnderCilium != want.nodes {
+					t.Errorf("%s: admits the cluster's nodes under Cilium: %v (peers %v), want %v", id, nodesUnderCilium, peers, want.nodes)
+				}
 				for _, peer := range peers {
 					if c, _ := get(peer, "ipBlock", "cidr").(string); c != "" {
 						cidrs = append(cidrs, c)
@@ -809,6 +821,31 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 		if b, _ := json.Marshal(inputs(r)); strings.Contains(string(b), key[40:80]) {
 			t.Errorf("%s %s holds the TLS key in plain text", r.Type, r.Name)
 		}
+	}
+}
+
+// TestPublicLoadBalancerPerCloud: the stack tells the entrypoint which load balancer fronts it, so
+// that Jupyter's pod sees each client's own address, the one jupyter-public admits. On aws the
+// in-tree controller is told nlb: left alone it makes a Classic ELB, which proxies TCP ("Unlike
+// Classic Elastic Load Balancers, Network Load Balancers (NLBs) forward the client's IP address
+// through to the node": kubernetes.io, Service, Network Load Balancer support on AWS). GKE's and
+// AKS's load balancers pass the address through with externalTrafficPolicy Local alone (GKE,
+// LoadBalancer Service parameters; AKS, Use a public standard load balancer).
+func TestPublicLoadBalancerPerCloud(t *testing.T) {
+	want := map[string]any{stacks.CloudGCP: nil, stacks.CloudAWS: "nlb", stacks.CloudAzure: nil}
+	for _, s := range cloudStacks {
+		t.Run(s.name, func(t *testing.T) {
+			raw := cloudRaw(t, s.name, map[string]string{
+				"entrypoint":       fmt.Sprintf(`{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"],"tlsCertificate":%q}`, testTLSCert(t)),
+				"entrypointTLSKey": testTLSKey(t),
+			})
+			raw.Secrets["kolotoc:entrypointTLSKey"] = true
+			in := inputs(deploy(t, raw).one(t, tService, stacks.EntryName+"-public"))
+			got := []any{get(in, "spec", "externalTrafficPolicy"), get(in, "metadata", "annotations", entrypoint.AWSLoadBalancerTypeAnnotation)}
+			if fmt.Sprint(got) != fmt.Sprint([]any{"Local", want[s.cloud]}) {
+				t.Errorf("%s: externalTrafficPolicy, %s = %v, want [Local %v]", s.cloud, entrypoint.AWSLoadBalancerTypeAnnotation, got, want[s.cloud])
+			}
+		})
 	}
 }
 

@@ -57,7 +57,37 @@ type Args struct {
 	// with a LoadBalancer.
 	TLSKey          pulumi.StringInput
 	JupyterPassword pulumi.StringInput // secret; becomes JupyterLab's login token
+	// LoadBalancer is the load balancer the cluster puts in front of a LoadBalancer Service
+	// (LoadBalancerPassthrough or LoadBalancerAWSInTree): the stack knows the cloud, the
+	// entrypoint what that load balancer must be told; default LoadBalancerPassthrough.
+	LoadBalancer string
 }
+
+// Load balancers in front of the public Service (Args.LoadBalancer). The NetworkPolicy
+// jupyter-public admits the source ranges only, so Jupyter's pod must see each client's own
+// address: a load balancer that proxies the connection, or a node that SNATs it, leaves every
+// user refused.
+const (
+	// LoadBalancerPassthrough passes the client's packets through to the nodes: GKE's external
+	// passthrough Network Load Balancer ("Local [...] so that traffic received by the local Pod
+	// sees the original source IP address": GKE, LoadBalancer Service parameters) and AKS's
+	// Standard Load Balancer ("To maintain the client's IP address, you must set
+	// service.spec.externalTrafficPolicy to Local": AKS, Use a public standard load balancer).
+	// externalTrafficPolicy Local alone keeps the address.
+	LoadBalancerPassthrough = ""
+	// LoadBalancerAWSInTree is EKS's in-tree service controller (Kolotoc installs no AWS Load
+	// Balancer Controller). Left alone it makes a Classic ELB, which proxies TCP: the pod sees the
+	// ELB's or a node's address. Told nlb it makes a Network Load Balancer with instance targets:
+	// "Unlike Classic Elastic Load Balancers, Network Load Balancers (NLBs) forward the client's
+	// IP address through to the node [...] By setting .spec.externalTrafficPolicy to Local, the
+	// client IP addresses is propagated to the end Pods" (kubernetes.io, Service, Network Load
+	// Balancer support on AWS); it keeps loadBalancerSourceRanges as node security group rules.
+	LoadBalancerAWSInTree = "aws-in-tree"
+)
+
+// AWSLoadBalancerTypeAnnotation asks the in-tree AWS service controller for a Network Load
+// Balancer (value "nlb") instead of a Classic ELB.
+const AWSLoadBalancerTypeAnnotation = "service.beta.kubernetes.io/aws-load-balancer-type"
 
 // Endpoint is one service of the entrypoint as users reach it.
 type Endpoint struct {
@@ -412,8 +442,12 @@ func RenderPublicService(a *Args) *corev1.ServiceArgs {
 	if a.ServiceType != ServiceLoadBalancer {
 		return nil
 	}
+	md := a.Labels.ObjectMeta(PublicName(a.Name), a.Namespace, component)
+	if a.LoadBalancer == LoadBalancerAWSInTree {
+		md.Annotations.(pulumi.StringMap)[AWSLoadBalancerTypeAnnotation] = pulumi.String("nlb")
+	}
 	return &corev1.ServiceArgs{
-		Metadata: a.Labels.ObjectMeta(PublicName(a.Name), a.Namespace, component),
+		Metadata: md,
 		Spec: &corev1.ServiceSpecArgs{
 			Type:     pulumi.String(ServiceLoadBalancer),
 			Selector: pulumi.ToStringMap(a.Labels.Selector(component)),
@@ -422,7 +456,8 @@ func RenderPublicService(a *Args) *corev1.ServiceArgs {
 			}},
 			LoadBalancerSourceRanges: pulumi.ToStringArray(a.SourceRanges),
 			// Keep the client's address: the NetworkPolicy admits the source ranges, which it
-			// could not tell apart from the nodes if the traffic arrived SNATed to a node's address.
+			// could not tell apart from the nodes if the traffic arrived SNATed to a node's address
+			// (and on AWS, only behind a Network Load Balancer: LoadBalancerAWSInTree).
 			ExternalTrafficPolicy: pulumi.String("Local"),
 		},
 	}

@@ -64,6 +64,38 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// TestPublicServiceKeepsClientAddresses: the NetworkPolicy jupyter-public admits the source ranges
+// only, so Jupyter's pod must see each client's own address. Every load balancer gets
+// externalTrafficPolicy Local; on EKS the in-tree controller is also told nlb, or it makes a
+// Classic ELB, which proxies TCP and hands the pod its own address ("Unlike Classic Elastic Load
+// Balancers, Network Load Balancers (NLBs) forward the client's IP address through to the node":
+// kubernetes.io, Service, Network Load Balancer support on AWS). GKE's passthrough load balancer
+// and AKS's Standard Load Balancer keep the address with Local alone (GKE, LoadBalancer Service
+// parameters; AKS, Use a public standard load balancer: "Maintain the client's IP on inbound
+// connections") and get no annotation.
+func TestPublicServiceKeepsClientAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		lb             string
+		wantAnnotation any // the aws-load-balancer-type annotation, nil: none
+	}{
+		{LoadBalancerPassthrough, nil},
+		{LoadBalancerAWSInTree, "nlb"},
+	} {
+		t.Run("load balancer "+tc.lb, func(t *testing.T) {
+			a := testArgs(public)
+			a.LoadBalancer = tc.lb
+			in := rendertest.Inputs(render(t, a).One(t, "kubernetes:core/v1:Service", "entrypoint-public"))
+			got := []any{
+				rendertest.Get(in, "spec", "externalTrafficPolicy"),
+				rendertest.Get(in, "metadata", "annotations", AWSLoadBalancerTypeAnnotation),
+			}
+			if d := cmp.Diff([]any{"Local", tc.wantAnnotation}, got); d != "" {
+				t.Errorf("externalTrafficPolicy, %s (-want +got):\n%s", AWSLoadBalancerTypeAnnotation, d)
+			}
+		})
+	}
+}
+
 // TestRenderFacts checks what users rely on in the rendered entrypoint.
 func TestRenderFacts(t *testing.T) {
 	names := func(rec *rendertest.Recorder, token string) []string {

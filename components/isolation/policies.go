@@ -3,6 +3,7 @@ package isolation
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,12 +33,19 @@ type Port struct {
 }
 
 // Peer is who may connect: pods of this stack (by component), possibly in another namespace,
-// every pod of the namespace, or address ranges.
+// every pod of the namespace, address ranges, or anyone at all.
 type Peer struct {
 	Components []string // pods of these components of this stack
 	Namespace  string   // the Components' namespace when it is not the policy's own
 	AllPods    bool     // every pod of the policy's namespace
-	CIDRs      []string // address ranges (a LoadBalancer's source ranges); "0.0.0.0/0" and "::/0" for anywhere
+	CIDRs      []string // address ranges outside the cluster (a LoadBalancer's source ranges)
+	// Anyone is every source, the cluster's nodes included: the rule lists no peer. Address
+	// ranges cannot say it everywhere: "0.0.0.0/0" and "::/0" admit the nodes by the
+	// specification, but Cilium never matches a node by an ipBlock, while it reads a rule without
+	// peers as its wildcard selector, which matches every identity, host and remote-node
+	// included (cilium/cilium pkg/k8s/network_policy.go; docs.cilium.io, Layer 3 Policies: "An
+	// empty EndpointSelector allows all traffic"). The other peers of the allow add nothing.
+	Anyone bool
 }
 
 // Allow is one concern: which pods it protects, on which ports (none: every port), and who may
@@ -196,15 +204,16 @@ func RenderAllow(a *Args, allow Allow) *networkingv1.NetworkPolicyArgs {
 	for _, peer := range allow.From {
 		from = append(from, renderPeers(a.Labels, peer)...)
 	}
+	rule := networkingv1.NetworkPolicyIngressRuleArgs{Ports: ports}
+	if !slices.ContainsFunc(allow.From, func(p Peer) bool { return p.Anyone }) {
+		rule.From = from // else no peer at all: every source (Peer.Anyone)
+	}
 	return &networkingv1.NetworkPolicyArgs{
 		Metadata: md,
 		Spec: &networkingv1.NetworkPolicySpecArgs{
 			PodSelector: PodSelector(a.Labels, allow.Pods),
 			PolicyTypes: pulumi.StringArray{pulumi.String("Ingress")},
-			Ingress: networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{
-				Ports: ports,
-				From:  from,
-			}},
+			Ingress:     networkingv1.NetworkPolicyIngressRuleArray{rule},
 		},
 	}
 }

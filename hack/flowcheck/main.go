@@ -24,8 +24,12 @@
 // is the host or remote-node entity, not a CIDR match (cilium/cilium#16308, #9209); AKS: "Network
 // policies cannot use ipBlock to allow access to node or pod IPs" (AKS, Network policy best
 // practices, Cilium limitations). So under "cilium" an ipBlock peer of an ingress rule never
-// matches a source that is a pod or a node, nor one of an egress rule such a destination. The
-// verdicts are
+// matches a source that is a pod or a node, nor one of an egress rule such a destination. A rule
+// that lists no peer keeps the specification's reading, every source or destination, nodes
+// included: Cilium translates it into its wildcard endpoint selector, which matches every
+// identity, host and remote-node among them (cilium/cilium pkg/k8s/network_policy.go,
+// ParseNetworkPolicy; docs.cilium.io, Layer 3 Policies: "An empty EndpointSelector allows all
+// traffic"). The verdicts are
 //
 //	[{"allowed": true, "admittedBy": ["ns/policy", ...], "deniedBy": [...]}, ...]
 //

@@ -137,3 +137,51 @@ func TestCiliumMode(t *testing.T) {
 		}
 	}
 }
+
+// TestCiliumNodesAndRulesWithoutPeers: a kubelet mounting the in-cluster NFS server connects from
+// its node's address. By the specification an ipBlock 0.0.0.0/0 admits it; under Cilium no
+// ipBlock matches a node, so the mount is refused. A rule that lists no peer admits it both ways:
+// the specification reads it as every source, and Cilium translates it into its wildcard endpoint
+// selector, "matching all endpoints that can be described with labels", the host and remote-node
+// identities included (cilium/cilium pkg/k8s/network_policy.go, ParseNetworkPolicy; docs.cilium.io,
+// Layer 3 Policies: "An empty EndpointSelector allows all traffic"). flowcheck changes only
+// ipBlocks, so such a rule keeps the specification's verdict in mode cilium. The ports still hold.
+func TestCiliumNodesAndRulesWithoutPeers(t *testing.T) {
+	flows := `[
+	  {"from": {"ip": "10.0.0.2", "node": true}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 2049},
+	  {"from": {"namespace": "train", "labels": {"c": "tower"}, "ip": "10.8.0.5"}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 2049},
+	  {"from": {"ip": "198.51.100.7"}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 2049},
+	  {"from": {"ip": "10.0.0.2", "node": true}, "to": {"namespace": "train", "labels": {"c": "nfs"}, "ip": "10.8.0.7"}, "port": 22}
+	]`
+	nfs := func(from string) string {
+		return `{"metadata": {"name": "nfs", "namespace": "train"},
+		  "spec": {"podSelector": {"matchLabels": {"c": "nfs"}}, "policyTypes": ["Ingress"],
+		           "ingress": [{"ports": [{"protocol": "TCP", "port": 2049}]` + from + `}]}}`
+	}
+	deny := `{"metadata": {"name": "deny", "namespace": "train"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}`
+	allowed := func(mode, policy string) []bool {
+		vs := judge(t, `{"mode": "`+mode+`", "policies": [`+deny+`, `+policy+`],
+		  "namespaces": {"train": {"kubernetes.io/metadata.name": "train"}}, "flows": `+flows+`}`)
+		out := make([]bool, len(vs))
+		for i, v := range vs {
+			out[i] = v.Allowed
+		}
+		return out
+	}
+	anywhere := nfs(`, "from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}]`)
+	anyone := nfs("")
+	//                                          node→nfs, pod→nfs, outside→nfs, node→nfs:22
+	for _, tc := range []struct {
+		name, mode, policy string
+		want               []bool
+	}{
+		{"address ranges, specification", "spec", anywhere, []bool{true, true, true, false}},
+		{"address ranges, Cilium", "cilium", anywhere, []bool{false, false, true, false}},
+		{"no peer, specification", "spec", anyone, []bool{true, true, true, false}},
+		{"no peer, Cilium", "cilium", anyone, []bool{true, true, true, false}},
+	} {
+		if d := cmp.Diff(tc.want, allowed(tc.mode, tc.policy)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
