@@ -23,7 +23,7 @@ func TestPoolFabricDefaults(t *testing.T) {
 		{"../Pulumi.prod.yaml", "prod", "gpu", PoolFabric{Cloud: CloudGCP, Compact: true, PlacementGroup: true, Zone: "us-central1-a", GVNIC: true}},
 		{"../Pulumi.prod.yaml", "prod", "cpu", PoolFabric{Cloud: CloudGCP}},
 		// ND96asr_v4: a proximity placement group; its InfiniBand is not configured by Kolotoc.
-		{"../examples/azure/Pulumi.azure.yaml", "azure", "gpu", PoolFabric{Cloud: CloudAzure, Compact: true, PlacementGroup: true}},
+		{"../examples/azure/Pulumi.azure.yaml", "azure", "gpu", PoolFabric{Cloud: CloudAzure, Compact: true, PlacementGroup: true, Zone: "1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.stack+"/"+tc.pool, func(t *testing.T) {

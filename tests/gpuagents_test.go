@@ -53,7 +53,9 @@ func deviceDaemonSets(rec *recorder) []string {
 	var out []string
 	for _, ds := range rec.ofType(tDaemonSet) {
 		img, _ := get(inputs(ds), "spec", "template", "spec", "containers", "[0]", "image").(string)
-		if strings.Contains(img, "k8s-device-plugin") {
+		// NVIDIA's (k8s-device-plugin), not the EFA device plugin (aws-efa-k8s-device-plugin),
+		// which advertises network interfaces, not GPUs.
+		if strings.Contains(img, "nvidia/k8s-device-plugin") {
 			out = append(out, ds.Name)
 		}
 	}

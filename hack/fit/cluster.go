@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ import (
 // Labels and resources of the program's simulated nodes (components/meta, components/cluster).
 const (
 	poolLabel          = "kolotoc.dev/pool"
+	zoneLabel          = "topology.kubernetes.io/zone"
+	fabricLabel        = "kolotoc.dev/fabric"    // components/fabric.Label
+	efaResource        = "vpc.amazonaws.com/efa" // components/fabric.EFAResource
 	clusterLabel       = "kolotoc.dev/cluster"
 	capacityAnnotation = simapi.CapacityAnnotation
 	gpuResource        = corev1.ResourceName("nvidia.com/gpu")
@@ -265,6 +269,33 @@ func nodeAllocatable(n *corev1.Node) Resources {
 	return resources(l)
 }
 
+// nodeDevices is how many of an extended resource a node advertises: its allocatable, or before
+// kwok has copied the capacity annotation into the status, the annotation.
+func nodeDevices(n *corev1.Node, name string) int64 {
+	if q, ok := n.Status.Allocatable[corev1.ResourceName(name)]; ok {
+		return q.Value()
+	}
+	var capacity map[string]string
+	if err := json.Unmarshal([]byte(n.Annotations[capacityAnnotation]), &capacity); err == nil {
+		if q, err := resource.ParseQuantity(capacity[name]); err == nil {
+			return q.Value()
+		}
+	}
+	return 0
+}
+
+// podDevices is how many of an extended resource a pod's containers request (extended resources
+// are requested as limits; the API server copies them to requests).
+func podDevices(p *corev1.Pod, name string) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Limits[corev1.ResourceName(name)]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
 // collect fills the report from the mirror's nodes and the last snapshot of its pods.
 func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snapshot, r *Report) error {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: clusterLabel + "=" + m.Name})
@@ -286,6 +317,13 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 		p.Nodes++
 		p.Allocatable = p.Allocatable.add(nodeAllocatable(n))
 		nodePool[n.Name] = name
+		if z := n.Labels[zoneLabel]; z != "" && !slices.Contains(p.Zones, z) {
+			p.Zones = append(p.Zones, z)
+			slices.Sort(p.Zones)
+		}
+		if f := n.Labels[fabricLabel]; f != "" {
+			p.Fabric, p.FabricPerNode = f, nodeDevices(n, efaResource)
+		}
 	}
 	// Every pod on the mirror's nodes takes room, whoever made it (the nodes are the mirror's own,
 	// but a pod that selects nothing may land anywhere). The mirror's own pods count whatever
@@ -310,6 +348,7 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 			continue
 		}
 		pools[pool].Requested = pools[pool].Requested.add(podRequests(p))
+		pools[pool].FabricRequested += podDevices(p, efaResource)
 		used[p.Spec.NodeName] = used[p.Spec.NodeName].add(podRequests(p))
 	}
 	for i := range nodes.Items {

@@ -43,6 +43,13 @@ type Pool struct {
 	PerNode     Resources
 	Allocatable Resources // every node of the pool together
 	Requested   Resources // by the pods placed on its nodes
+	// Zones are the zones its nodes are in (topology.kubernetes.io/zone), sorted; none when the
+	// nodes carry no zone (a spread pool, or a stack that names none).
+	Zones []string
+	// Fabric is the nodes' fabric (kolotoc.dev/fabric: efa), "" for none; FabricPerNode the
+	// fabric's devices each node advertises and FabricRequested those the placed pods request.
+	Fabric                         string
+	FabricPerNode, FabricRequested int64
 }
 
 // Pod is one pod of the mirrored stack and what the scheduler decided for it.
@@ -143,6 +150,7 @@ func (r *Report) Write(w io.Writer) {
 			p.Requested.Pods, p.Allocatable.Pods, headroom(p))
 	}
 	_ = tw.Flush()
+	writePlacement(w, r.Pools)
 
 	fmt.Fprintf(w, "\nWorkloads (where: node names less the %s- prefix)\n", r.Mirror)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -207,6 +215,38 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nDOES NOT FIT: %d of %d pods not placed (deployed in %s, scheduler waited %s).\n",
 		notPlaced, len(r.Pods)+notPlaced-len(r.pending()), round(r.Deploy), round(r.Decide))
+}
+
+// writePlacement lists, for the pools whose nodes carry a zone or a fabric, where they are and
+// what fabric they have: a compact pool in its one zone, EFA interfaces per node and how many
+// the placed pods took (README "GPUs, fabric and placement").
+func writePlacement(w io.Writer, pools []Pool) {
+	var lines []string
+	for _, p := range pools {
+		if len(p.Zones) == 0 && p.Fabric == "" {
+			continue
+		}
+		var parts []string
+		switch len(p.Zones) {
+		case 0:
+			parts = append(parts, "no zone")
+		case 1:
+			parts = append(parts, "one zone ("+p.Zones[0]+")")
+		default:
+			parts = append(parts, fmt.Sprintf("%d zones (%s)", len(p.Zones), strings.Join(p.Zones, ", ")))
+		}
+		if p.Fabric == "" {
+			parts = append(parts, "no fabric")
+		} else {
+			parts = append(parts, fmt.Sprintf("fabric %s: %d %s per node, %d/%d requested", p.Fabric, p.FabricPerNode, efaResource,
+				p.FabricRequested, p.FabricPerNode*int64(p.Nodes)))
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s", p.Name, strings.Join(parts, "; ")))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nPlacement and fabric\n%s\n", strings.Join(lines, "\n"))
 }
 
 func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }

@@ -88,9 +88,29 @@ func TestReportFits(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	for _, not := range []string{"Not placed", "What would make it fit", "DOES NOT FIT"} {
+	for _, not := range []string{"Not placed", "What would make it fit", "DOES NOT FIT", "Placement and fabric"} {
 		if strings.Contains(out, not) {
 			t.Errorf("report of a stack that fits says %q:\n%s", not, out)
+		}
+	}
+}
+
+// TestReportPlacement: a pool whose nodes carry a zone and a fabric is reported with them: the
+// one zone of a compact pool, the interfaces per node and how many the towers took.
+func TestReportPlacement(t *testing.T) {
+	r := shortReport()
+	r.Pools[0].Zones, r.Pools[0].Fabric, r.Pools[0].FabricPerNode, r.Pools[0].FabricRequested = []string{"us-east-1a"}, "efa", 4, 4
+	r.Pools[1].Zones = []string{"us-east-1a", "us-east-1b"}
+	var b strings.Builder
+	r.Write(&b)
+	out := b.String()
+	for _, want := range []string{
+		"Placement and fabric",
+		"  gpu: one zone (us-east-1a); fabric efa: 4 vpc.amazonaws.com/efa per node, 4/4 requested",
+		"  cpu: 2 zones (us-east-1a, us-east-1b); no fabric",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -57,6 +57,13 @@ func TestFit(t *testing.T) {
 			"  StatefulSet/tower               2     2       0        8 GPU, 4.5 CPU, 20Gi  gpu-{0..1}",
 			"FITS: all 8 pods placed on 3 nodes",
 		}},
+		// The aws example's p4d.24xlarge pool: compact in one zone, each node's 4 EFA interfaces
+		// advertised and taken by the towers (README "GPUs, fabric and placement").
+		{name: "fabric", file: "examples/aws/Pulumi.aws.yaml", mirror: "fit-aws", code: 0, want: []string{
+			"Placement and fabric",
+			"  gpu: one zone (us-east-1a); fabric efa: 4 vpc.amazonaws.com/efa per node, 8/8 requested",
+			"FITS: all ",
+		}},
 		{name: "does not fit", file: "tests/e2e/testdata/Pulumi.short.yaml", mirror: "fit-short", code: 1, want: []string{
 			"  gpu   1 (max 2)  a2-highgpu-8g  8/8 ",
 			"  StatefulSet/tower               2     1       1        8 GPU, 4 CPU, 16Gi    gpu-0",
