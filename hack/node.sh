@@ -61,9 +61,11 @@ READY_TIMEOUT=120
 
 # The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins,
 # the packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
-# mmdebstrap, which builds the local images (hack/images.sh), and jq, with which hack/stack.sh
-# reads the CLI's JSON (`make down` keeps a cluster other stacks still use).
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq)
+# mmdebstrap, which builds the local images (hack/images.sh), jq, with which hack/stack.sh
+# reads the CLI's JSON (`make down` keeps a cluster other stacks still use), and openssh-server,
+# whose sshd the ring's tests run on loopback with the towers' own configuration
+# (components/ring/sshd_test.go; its service is never started, as for every package here).
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq openssh-server)
 
 log() { printf '[node] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
