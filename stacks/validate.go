@@ -268,6 +268,7 @@ func (c *Config) validateTowers(v *validator) {
 		}
 		v.fits("towers", pool, t.CPU, t.Memory)
 	}
+	c.validateHostNetwork(v, pool) // hostnet.go
 	if lp := c.validateLauncherPool(v); lp != nil {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
