@@ -5,11 +5,17 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/registry"
+	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 // What a training team does every day with an environment: runs (towers.run, onSuccess), a
@@ -110,11 +116,27 @@ func (c *Config) validateRuns(v *validator) {
 		}
 	}
 
-	v.env("towers.env", c.Towers.Env)
-	v.env("carriers.env", c.Carriers.Env)
-	v.env("entrypoint.env", c.Entrypoint.Env)
-	v.env("elastic.env", c.Elastic.Env)
-	v.env("tfcluster.env", c.TFCluster.Env)
+	own := OwnSecrets()
+	v.env("towers.env", c.Towers.Env, own)
+	v.env("carriers.env", c.Carriers.Env, own)
+	v.env("entrypoint.env", c.Entrypoint.Env, own)
+	v.env("elastic.env", c.Elastic.Env, own)
+	v.env("tfcluster.env", c.TFCluster.Env, own)
+}
+
+// OwnSecrets are the Secrets Kolotoc itself writes in the stack's namespace, by the names the
+// components render them with: the towers' ssh key, Jupyter's token and certificate, Grafana's
+// password, the registries' pull credentials and the shared store's mount credentials. A
+// workload's env must not hand them out (every rank would see the towers' private key, say).
+func OwnSecrets() []string {
+	return []string{
+		ring.SSHSecretName(TowerName),
+		entrypoint.JupyterSecretName(EntryName),
+		entrypoint.TLSSecretName(EntryName),
+		monitoring.GrafanaSecretName,
+		registry.SecretName,
+		storage.CredentialsName(StorageName),
+	}
 }
 
 // hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token).
@@ -140,8 +162,8 @@ func (v *validator) dnsSubdomain(key, name string) {
 }
 
 // env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
-// each once, and each a value or a Secret key, not both.
-func (v *validator) env(key string, env []EnvVar) {
+// each once, and each a value or a key of a Secret that is not Kolotoc's own (own), not both.
+func (v *validator) env(key string, env []EnvVar, own []string) {
 	seen := map[string]bool{}
 	for i, e := range env {
 		k := fmt.Sprintf("%s[%d]", key, i)
@@ -166,6 +188,10 @@ func (v *validator) env(key string, env []EnvVar) {
 			continue
 		}
 		v.dnsSubdomain(k+".valueFrom.secretKeyRef.name", ref.Name)
+		if slices.Contains(own, ref.Name) {
+			v.add(k+".valueFrom.secretKeyRef.name", ref.Name, "a Secret Kolotoc itself writes (its keys, passwords and credentials); "+
+				"allowed: a Secret of your own, not "+strings.Join(own, ", "))
+		}
 		if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
 			v.add(k+".valueFrom.secretKeyRef.key", ref.Key, "not a Secret key: "+strings.Join(errs, "; "))
 		}
