@@ -175,6 +175,16 @@ func TestBadConfigs(t *testing.T) {
 		{name: "unknown storage type", set: map[string]string{"storage": `{"type":"ceph"}`}, wantKey: "storage.type", wantMsg: "allowed: in-cluster-nfs, nfs"},
 		{name: "relative mount path", set: map[string]string{"storage": `{"mountPath":"shared"}`}, wantKey: "storage.mountPath", wantMsg: "absolute"},
 		{name: "hostPath scratch without path", set: map[string]string{"storage": `{"scratch":{"type":"hostPath"}}`}, wantKey: "storage.scratch.path", wantMsg: "required"},
+		{name: "hostPath scratch on the node's root", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/"}}`}, wantKey: "storage.scratch.path", wantMsg: "a directory of the node's own system (/): every pod mounting it could take the node over; allowed: a directory apart from /, /bin, /boot"},
+		{name: "hostPath scratch in the kubelet's state", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/var/lib/kubelet/pods"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/var/lib/kubelet)"},
+		{name: "hostPath scratch holding the kubelet's state", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/var"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/var/lib/containerd)"},
+		{name: "hostPath scratch in /etc", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/etc/kubernetes"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/etc)"},
+		{name: "local storage in the node's system", set: map[string]string{"storage": `{"type":"local","path":"/root/checkpoints"}`}, wantKey: "storage.path", wantMsg: "(/root)"},
+		{name: "NFS server with a scheme", set: map[string]string{"storage": `{"type":"nfs","server":"nfs://10.0.0.2/exports"}`}, wantKey: "storage.server", wantMsg: "not a DNS name or IP address; allowed: the NFS server's DNS name or IP address, without scheme, port or path"},
+		{name: "NFS server with a port", set: map[string]string{"storage": `{"type":"nfs","server":"nfs.example.com:2049"}`}, wantKey: "storage.server", wantMsg: "not a DNS name or IP address"},
+		{name: "image with a short digest", set: map[string]string{"towers": `{"image":"horovod/horovod@sha256:abc"}`}, wantKey: "towers.image", wantMsg: "not a digest-pinned image; allowed: name@sha256: and 64 lower-case hexadecimal digits"},
+		{name: "image with @sha256: inside", set: map[string]string{"carriers": `{"image":"ghcr.io/dask/dask@sha256:` + strings.Repeat("ab", 32) + `/../evil"}`}, wantKey: "carriers.image", wantMsg: "not a digest-pinned image"},
+		{name: "image with an upper-case digest", set: map[string]string{"entrypoint": `{"jupyterImage":"jupyter/base-notebook@sha256:` + strings.Repeat("AB", 32) + `"}`}, wantKey: "entrypoint.jupyterImage", wantMsg: "not a digest-pinned image"},
 		{name: "existing cluster without kubeconfig", set: map[string]string{"cloud": "existing"}, wantKey: "cluster.kubeconfig", wantMsg: "required"},
 		{name: "cloud without region", set: map[string]string{"cloud": "gcp"}, wantKey: "cluster.region", wantMsg: "required"},
 		{name: "run id not a label value", set: map[string]string{"towers": `{"run":"run #2"}`}, wantKey: "towers.run", wantMsg: "not a run id"},
@@ -414,6 +424,24 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	for _, k := range want {
 		if !strings.Contains(got, k) {
 			t.Errorf("missing %s in %s", k, got)
+		}
+	}
+}
+
+// TestPinsAndNodeDirsAccepted: image and nodeDir do not refuse the pins and directories they ask for.
+func TestPinsAndNodeDirsAccepted(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, ref := range []string{"horovod/horovod:0.28.1", "registry.example.com:5000/team/mpi:v2",
+		"ghcr.io/dask/dask@" + digest, "ghcr.io/dask/dask:2024.1@" + digest, "registry:5000/mpi@" + digest} {
+		v := &validator{}
+		if v.image("towers.image", ref); len(v.errs) > 0 {
+			t.Errorf("%s refused: %v", ref, v.errs)
+		}
+	}
+	for _, dir := range []string{"/mnt/disks/ssd0", "/var/lib/kolotoc/kolotoc-dev/shared", "/scratch", "/variable"} {
+		v := &validator{}
+		if v.nodeDir("storage.scratch.path", dir); len(v.errs) > 0 {
+			t.Errorf("%s refused: %v", dir, v.errs)
 		}
 	}
 }
