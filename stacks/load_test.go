@@ -203,6 +203,11 @@ func TestBadConfigs(t *testing.T) {
 		{name: "env with Grafana's password", set: map[string]string{"entrypoint": `{"env":[{"name":"G","valueFrom":{"secretKeyRef":{"name":"grafana","key":"admin-password"}}}]}`}, wantKey: "entrypoint.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes"},
 		{name: "code without a repository", set: map[string]string{"code": `{"ref":"main"}`}, wantKey: "code.repository", wantMsg: "required"},
 		{name: "code URL with a token", set: map[string]string{"code": `{"repository":"https://user:ghp_abc@example.com/r.git"}`}, wantKey: "code.repository", wantMsg: "code.credentialsSecret"},
+		{name: "code over git:// on a cloud", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "code": `{"repository":"git://git.example.com/train.git"}`}, wantKey: "code.repository", wantMsg: "on cloud gcp the clone must authenticate its server: over git://, http:// or a path anyone on the way could swap the code every rank runs; allowed: https://…, ssh://… or git@host:path, or pin code.ref to a full commit id (40 hex digits)"},
+		{name: "code over http:// on an existing cluster", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "code": `{"repository":"http://git.example.com/train.git","ref":"v1.2"}`}, wantKey: "code.repository", wantMsg: "on cloud existing the clone must authenticate its server"},
+		{name: "code URL with a token in its query", set: map[string]string{"code": `{"repository":"https://example.com/r.git?private_token=glpat-abc"}`}, wantKey: "code.repository", wantMsg: "a query string (where tokens travel) would sit in plain text"},
+		{name: "code ssh URL with a password", set: map[string]string{"code": `{"repository":"ssh://git:hunter2@example.com/r.git"}`}, wantKey: "code.repository", wantMsg: "credentials in the URL"},
+		{name: "code credentials over git://", set: map[string]string{"code": `{"repository":"git://10.213.0.1/demo.git","credentialsSecret":"git-token"}`}, wantKey: "code.credentialsSecret", wantMsg: "a username and password are given to git over https only"},
 		{name: "code over the shared claim", set: map[string]string{"code": `{"repository":"https://example.com/r.git","path":"/shared/code"}`}, wantKey: "code.path", wantMsg: "overlaps /shared"},
 		{name: "code image not pinned", set: map[string]string{"code": `{"repository":"https://example.com/r.git","image":"alpine/git"}`}, wantKey: "code.image", wantMsg: "not pinned"},
 		{name: "sentinels without towers", set: map[string]string{"towers": `{"enabled":false}`}, wantKey: "sentinels.enabled", wantMsg: "enable towers"},
@@ -442,6 +447,24 @@ func TestPinsAndNodeDirsAccepted(t *testing.T) {
 		v := &validator{}
 		if v.nodeDir("storage.scratch.path", dir); len(v.errs) > 0 {
 			t.Errorf("%s refused: %v", dir, v.errs)
+		}
+	}
+}
+
+// TestCodeTransportsAccepted: authenticated transports on a cloud, git:// on the simulated one
+// (the dev stack's demo repository) and anything pinned to a full commit.
+func TestCodeTransportsAccepted(t *testing.T) {
+	for _, tc := range []struct{ cloud, repo, ref string }{
+		{CloudGCP, "https://github.com/team/train.git", "main"},
+		{CloudAWS, "ssh://git@github.com/team/train.git", "main"},
+		{CloudAzure, "git@github.com:team/train.git", "v1.2"},
+		{CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
+		{CloudSimulated, "git://10.213.0.1/demo.git", "main"},
+	} {
+		c := &Config{Cloud: tc.cloud, Code: Code{Repository: tc.repo, Ref: tc.ref}}
+		v := &validator{}
+		if c.validateCodeTransport(v); len(v.errs) > 0 {
+			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
 		}
 	}
 }

@@ -26,10 +26,12 @@ import (
 // launcher, carriers and sentinels, elastic workers, TF tasks) before they start
 // (kolotoc:code).
 type Code struct {
-	Repository string `json:"repository"` // clone URL: https://…, git://…; required to clone anything
-	Ref        string `json:"ref"`        // branch, tag or commit checked out; default main
-	Path       string `json:"path"`       // where the checkout is in every pod (also $KOLOTOC_CODE_DIR); default /code
-	Image      string `json:"image"`      // image that runs the clone (needs git and sh); default DefaultGitImage
+	// Repository is the clone URL: https://…, ssh://… or git@host:path (git://… and http://…
+	// on cloud simulated, or with a full commit id as ref); required to clone anything.
+	Repository string `json:"repository"`
+	Ref        string `json:"ref"`   // branch, tag or commit checked out; default main
+	Path       string `json:"path"`  // where the checkout is in every pod (also $KOLOTOC_CODE_DIR); default /code
+	Image      string `json:"image"` // image that runs the clone (needs git and sh); default DefaultGitImage
 	// CredentialsSecret: an existing Secret of the stack's namespace with keys username and
 	// password (a token) for an https repository; default none (a public repository).
 	CredentialsSecret string `json:"credentialsSecret"`
@@ -96,6 +98,11 @@ func (c *Config) validateRuns(v *validator) {
 		case hasUserInfo(code.Repository):
 			v.add("code.repository", "(a URL with credentials)", "credentials in the URL would sit in plain text in config and state; "+
 				"put them in a Secret and name it in code.credentialsSecret")
+		case hasQuery(code.Repository):
+			v.add("code.repository", "(a URL with a query string)", "a query string (where tokens travel) would sit in plain text in config, "+
+				"state and every clone's log; allowed: the URL without it, credentials in a Secret named in code.credentialsSecret")
+		default:
+			c.validateCodeTransport(v)
 		}
 		if strings.HasPrefix(code.Ref, "-") || strings.ContainsAny(code.Ref, " \t\n") {
 			v.add("code.ref", code.Ref, "not a branch, tag or commit")
@@ -139,10 +146,59 @@ func OwnSecrets() []string {
 	}
 }
 
-// hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token).
+// hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token),
+// or a URL of another scheme a password (ssh://git@host/… names a user alone, as it should).
 func hasUserInfo(repo string) bool {
 	u, err := url.Parse(repo)
-	return err == nil && u.User != nil && (u.Scheme == "http" || u.Scheme == "https")
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, password := u.User.Password()
+	return u.Scheme == "http" || u.Scheme == "https" || password
+}
+
+// hasQuery reports whether a URL carries a query string.
+func hasQuery(repo string) bool {
+	u, err := url.Parse(repo)
+	return err == nil && u.Scheme != "" && (u.RawQuery != "" || u.ForceQuery)
+}
+
+var (
+	// scpLike is git's scp-like ssh syntax, user@host:path (git@github.com:team/train.git).
+	scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+	// fullCommit is a commit id in full (SHA-1, or SHA-256 in a repository of that format).
+	fullCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// codeScheme is how git reaches the repository: the URL's scheme, "ssh" for the scp-like
+// syntax, "" for a local path.
+func codeScheme(repo string) string {
+	if scpLike.MatchString(repo) {
+		return "ssh"
+	}
+	if u, err := url.Parse(repo); err == nil && strings.Contains(repo, "://") {
+		return u.Scheme
+	}
+	return ""
+}
+
+// validateCodeTransport refuses, on a real cluster (every cloud but simulated), code fetched over
+// a transport that authenticates no server (git://, http://, a path of the node) unless
+// code.ref pins it to a commit: anyone on the path could swap the code every rank runs. The
+// credentials of code.credentialsSecret go to https only (git sends them in the clear on http).
+func (c *Config) validateCodeTransport(v *validator) {
+	code := c.Code
+	scheme := codeScheme(code.Repository)
+	if code.CredentialsSecret != "" && scheme != "https" {
+		v.add("code.credentialsSecret", code.CredentialsSecret, "a username and password are given to git over https only; allowed with "+
+			"code.repository "+code.Repository+": none (ssh authenticates with a key, git:// and http:// would send them in the clear)")
+	}
+	if c.Cloud == CloudSimulated || scheme == "https" || scheme == "ssh" || fullCommit.MatchString(code.Ref) {
+		return
+	}
+	v.add("code.repository", code.Repository, fmt.Sprintf("on cloud %s the clone must authenticate its server: over git://, http:// "+
+		"or a path anyone on the way could swap the code every rank runs; allowed: https://…, ssh://… or git@host:path, "+
+		"or pin code.ref to a full commit id (40 hex digits)", c.Cloud))
 }
 
 // runID checks a run id: a label value, since it labels the run's pods.
