@@ -135,6 +135,10 @@ func TestBadConfigs(t *testing.T) {
 		{name: "bad taint effect", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","taints":[{"key":"x","value":"y","effect":"Never"}]},{"name":"cpu"}]`}, wantKey: "nodePools[0].taints[0].effect", wantMsg: "NoSchedule"},
 		{name: "min above nodes", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2,"minNodes":3,"maxNodes":4},{"name":"cpu"}]`}, wantKey: "nodePools[0].nodes", wantMsg: "minNodes (3) <= nodes <= maxNodes (4)"},
 		{name: "namespace not DNS", set: map[string]string{"namespace": "Kolotoc.Dev"}, wantKey: "namespace", wantMsg: "DNS-1123"},
+		{name: "namespace kube-system", set: map[string]string{"namespace": "kube-system"}, wantKey: "namespace", wantMsg: "the cluster's own namespace: the stack would take it over (adopt it, deny all ingress to its pods, delete it on destroy)"},
+		{name: "namespace default", set: map[string]string{"namespace": "default"}, wantKey: "namespace", wantMsg: "allowed: a namespace of the stack's own, not default, kube-system, kube-public, kube-node-lease or kube-*"},
+		{name: "namespace of a cloud's kube-*", set: map[string]string{"namespace": "kube-gmp"}, wantKey: "namespace", wantMsg: "the cluster's own"},
+		{name: "namespace of another stack's GPU agents", set: map[string]string{"namespace": "kolotoc-prod-gpu-agents"}, wantKey: "namespace", wantMsg: "ends in -gpu-agents, the GPU agents' namespace of the stack in kolotoc-prod"},
 		{name: "missing jupyter password", unset: []string{"jupyterPassword"}, wantKey: "jupyterPassword", wantMsg: "pulumi config set --secret kolotoc:jupyterPassword"},
 		{name: "plaintext jupyter password", plain: []string{"jupyterPassword"}, wantKey: "jupyterPassword", wantMsg: "must be a secret"},
 		{name: "short jupyter password", set: map[string]string{"jupyterPassword": "hunter2"}, wantKey: "jupyterPassword", wantMsg: "at least 12"},
@@ -157,6 +161,13 @@ func TestBadConfigs(t *testing.T) {
 		{name: "TLS certificate not PEM", set: map[string]string{"entrypoint": `{"tlsCertificate":"my cert"}`, "entrypointTLSKey": "not a key"}, secret: []string{"entrypointTLSKey"}, wantKey: "entrypoint.tlsCertificate", wantMsg: "failed to find any PEM data in certificate input"},
 		{name: "unknown service type", set: map[string]string{"entrypoint": `{"serviceType":"NodePort"}`}, wantKey: "entrypoint.serviceType", wantMsg: "allowed: ClusterIP, LoadBalancer"},
 		{name: "ssh port out of range", set: map[string]string{"towers": `{"sshPort":70000}`}, wantKey: "towers.sshPort", wantMsg: "1..65535"},
+		// Host-network towers (hostnet.go): no sentinel, no port of the node, one tower per node.
+		{name: "host-network towers beside sentinels", set: map[string]string{"towers": `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`}, wantKey: "sentinels.enabled", wantMsg: "run any code sent to them without authentication, on its node's address, where no NetworkPolicy applies; allowed with towers.hostNetwork: false"},
+		{name: "host-network sshd on the node's ssh port", set: map[string]string{"towers": `{"hostNetwork":true,"sshPort":22}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.sshPort", wantMsg: "ports below 1024 are the node's services (its own sshd on 22); allowed: 1024..65535 outside the node's ports"},
+		{name: "host-network sshd on the kubelet's port", set: map[string]string{"towers": `{"hostNetwork":true,"sshPort":10250}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.sshPort", wantMsg: "10250 is a port of the node (the kubelet's API); allowed: 1024..65535 except 2379-2380, 6443, 10248"},
+		{name: "host-network sshd on a NodePort", set: map[string]string{"towers": `{"hostNetwork":true,"sshPort":30022}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.sshPort", wantMsg: "(the NodePort range)"},
+		{name: "more host-network towers than nodes", set: map[string]string{"towers": `{"count":3,"gpusPerTower":4,"pool":"gpu","hostNetwork":true}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.count", wantMsg: `a node holds one tower and the rest stay Pending: pool "gpu" grows to maxNodes 2; allowed: 1..2`},
+		{name: "two host-network CPU towers on the real node", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2},{"name":"cpu","real":true,"cpus":16,"memory":"64Gi"}]`, "towers": `{"count":2,"pool":"cpu","gpusPerTower":0,"cpu":"1","memory":"1Gi","hostNetwork":true}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.count", wantMsg: `pool "cpu" grows to maxNodes 1; allowed: 1..1`},
 		{name: "negative runAsUser", set: map[string]string{"runAsUser": "-1"}, wantKey: "runAsUser", wantMsg: "0 (each image's own user) or a uid from 1 to 2147483647"},
 		{name: "runAsUser not a number", set: map[string]string{"runAsUser": `"kolotoc"`}, wantKey: "runAsUser", wantMsg: "want an integer"},
 		{name: "privileged ssh port as a user", set: map[string]string{"runAsUser": "1000", "towers": `{"sshPort":22}`}, wantKey: "towers.sshPort", wantMsg: "cannot bind a port below 1024; allowed: 1024..65535"},
@@ -164,6 +175,16 @@ func TestBadConfigs(t *testing.T) {
 		{name: "unknown storage type", set: map[string]string{"storage": `{"type":"ceph"}`}, wantKey: "storage.type", wantMsg: "allowed: in-cluster-nfs, nfs"},
 		{name: "relative mount path", set: map[string]string{"storage": `{"mountPath":"shared"}`}, wantKey: "storage.mountPath", wantMsg: "absolute"},
 		{name: "hostPath scratch without path", set: map[string]string{"storage": `{"scratch":{"type":"hostPath"}}`}, wantKey: "storage.scratch.path", wantMsg: "required"},
+		{name: "hostPath scratch on the node's root", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/"}}`}, wantKey: "storage.scratch.path", wantMsg: "a directory of the node's own system (/): every pod mounting it could take the node over; allowed: a directory apart from /, /bin, /boot"},
+		{name: "hostPath scratch in the kubelet's state", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/var/lib/kubelet/pods"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/var/lib/kubelet)"},
+		{name: "hostPath scratch holding the kubelet's state", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/var"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/var/lib/containerd)"},
+		{name: "hostPath scratch in /etc", set: map[string]string{"storage": `{"scratch":{"type":"hostPath","path":"/etc/kubernetes"}}`}, wantKey: "storage.scratch.path", wantMsg: "(/etc)"},
+		{name: "local storage in the node's system", set: map[string]string{"storage": `{"type":"local","path":"/root/checkpoints"}`}, wantKey: "storage.path", wantMsg: "(/root)"},
+		{name: "NFS server with a scheme", set: map[string]string{"storage": `{"type":"nfs","server":"nfs://10.0.0.2/exports"}`}, wantKey: "storage.server", wantMsg: "not a DNS name or IP address; allowed: the NFS server's DNS name or IP address, without scheme, port or path"},
+		{name: "NFS server with a port", set: map[string]string{"storage": `{"type":"nfs","server":"nfs.example.com:2049"}`}, wantKey: "storage.server", wantMsg: "not a DNS name or IP address"},
+		{name: "image with a short digest", set: map[string]string{"towers": `{"image":"horovod/horovod@sha256:abc"}`}, wantKey: "towers.image", wantMsg: "not a digest-pinned image; allowed: name@sha256: and 64 lower-case hexadecimal digits"},
+		{name: "image with @sha256: inside", set: map[string]string{"carriers": `{"image":"ghcr.io/dask/dask@sha256:` + strings.Repeat("ab", 32) + `/../evil"}`}, wantKey: "carriers.image", wantMsg: "not a digest-pinned image"},
+		{name: "image with an upper-case digest", set: map[string]string{"entrypoint": `{"jupyterImage":"jupyter/base-notebook@sha256:` + strings.Repeat("AB", 32) + `"}`}, wantKey: "entrypoint.jupyterImage", wantMsg: "not a digest-pinned image"},
 		{name: "existing cluster without kubeconfig", set: map[string]string{"cloud": "existing"}, wantKey: "cluster.kubeconfig", wantMsg: "required"},
 		{name: "cloud without region", set: map[string]string{"cloud": "gcp"}, wantKey: "cluster.region", wantMsg: "required"},
 		{name: "run id not a label value", set: map[string]string{"towers": `{"run":"run #2"}`}, wantKey: "towers.run", wantMsg: "not a run id"},
@@ -174,8 +195,19 @@ func TestBadConfigs(t *testing.T) {
 		{name: "env name twice", set: map[string]string{"towers": `{"env":[{"name":"A","value":"1"},{"name":"A","value":"2"}]}`}, wantKey: "towers.env[1].name", wantMsg: "set twice"},
 		{name: "env value and secret", set: map[string]string{"towers": `{"env":[{"name":"T","value":"x","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]}`}, wantKey: "towers.env[0]", wantMsg: "both value and valueFrom"},
 		{name: "env secret without a name", set: map[string]string{"entrypoint": `{"env":[{"name":"T","valueFrom":{"secretKeyRef":{"key":"k"}}}]}`}, wantKey: "entrypoint.env[0].valueFrom.secretKeyRef.name", wantMsg: "not a Kubernetes object name"},
+		// Kolotoc's own Secrets are not handed out through env (runs.go OwnSecrets).
+		{name: "env with the towers' ssh key", set: map[string]string{"towers": `{"env":[{"name":"K","valueFrom":{"secretKeyRef":{"name":"tower-ssh","key":"id_ed25519"}}}]}`}, wantKey: "towers.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes (its keys, passwords and credentials); allowed: a Secret of your own, not tower-ssh, entrypoint-jupyter, entrypoint-tls, grafana, registry-credentials, shared-credentials"},
+		{name: "env with Jupyter's token", set: map[string]string{"carriers": `{"env":[{"name":"T","valueFrom":{"secretKeyRef":{"name":"entrypoint-jupyter","key":"token"}}}]}`}, wantKey: "carriers.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes"},
+		{name: "env with the registry credentials", set: map[string]string{"elastic": `{"enabled":true,"env":[{"name":"R","valueFrom":{"secretKeyRef":{"name":"registry-credentials","key":".dockerconfigjson"}}}]}`}, wantKey: "elastic.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes"},
+		{name: "env with the storage credentials", set: map[string]string{"tfcluster": `{"enabled":true,"env":[{"name":"S","valueFrom":{"secretKeyRef":{"name":"shared-credentials","key":"azurestorageaccountkey"}}}]}`}, wantKey: "tfcluster.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes"},
+		{name: "env with Grafana's password", set: map[string]string{"entrypoint": `{"env":[{"name":"G","valueFrom":{"secretKeyRef":{"name":"grafana","key":"admin-password"}}}]}`}, wantKey: "entrypoint.env[0].valueFrom.secretKeyRef.name", wantMsg: "a Secret Kolotoc itself writes"},
 		{name: "code without a repository", set: map[string]string{"code": `{"ref":"main"}`}, wantKey: "code.repository", wantMsg: "required"},
 		{name: "code URL with a token", set: map[string]string{"code": `{"repository":"https://user:ghp_abc@example.com/r.git"}`}, wantKey: "code.repository", wantMsg: "code.credentialsSecret"},
+		{name: "code over git:// on a cloud", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "code": `{"repository":"git://git.example.com/train.git"}`}, wantKey: "code.repository", wantMsg: "on cloud gcp the clone must authenticate its server: over git://, http:// or a path anyone on the way could swap the code every rank runs; allowed: https://…, ssh://… or git@host:path, or pin code.ref to a full commit id (40 hex digits)"},
+		{name: "code over http:// on an existing cluster", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "code": `{"repository":"http://git.example.com/train.git","ref":"v1.2"}`}, wantKey: "code.repository", wantMsg: "on cloud existing the clone must authenticate its server"},
+		{name: "code URL with a token in its query", set: map[string]string{"code": `{"repository":"https://example.com/r.git?private_token=glpat-abc"}`}, wantKey: "code.repository", wantMsg: "a query string (where tokens travel) would sit in plain text"},
+		{name: "code ssh URL with a password", set: map[string]string{"code": `{"repository":"ssh://git:hunter2@example.com/r.git"}`}, wantKey: "code.repository", wantMsg: "credentials in the URL"},
+		{name: "code credentials over git://", set: map[string]string{"code": `{"repository":"git://10.213.0.1/demo.git","credentialsSecret":"git-token"}`}, wantKey: "code.credentialsSecret", wantMsg: "a username and password are given to git over https only"},
 		{name: "code over the shared claim", set: map[string]string{"code": `{"repository":"https://example.com/r.git","path":"/shared/code"}`}, wantKey: "code.path", wantMsg: "overlaps /shared"},
 		{name: "code image not pinned", set: map[string]string{"code": `{"repository":"https://example.com/r.git","image":"alpine/git"}`}, wantKey: "code.image", wantMsg: "not pinned"},
 		{name: "sentinels without towers", set: map[string]string{"towers": `{"enabled":false}`}, wantKey: "sentinels.enabled", wantMsg: "enable towers"},
@@ -397,6 +429,42 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	for _, k := range want {
 		if !strings.Contains(got, k) {
 			t.Errorf("missing %s in %s", k, got)
+		}
+	}
+}
+
+// TestPinsAndNodeDirsAccepted: image and nodeDir do not refuse the pins and directories they ask for.
+func TestPinsAndNodeDirsAccepted(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, ref := range []string{"horovod/horovod:0.28.1", "registry.example.com:5000/team/mpi:v2",
+		"ghcr.io/dask/dask@" + digest, "ghcr.io/dask/dask:2024.1@" + digest, "registry:5000/mpi@" + digest} {
+		v := &validator{}
+		if v.image("towers.image", ref); len(v.errs) > 0 {
+			t.Errorf("%s refused: %v", ref, v.errs)
+		}
+	}
+	for _, dir := range []string{"/mnt/disks/ssd0", "/var/lib/kolotoc/kolotoc-dev/shared", "/scratch", "/variable"} {
+		v := &validator{}
+		if v.nodeDir("storage.scratch.path", dir); len(v.errs) > 0 {
+			t.Errorf("%s refused: %v", dir, v.errs)
+		}
+	}
+}
+
+// TestCodeTransportsAccepted: authenticated transports on a cloud, git:// on the simulated one
+// (the dev stack's demo repository) and anything pinned to a full commit.
+func TestCodeTransportsAccepted(t *testing.T) {
+	for _, tc := range []struct{ cloud, repo, ref string }{
+		{CloudGCP, "https://github.com/team/train.git", "main"},
+		{CloudAWS, "ssh://git@github.com/team/train.git", "main"},
+		{CloudAzure, "git@github.com:team/train.git", "v1.2"},
+		{CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
+		{CloudSimulated, "git://10.213.0.1/demo.git", "main"},
+	} {
+		c := &Config{Cloud: tc.cloud, Code: Code{Repository: tc.repo, Ref: tc.ref}}
+		v := &validator{}
+		if c.validateCodeTransport(v); len(v.errs) > 0 {
+			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
 		}
 	}
 }

@@ -5,11 +5,17 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/registry"
+	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 // What a training team does every day with an environment: runs (towers.run, onSuccess), a
@@ -20,10 +26,12 @@ import (
 // launcher, carriers and sentinels, elastic workers, TF tasks) before they start
 // (kolotoc:code).
 type Code struct {
-	Repository string `json:"repository"` // clone URL: https://…, git://…; required to clone anything
-	Ref        string `json:"ref"`        // branch, tag or commit checked out; default main
-	Path       string `json:"path"`       // where the checkout is in every pod (also $KOLOTOC_CODE_DIR); default /code
-	Image      string `json:"image"`      // image that runs the clone (needs git and sh); default DefaultGitImage
+	// Repository is the clone URL: https://…, ssh://… or git@host:path (git://… and http://…
+	// on cloud simulated, or with a full commit id as ref); required to clone anything.
+	Repository string `json:"repository"`
+	Ref        string `json:"ref"`   // branch, tag or commit checked out; default main
+	Path       string `json:"path"`  // where the checkout is in every pod (also $KOLOTOC_CODE_DIR); default /code
+	Image      string `json:"image"` // image that runs the clone (needs git and sh); default DefaultGitImage
 	// CredentialsSecret: an existing Secret of the stack's namespace with keys username and
 	// password (a token) for an https repository; default none (a public repository).
 	CredentialsSecret string `json:"credentialsSecret"`
@@ -90,6 +98,11 @@ func (c *Config) validateRuns(v *validator) {
 		case hasUserInfo(code.Repository):
 			v.add("code.repository", "(a URL with credentials)", "credentials in the URL would sit in plain text in config and state; "+
 				"put them in a Secret and name it in code.credentialsSecret")
+		case hasQuery(code.Repository):
+			v.add("code.repository", "(a URL with a query string)", "a query string (where tokens travel) would sit in plain text in config, "+
+				"state and every clone's log; allowed: the URL without it, credentials in a Secret named in code.credentialsSecret")
+		default:
+			c.validateCodeTransport(v)
 		}
 		if strings.HasPrefix(code.Ref, "-") || strings.ContainsAny(code.Ref, " \t\n") {
 			v.add("code.ref", code.Ref, "not a branch, tag or commit")
@@ -110,17 +123,82 @@ func (c *Config) validateRuns(v *validator) {
 		}
 	}
 
-	v.env("towers.env", c.Towers.Env)
-	v.env("carriers.env", c.Carriers.Env)
-	v.env("entrypoint.env", c.Entrypoint.Env)
-	v.env("elastic.env", c.Elastic.Env)
-	v.env("tfcluster.env", c.TFCluster.Env)
+	own := OwnSecrets()
+	v.env("towers.env", c.Towers.Env, own)
+	v.env("carriers.env", c.Carriers.Env, own)
+	v.env("entrypoint.env", c.Entrypoint.Env, own)
+	v.env("elastic.env", c.Elastic.Env, own)
+	v.env("tfcluster.env", c.TFCluster.Env, own)
 }
 
-// hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token).
+// OwnSecrets are the Secrets Kolotoc itself writes in the stack's namespace, by the names the
+// components render them with: the towers' ssh key, Jupyter's token and certificate, Grafana's
+// password, the registries' pull credentials and the shared store's mount credentials. A
+// workload's env must not hand them out (every rank would see the towers' private key, say).
+func OwnSecrets() []string {
+	return []string{
+		ring.SSHSecretName(TowerName),
+		entrypoint.JupyterSecretName(EntryName),
+		entrypoint.TLSSecretName(EntryName),
+		monitoring.GrafanaSecretName,
+		registry.SecretName,
+		storage.CredentialsName(StorageName),
+	}
+}
+
+// hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token),
+// or a URL of another scheme a password (ssh://git@host/… names a user alone, as it should).
 func hasUserInfo(repo string) bool {
 	u, err := url.Parse(repo)
-	return err == nil && u.User != nil && (u.Scheme == "http" || u.Scheme == "https")
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, password := u.User.Password()
+	return u.Scheme == "http" || u.Scheme == "https" || password
+}
+
+// hasQuery reports whether a URL carries a query string.
+func hasQuery(repo string) bool {
+	u, err := url.Parse(repo)
+	return err == nil && u.Scheme != "" && (u.RawQuery != "" || u.ForceQuery)
+}
+
+var (
+	// scpLike is git's scp-like ssh syntax, user@host:path (git@github.com:team/train.git).
+	scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+	// fullCommit is a commit id in full (SHA-1, or SHA-256 in a repository of that format).
+	fullCommit = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// codeScheme is how git reaches the repository: the URL's scheme, "ssh" for the scp-like
+// syntax, "" for a local path.
+func codeScheme(repo string) string {
+	if scpLike.MatchString(repo) {
+		return "ssh"
+	}
+	if u, err := url.Parse(repo); err == nil && strings.Contains(repo, "://") {
+		return u.Scheme
+	}
+	return ""
+}
+
+// validateCodeTransport refuses, on a real cluster (every cloud but simulated), code fetched over
+// a transport that authenticates no server (git://, http://, a path of the node) unless
+// code.ref pins it to a commit: anyone on the path could swap the code every rank runs. The
+// credentials of code.credentialsSecret go to https only (git sends them in the clear on http).
+func (c *Config) validateCodeTransport(v *validator) {
+	code := c.Code
+	scheme := codeScheme(code.Repository)
+	if code.CredentialsSecret != "" && scheme != "https" {
+		v.add("code.credentialsSecret", code.CredentialsSecret, "a username and password are given to git over https only; allowed with "+
+			"code.repository "+code.Repository+": none (ssh authenticates with a key, git:// and http:// would send them in the clear)")
+	}
+	if c.Cloud == CloudSimulated || scheme == "https" || scheme == "ssh" || fullCommit.MatchString(code.Ref) {
+		return
+	}
+	v.add("code.repository", code.Repository, fmt.Sprintf("on cloud %s the clone must authenticate its server: over git://, http:// "+
+		"or a path anyone on the way could swap the code every rank runs; allowed: https://…, ssh://… or git@host:path, "+
+		"or pin code.ref to a full commit id (40 hex digits)", c.Cloud))
 }
 
 // runID checks a run id: a label value, since it labels the run's pods.
@@ -140,8 +218,8 @@ func (v *validator) dnsSubdomain(key, name string) {
 }
 
 // env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
-// each once, and each a value or a Secret key, not both.
-func (v *validator) env(key string, env []EnvVar) {
+// each once, and each a value or a key of a Secret that is not Kolotoc's own (own), not both.
+func (v *validator) env(key string, env []EnvVar, own []string) {
 	seen := map[string]bool{}
 	for i, e := range env {
 		k := fmt.Sprintf("%s[%d]", key, i)
@@ -166,6 +244,10 @@ func (v *validator) env(key string, env []EnvVar) {
 			continue
 		}
 		v.dnsSubdomain(k+".valueFrom.secretKeyRef.name", ref.Name)
+		if slices.Contains(own, ref.Name) {
+			v.add(k+".valueFrom.secretKeyRef.name", ref.Name, "a Secret Kolotoc itself writes (its keys, passwords and credentials); "+
+				"allowed: a Secret of your own, not "+strings.Join(own, ", "))
+		}
 		if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
 			v.add(k+".valueFrom.secretKeyRef.key", ref.Key, "not a Secret key: "+strings.Join(errs, "; "))
 		}

@@ -2,6 +2,8 @@ package stacks
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -166,10 +168,30 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	return append(append(deps, agentsNS), ap.Items...), agents, nil
 }
 
-// validateIsolation checks what the namespaces need of the config: a GPU agents' namespace name
-// that is a DNS label. That Dask worker processes stay within the port ranges the policies open
-// the carriers check themselves (components/dask/config.go).
+// systemNamespaces are the namespaces Kubernetes itself keeps; every kube-* is refused too
+// (kube-system, kube-public, kube-node-lease and the clouds' own, such as GKE's kube-*).
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// isSystemNamespace reports whether Kubernetes or a cloud keeps the namespace.
+func isSystemNamespace(ns string) bool {
+	return slices.Contains(systemNamespaces, ns) || strings.HasPrefix(ns, "kube-")
+}
+
+// validateIsolation checks what the namespaces need of the config: not a namespace of the
+// cluster's own (the stack applies with force, installs a default-deny over its pods and deletes
+// it on destroy), and a GPU agents' namespace name that is a DNS label. That Dask worker
+// processes stay within the port ranges the policies open the carriers check themselves
+// (components/dask/config.go).
 func (c *Config) validateIsolation(v *validator) {
+	switch ns := c.Namespace; {
+	case isSystemNamespace(ns): // and so is its <namespace>-gpu-agents
+		v.add("namespace", ns, fmt.Sprintf("the cluster's own namespace: the stack would take it over (adopt it, deny all ingress "+
+			"to its pods, delete it on destroy); allowed: a namespace of the stack's own, not %s or kube-*, e.g. kolotoc-<stack>",
+			strings.Join(systemNamespaces, ", ")))
+	case strings.HasSuffix(ns, GPUAgentsSuffix):
+		v.add("namespace", ns, fmt.Sprintf("ends in %s, the GPU agents' namespace of the stack in %s: the stack would take it over; "+
+			"allowed: a name without that suffix", GPUAgentsSuffix, strings.TrimSuffix(ns, GPUAgentsSuffix)))
+	}
 	if name := c.GPUAgentsNamespace(); name != "" && len(c.Namespace) <= validation.DNS1123LabelMaxLength {
 		if len(name) > validation.DNS1123LabelMaxLength {
 			v.add("namespace", c.Namespace, fmt.Sprintf("at most %d characters with GPU nodes: the device plugin and DCGM exporter run in %q, which must be a DNS label too",

@@ -3,7 +3,9 @@ package stacks
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -198,6 +200,13 @@ func (c *Config) validateStorage(v *validator) {
 	v.oneOf("storage.scratch.type", s.Scratch.Type, storage.ScratchTypes)
 	if s.Scratch.Path != "" {
 		v.absPath("storage.scratch.path", s.Scratch.Path)
+		v.nodeDir("storage.scratch.path", s.Scratch.Path)
+	}
+	if s.Type == StorageLocal {
+		v.nodeDir("storage.path", s.Path) // hostPath too
+	}
+	if s.Server != "" {
+		v.host("storage.server", s.Server, "the NFS server's DNS name or IP address, without scheme, port or path, e.g. 10.0.0.2 or nfs.example.com")
 	}
 	v.quantity("storage.scratch.sizeLimit", s.Scratch.SizeLimit)
 	v.absPath("storage.scratch.mountPath", s.Scratch.MountPath)
@@ -268,6 +277,7 @@ func (c *Config) validateTowers(v *validator) {
 		}
 		v.fits("towers", pool, t.CPU, t.Memory)
 	}
+	c.validateHostNetwork(v, pool) // hostnet.go
 	if lp := c.validateLauncherPool(v); lp != nil {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
@@ -415,11 +425,46 @@ func (v *validator) quantity(key, value string) {
 	}
 }
 
+// systemDirs are the node's directories a hostPath must neither be, be inside, nor contain:
+// the system's programs and configuration, the kernel's file systems, root's home, and the
+// kubelet's and container runtimes' state (every pod's volumes and Secrets).
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys", "/usr",
+	"/var/lib/containerd", "/var/lib/docker", "/var/lib/kubelet", "/var/run"}
+
+// nodeDir refuses a hostPath directory that would hand a node's system to the pods mounting it:
+// "/", a system directory, anything under one, or a directory holding one (/var, /var/lib).
+func (v *validator) nodeDir(key, dir string) {
+	if !path.IsAbs(dir) {
+		return // reported by absPath
+	}
+	dir = path.Clean(dir)
+	for _, sys := range append([]string{"/"}, systemDirs...) {
+		if dir == sys || strings.HasPrefix(dir, sys+"/") && sys != "/" || strings.HasPrefix(sys, dir+"/") {
+			v.add(key, dir, fmt.Sprintf("a directory of the node's own system (%s): every pod mounting it could take the node over; "+
+				"allowed: a directory apart from /, %s, e.g. /mnt/disks/ssd0", sys, strings.Join(systemDirs, ", ")))
+			return
+		}
+	}
+}
+
+// host checks a server's address: an IP address or a lower-case DNS name, nothing more.
+func (v *validator) host(key, value, what string) {
+	if net.ParseIP(value) != nil {
+		return
+	}
+	if errs := validation.IsDNS1123Subdomain(value); len(errs) > 0 {
+		v.add(key, value, "not a DNS name or IP address; allowed: "+what)
+	}
+}
+
 func (v *validator) absPath(key, value string) {
 	if !path.IsAbs(value) || path.Clean(value) != value {
 		v.add(key, value, "must be a clean absolute path such as /shared")
 	}
 }
+
+// imageDigest is the digest of a pinned image: sha256, the only algorithm registries serve.
+var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // image refuses tagless and :latest images: an unpinned image makes two `pulumi up` of the same
 // config run different code.
@@ -428,7 +473,10 @@ func (v *validator) image(key, ref string) {
 		v.add(key, "(unset)", "required: an image pinned by tag or digest")
 		return
 	}
-	if strings.Contains(ref, "@sha256:") {
+	if name, digest, ok := strings.Cut(ref, "@"); ok {
+		if name == "" || !imageDigest.MatchString(digest) {
+			v.add(key, ref, "not a digest-pinned image; allowed: name@sha256: and 64 lower-case hexadecimal digits")
+		}
 		return
 	}
 	last := ref[strings.LastIndex(ref, "/")+1:]

@@ -279,6 +279,7 @@ func TestResourceCountIndependentOfRanks(t *testing.T) {
 			"nodePools": `[{"name":"gpu","nodes":512,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100","cpus":96,"memory":"680Gi"},{"name":"cpu","nodes":256,"cpus":16,"memory":"64Gi"}]`,
 			"towers":    fmt.Sprintf(`{"count":%d,"gpusPerTower":8}`, towers),
 			"carriers":  fmt.Sprintf(`{"count":%d}`, carriers),
+			"code":      `{"repository":"https://git.example.com/demo.git"}`, // dev's git:// is for the simulated cloud alone
 		})
 		m := map[string]int{}
 		for _, r := range deploy(t, raw).sorted() {

@@ -49,6 +49,7 @@ func securityLayouts(t *testing.T) map[string]stacks.Raw {
 			"nodePools":        `[{"name":"gpu","nodes":2,"machineType":"a2-highgpu-8g"},{"name":"cpu","machineType":"n2-standard-16"}]`,
 			"carriers":         `{"count":1,"pool":"cpu"}`,
 			"towers":           `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`,
+			"sentinels":        `{"enabled":false}`, // refused beside host-network towers (stacks/hostnet.go)
 			"storage":          `{"scratch":{"type":"hostPath","path":"/mnt/disks/ssd0"}}`,
 			"entrypoint":       fmt.Sprintf(`{"serviceType":"LoadBalancer","sourceRanges":["203.0.113.0/24"],"tlsCertificate":%q}`, testTLSCert(t)),
 			"entrypointTLSKey": testTLSKey(t),

@@ -217,10 +217,15 @@ func Endpoints(a *Args) map[string]Endpoint {
 	return out
 }
 
+// JupyterSecretName and TLSSecretName name the Secrets of the entrypoint called name: Jupyter's
+// token, and its certificate and key.
+func JupyterSecretName(name string) string { return name + "-jupyter" }
+func TLSSecretName(name string) string     { return name + "-tls" }
+
 // RenderTLSSecret holds Jupyter's certificate and key; a secret in state because the key is.
 func RenderTLSSecret(a *Args) *corev1.SecretArgs {
 	return &corev1.SecretArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name+"-tls", a.Namespace, component),
+		Metadata: a.Labels.ObjectMeta(TLSSecretName(a.Name), a.Namespace, component),
 		Type:     pulumi.String("kubernetes.io/tls"),
 		StringData: pulumi.StringMap{
 			"tls.crt": pulumi.String(a.TLSCertificate),
@@ -232,7 +237,7 @@ func RenderTLSSecret(a *Args) *corev1.SecretArgs {
 // RenderSecret holds JupyterLab's token; it is a secret in state because the password is.
 func RenderSecret(a *Args) *corev1.SecretArgs {
 	return &corev1.SecretArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name+"-jupyter", a.Namespace, component),
+		Metadata: a.Labels.ObjectMeta(JupyterSecretName(a.Name), a.Namespace, component),
 		Type:     pulumi.String("Opaque"),
 		StringData: pulumi.StringMap{
 			"token": pulumi.ToSecret(a.JupyterPassword.ToStringOutput()).(pulumi.StringOutput),
@@ -320,7 +325,7 @@ func jupyterContainer(a *Args, shared corev1.VolumeMountArray) corev1.ContainerA
 		Args:  args,
 		Env: append(corev1.EnvVarArray{
 			corev1.EnvVarArgs{Name: pulumi.String("JUPYTER_TOKEN"), ValueFrom: &corev1.EnvVarSourceArgs{
-				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(a.Name + "-jupyter"), Key: pulumi.String("token")},
+				SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(JupyterSecretName(a.Name)), Key: pulumi.String("token")},
 			}},
 			corev1.EnvVarArgs{Name: pulumi.String("DASK_SCHEDULER_ADDRESS"), Value: pulumi.String(SchedulerAddress(a.Name, a.NamespaceDNS))},
 		}, meta.EnvArray(a.Env)...),
@@ -389,7 +394,7 @@ func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 	if a.Jupyter && a.TLS() {
 		// 0444: the Jupyter images run as their own user (jovyan), not root; the pod has no other.
 		volumes = append(volumes, corev1.VolumeArgs{Name: pulumi.String("tls"), Secret: &corev1.SecretVolumeSourceArgs{
-			SecretName: pulumi.String(a.Name + "-tls"), DefaultMode: pulumi.Int(0o444),
+			SecretName: pulumi.String(TLSSecretName(a.Name)), DefaultMode: pulumi.Int(0o444),
 		}})
 	}
 	return &appsv1.DeploymentArgs{

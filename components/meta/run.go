@@ -80,12 +80,14 @@ const (
 // found among the clone's refs, remote branches as origin/<ref>) or a commit. It prints the
 // commit, which is what ran. The checkout's directory (the volume's root) belongs to root, the
 // clone to nobody: git is told the directory is safe (command-line configuration is protected
-// configuration, which git reads safe.directory from). A restarted clone starts from an empty
-// directory again.
+// configuration, which git reads safe.directory from). The credentials (code.credentialsSecret)
+// are given to the repository's scheme and host alone (credential.<url>.helper), never to a
+// host a redirect or a submodule names. A restarted clone starts from an empty directory again.
 const codeScript = `set -eu
 dir=$KOLOTOC_CODE_DIR
 if [ -n "${GIT_USERNAME:-}" ]; then
-  set -- -c 'credential.helper=!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'
+  host=${KOLOTOC_CODE_REPOSITORY#*://}
+  set -- -c "credential.${KOLOTOC_CODE_REPOSITORY%%://*}://${host%%/*}.helper="'!f() { echo "username=$GIT_USERNAME"; echo "password=$GIT_PASSWORD"; }; f'
 fi
 rm -rf "$dir"/* "$dir"/.[!.]* "$dir"/..?*
 git -c safe.directory="$dir" "$@" clone --quiet --no-checkout "$KOLOTOC_CODE_REPOSITORY" "$dir"

@@ -99,3 +99,47 @@ func TestCodeScriptClonesAsNobody(t *testing.T) {
 		t.Errorf("an earlier attempt's file survived the clone: %v", err)
 	}
 }
+
+// TestCodeCredentialsScopedToTheRepository: the clone's credential helper answers the
+// repository's scheme and host only (git's credential.<url>.helper), not another host a redirect
+// or a submodule names.
+func TestCodeCredentialsScopedToTheRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	// A fake git records the clone's arguments, then fails the script.
+	bin := t.TempDir()
+	args := filepath.Join(bin, "args")
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+args+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", codeScript)
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "KOLOTOC_CODE_REPOSITORY=https://git.example.com/team/train.git",
+		"KOLOTOC_CODE_REF=main", "KOLOTOC_CODE_DIR=" + cmd.Dir, "GIT_USERNAME=bot", "GIT_PASSWORD=s3cret-token"}
+	_ = cmd.Run() // the fake git fails it
+	b, err := os.ReadFile(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var helper string
+	for _, a := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(a, "credential.") {
+			helper = a
+		}
+	}
+	if !strings.HasPrefix(helper, "credential.https://git.example.com.helper=") {
+		t.Fatalf("credential helper %q, want it scoped to https://git.example.com", helper)
+	}
+	// The real git with that configuration: the password for the repository's host, nothing for another.
+	for host, want := range map[string]bool{"git.example.com": true, "evil.example.net": false} {
+		fill := exec.Command("git", "-c", helper, "credential", "fill")
+		fill.Stdin = strings.NewReader("protocol=https\nhost=" + host + "\n\n")
+		fill.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_USERNAME=bot", "GIT_PASSWORD=s3cret-token",
+			"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "GIT_CONFIG_NOSYSTEM=1"}
+		out, _ := fill.CombinedOutput()
+		if got := strings.Contains(string(out), "password=s3cret-token"); got != want {
+			t.Errorf("credentials for %s: %v, want %v\n%s", host, got, want, out)
+		}
+	}
+}

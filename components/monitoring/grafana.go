@@ -21,6 +21,8 @@ const (
 	GrafanaAdminUser = "admin"
 	// dashboardsDir is where the dashboard JSON is mounted and the provider reads it.
 	dashboardsDir = "/var/lib/grafana-dashboards/kolotoc"
+	// GrafanaSecretName is the Secret of the admin password.
+	GrafanaSecretName = GrafanaName
 	// grafanaSecretKey is the Secret key of the admin password.
 	grafanaSecretKey = "admin-password"
 )
@@ -28,7 +30,7 @@ const (
 // RenderGrafanaSecret holds the admin password; a secret in state because the password is.
 func RenderGrafanaSecret(a *Args) *corev1.SecretArgs {
 	return &corev1.SecretArgs{
-		Metadata: a.Labels.ObjectMeta(GrafanaName, a.Namespace, GrafanaName),
+		Metadata: a.Labels.ObjectMeta(GrafanaSecretName, a.Namespace, GrafanaName),
 		Type:     pulumi.String("Opaque"),
 		StringData: pulumi.StringMap{
 			grafanaSecretKey: pulumi.ToSecret(a.GrafanaPassword.ToStringOutput()).(pulumi.StringOutput),
@@ -132,7 +134,7 @@ func RenderGrafana(a *Args) (*appsv1.DeploymentArgs, error) {
 							env("GF_SECURITY_ADMIN_USER", GrafanaAdminUser),
 							// The value never appears in the pod spec, only the Secret's name.
 							corev1.EnvVarArgs{Name: pulumi.String("GF_SECURITY_ADMIN_PASSWORD"), ValueFrom: &corev1.EnvVarSourceArgs{
-								SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(GrafanaName), Key: pulumi.String(grafanaSecretKey)},
+								SecretKeyRef: &corev1.SecretKeySelectorArgs{Name: pulumi.String(GrafanaSecretName), Key: pulumi.String(grafanaSecretKey)},
 							}},
 							env("GF_AUTH_ANONYMOUS_ENABLED", "false"),
 							env("GF_USERS_ALLOW_SIGN_UP", "false"),

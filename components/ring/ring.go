@@ -193,6 +193,9 @@ func HostnamePattern(name, namespace string, towers int) string {
 	return fmt.Sprintf("%s-{0..%d}.%s.%s.svc", name, towers-1, name, namespace)
 }
 
+// SSHSecretName is the name of the towers' ssh key Secret of the ring called name.
+func SSHSecretName(name string) string { return name + "-ssh" }
+
 // RenderSSHSecret derives the key pair from the seed. The result is a secret because the seed is.
 func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 	keys := a.SSHKeySeed.ToStringOutput().ApplyT(func(seed string) (map[string]string, error) {
@@ -203,7 +206,7 @@ func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 		return map[string]string{"id_ed25519": priv, "id_ed25519.pub": pub, "authorized_keys": pub}, nil
 	}).(pulumi.StringMapOutput)
 	return &corev1.SecretArgs{
-		Metadata:   a.Labels.ObjectMeta(a.Name+"-ssh", a.Namespace, towerComponent),
+		Metadata:   a.Labels.ObjectMeta(SSHSecretName(a.Name), a.Namespace, towerComponent),
 		Type:       pulumi.String("Opaque"),
 		StringData: pulumi.ToSecret(keys).(pulumi.StringMapOutput),
 	}
@@ -480,7 +483,7 @@ func env(name, value string) corev1.EnvVarArgs {
 func podVolumes(a *Args) (corev1.VolumeArray, corev1.VolumeMountArray) {
 	volumes := corev1.VolumeArray{
 		corev1.VolumeArgs{Name: pulumi.String("ssh"), Secret: &corev1.SecretVolumeSourceArgs{
-			SecretName: pulumi.String(a.Name + "-ssh"), DefaultMode: pulumi.Int(sshKeyMode),
+			SecretName: pulumi.String(SSHSecretName(a.Name)), DefaultMode: pulumi.Int(sshKeyMode),
 		}},
 		corev1.VolumeArgs{Name: pulumi.String("scripts"), ConfigMap: &corev1.ConfigMapVolumeSourceArgs{
 			Name: pulumi.String(a.Name + "-scripts"),
