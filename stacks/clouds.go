@@ -259,7 +259,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		SubnetID: k.SubnetID, Subscription: k.AzureSubscription(),
 		ServiceCIDR: k.ServiceCIDR, DNSServiceIP: k.AKSDNSServiceIP(), PodCIDR: k.PodCIDR,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
-		ACRID: k.ACRID, ACRSubscription: k.ACRSubscription(),
+		ACRID: k.ACRID, ACRSubscription: k.ACRSubscription(), AdminPrincipalType: k.AdminPrincipalType,
 	}, onAzure, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err

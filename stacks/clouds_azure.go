@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -73,7 +74,8 @@ func (k Cluster) AKSDNSServiceIP() string {
 func (c *Config) validateAzureNetwork(v *validator) {
 	k, s := c.Cluster, c.Storage
 	if (IsCloud(c.Cloud) && c.Cloud != CloudAzure) || c.Cloud == CloudExisting {
-		for key, val := range map[string]string{"cluster.subnetId": k.SubnetID, "cluster.serviceCidr": k.ServiceCIDR, "cluster.podCidr": k.PodCIDR} {
+		for key, val := range map[string]string{"cluster.subnetId": k.SubnetID, "cluster.serviceCidr": k.ServiceCIDR, "cluster.podCidr": k.PodCIDR,
+			"cluster.adminPrincipalType": k.AdminPrincipalType} {
 			if val != "" {
 				hint := ""
 				if key == "cluster.subnetId" && c.Cloud == CloudAWS {
@@ -91,6 +93,9 @@ func (c *Config) validateAzureNetwork(v *validator) {
 		if len(k.SubnetIDs) > 0 {
 			v.add("cluster.subnetIds", strings.Join(k.SubnetIDs, ","), onAzure)
 		}
+	}
+	if t := k.AdminPrincipalType; t != "" && !slices.Contains(aks.AdminPrincipalTypes, t) {
+		v.add("cluster.adminPrincipalType", t, "allowed: "+strings.Join(aks.AdminPrincipalTypes, ", "))
 	}
 	if k.SubnetID != "" && !azureSubnetID.MatchString(k.SubnetID) {
 		v.add("cluster.subnetId", k.SubnetID, "not an Azure subnet resource ID; allowed: "+

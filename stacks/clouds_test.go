@@ -286,7 +286,10 @@ func (m *cloudMocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error
 	case "aws:index/getAvailabilityZones:getAvailabilityZones":
 		return resource.NewPropertyMapFromMap(map[string]any{"names": []any{"us-east-1a", "us-east-1b"}}), nil
 	case "azure-native:containerservice:listManagedClusterUserCredentials":
-		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "u", "value": "a3ViZWNvbmZpZw=="}}}), nil
+		// A kubeconfig with its cluster's CA, which the AKS kubeconfig keeps.
+		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "u", "value": "Y2x1c3RlcnM6IFt7bmFtZTogYywgY2x1c3Rlcjoge2NlcnRpZmljYXRlLWF1dGhvcml0eS1kYXRhOiBRMEU9fX1dCg=="}}}), nil
+	case "azure-native:authorization:getClientConfig":
+		return resource.NewPropertyMapFromMap(map[string]any{"objectId": "o", "subscriptionId": "s", "tenantId": "t"}), nil
 	case "azure-native:storage:listStorageAccountKeys":
 		return resource.NewPropertyMapFromMap(map[string]any{"keys": []any{map[string]any{"value": "key"}}}), nil
 	}

@@ -149,6 +149,10 @@ type Cluster struct {
 	// ACRID (azure): ARM ID of an Azure Container Registry the cluster's kubelet identity may pull
 	// from (AcrPull, as `az aks --attach-acr`); default none.
 	ACRID string `json:"acrId"`
+	// AdminPrincipalType (azure): what kind of Entra ID principal runs `pulumi up`, User or
+	// ServicePrincipal (a managed identity is one); it gets the AKS RBAC Cluster Admin role, and
+	// Azure refuses the grant when the kind is wrong; default User.
+	AdminPrincipalType string `json:"adminPrincipalType"`
 	// RegistryProjects (gcp): further projects whose Artifact Registry the node service account
 	// reads (roles/artifactregistry.reader there; it always holds it on the cluster's own); default none.
 	RegistryProjects []string `json:"registryProjects"`

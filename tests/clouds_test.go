@@ -58,6 +58,21 @@ const (
 	fakeAzureStorageKey = "azure-storage-key-that-must-stay-secret"
 	fakeAKSPrincipal    = "11111111-2222-3333-4444-555555555555"
 	fakeKubeletObjectID = "66666666-7777-8888-9999-000000000000"
+	// Who runs `pulumi up` on Azure, as azure-native's getClientConfig reports them.
+	fakeAzureTenant       = "aaaaaaaa-0000-0000-0000-000000000001"
+	fakeAzureSubscription = "bbbbbbbb-0000-0000-0000-000000000002"
+	fakeAzureCaller       = "cccccccc-0000-0000-0000-000000000003"
+	fakeAKSFQDN           = "kolotoc-1a2b3c4d.hcp.eastus.azmk8s.io"
+	fakeAKSPrivateFQDN    = "kolotoc-1a2b3c4d.privatelink.eastus.azmk8s.io"
+	// fakeAKSUserKubeconfig is what listClusterUserCredentials returns for a cluster with local
+	// accounts on: a client certificate and a token. Kolotoc must keep its CA and nothing else.
+	fakeAKSUserKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: kolotoc, cluster: {server: "https://` + fakeAKSFQDN + `:443", certificate-authority-data: ` + fakeCA + `}}]
+users: [{name: clusterUser, user: {client-certificate-data: Q0VSVA==, client-key-data: S0VZ, token: kubeconfig-token-that-must-stay-secret}}]
+contexts: [{name: kolotoc, context: {cluster: kolotoc, user: clusterUser}}]
+current-context: kolotoc
+`
 	// listKeys is the invoke that reads a storage account's keys.
 	listKeys = "azure-native:storage:listStorageAccountKeys"
 )
@@ -99,6 +114,8 @@ func cloudState(token string, state resource.PropertyMap) {
 		set("name", str("resourceName"))
 		set("identity", map[string]any{"type": "SystemAssigned", "principalId": fakeAKSPrincipal})
 		set("identityProfile", map[string]any{"kubeletidentity": map[string]any{"objectId": fakeKubeletObjectID}})
+		set("fqdn", fakeAKSFQDN)
+		set("privateFQDN", fakeAKSPrivateFQDN)
 	case tResourceGroup:
 		set("name", str("resourceGroupName"))
 	case tStorageAcct:
@@ -114,8 +131,13 @@ func cloudCall(args pulumi.MockCallArgs) resource.PropertyMap {
 	case "aws:index/getAvailabilityZones:getAvailabilityZones":
 		return resource.NewPropertyMapFromMap(map[string]any{"names": []any{"us-east-1a", "us-east-1b", "us-east-1c"}})
 	case "azure-native:containerservice:listManagedClusterUserCredentials":
-		kc := base64.StdEncoding.EncodeToString([]byte(fakeKubeconfigText))
+		kc := base64.StdEncoding.EncodeToString([]byte(fakeAKSUserKubeconfig))
 		return resource.NewPropertyMapFromMap(map[string]any{"kubeconfigs": []any{map[string]any{"name": "clusterUser", "value": kc}}})
+	case "azure-native:authorization:getClientConfig":
+		return resource.NewPropertyMapFromMap(map[string]any{
+			"clientId": "dddddddd-0000-0000-0000-000000000004", "objectId": fakeAzureCaller,
+			"subscriptionId": fakeAzureSubscription, "tenantId": fakeAzureTenant,
+		})
 	case listKeys:
 		return resource.NewPropertyMapFromMap(map[string]any{"keys": []any{
 			map[string]any{"keyName": "key1", "permissions": "FULL", "value": fakeAzureStorageKey},
@@ -170,12 +192,13 @@ func TestGoldenClouds(t *testing.T) {
 }
 
 // TestCloudSecrets: every kubeconfig, the Azure storage key, the passwords and ssh keys reach the
-// registered inputs only as secrets; the Kubernetes provider gets the cloud's kubeconfig.
+// registered inputs only as secrets; the Kubernetes provider gets the cloud's kubeconfig, whose
+// user runs the cloud's exec plugin and holds no credential of its own.
 func TestCloudSecrets(t *testing.T) {
 	wantInKubeconfig := map[string]string{
 		stacks.CloudGCP:   "gke-gcloud-auth-plugin",
 		stacks.CloudAWS:   "get-token",
-		stacks.CloudAzure: "kubeconfig-token-that-must-stay-secret", // the user credentials AKS returned
+		stacks.CloudAzure: "command: kubelogin",
 	}
 	for _, s := range cloudStacks {
 		t.Run(s.name, func(t *testing.T) {
@@ -189,9 +212,11 @@ func TestCloudSecrets(t *testing.T) {
 			if !isSecret(kc) {
 				t.Fatal("the cluster's kubeconfig is not a secret")
 			}
-			if text := secretText(kc); !strings.Contains(text, wantInKubeconfig[s.cloud]) {
+			text := secretText(kc)
+			if !strings.Contains(text, wantInKubeconfig[s.cloud]) {
 				t.Errorf("kubeconfig lacks %q:\n%s", wantInKubeconfig[s.cloud], text)
 			}
+			checkNoCredential(t, text)
 		})
 	}
 }
@@ -552,8 +577,10 @@ func TestAKSSubnet(t *testing.T) {
 			t.Errorf("pool %s in subnet %v without cluster.subnetId", p.Name, got)
 		}
 	}
-	if g := own.ofType(tRoleAssign); len(g) != 0 {
-		t.Errorf("role assignments without a subnet: %v", g)
+	for _, g := range own.ofType(tRoleAssign) {
+		if g.Name != "cluster-admin" { // the runner's, on the cluster (TestAKSRunnerIsClusterAdmin)
+			t.Errorf("role assignment %s without a subnet: %v", g.Name, inputs(g))
+		}
 	}
 }
 

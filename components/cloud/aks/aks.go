@@ -1,14 +1,14 @@
 // Package aks makes a stack's cluster on Azure: a resource group, an AKS cluster with a small
 // system pool, one agent pool per configured pool (GPU VM size, autoscaling, Spot, the GPU taint,
-// the Kolotoc pool label), the kubeconfig from the cluster's user credentials, and a storage
-// account with a file share for the shared storage. AKS creates its own virtual network, or the
-// pools join a subnet the user brings (by its resource ID), so the azure-native network module
-// (5.6 GB to compile) is never imported. It is the only package that imports the Azure SDK, so
-// that only the stack layer pays for compiling it.
+// the Kolotoc pool label), Microsoft Entra ID sign-in with Azure RBAC and no local accounts, the
+// runner's RBAC Cluster Admin role on the cluster, a kubeconfig whose user runs kubelogin (no
+// credential in it), and a storage account with a file share for the shared storage. AKS creates
+// its own virtual network, or the pools join a subnet the user brings (by its resource ID), so the
+// azure-native network module (5.6 GB to compile) is never imported. It is the only package
+// that imports the Azure SDK, so that only the stack layer pays for compiling it.
 package aks
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -51,6 +51,19 @@ const (
 	// KubeletIdentity is the key of the nodes' managed identity in the cluster's identityProfile:
 	// the identity the kubelets pull images as.
 	KubeletIdentity = "kubeletidentity"
+	// RBACClusterAdminRole is the built-in role "Azure Kubernetes Service RBAC Cluster Admin":
+	// with Azure RBAC for Kubernetes authorization, what cluster-admin is. Granted to whoever runs
+	// `pulumi up`, on the cluster alone, so that the Kubernetes provider can reach it once local
+	// accounts are off (AKS, "Use Azure role-based access control for Kubernetes Authorization",
+	// https://learn.microsoft.com/en-us/azure/aks/manage-azure-rbac).
+	RBACClusterAdminRole = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+	// AADServerID is the application ID of the Azure Kubernetes Service AAD Server, the audience
+	// of the tokens an AKS-managed Entra ID cluster accepts: the same in every tenant (AKS, "Use
+	// kubelogin to authenticate users in Azure Kubernetes Service",
+	// https://learn.microsoft.com/en-us/azure/aks/kubelogin-authentication).
+	AADServerID = "6dae42f8-4368-4678-94ff-3960e28e3630"
+	// AuthPlugin is the exec credential plugin of the kubeconfig: Azure's kubelogin.
+	AuthPlugin = "kubelogin"
 )
 
 // AgentPoolTimeouts: an agent pool of ND96asr_v4 VMs has taken over 30 minutes to provision when
@@ -109,7 +122,16 @@ type ClusterArgs struct {
 	// identity); ACRSubscription is its subscription. Empty = none.
 	ACRID           string
 	ACRSubscription string
+
+	// AdminPrincipalType is the kind of principal running `pulumi up` (one of
+	// AdminPrincipalTypes), which gets RBACClusterAdminRole; empty = User.
+	AdminPrincipalType string
 }
+
+// AdminPrincipalTypes are the kinds of principal that can run `pulumi up`: a person signed in
+// with `az login`, or a service principal or managed identity (CI). A role assignment naming the
+// wrong kind is refused by Azure.
+var AdminPrincipalTypes = []string{"User", "ServicePrincipal"}
 
 // Cluster is the resource group, the AKS cluster and its agent pools.
 type Cluster struct {
@@ -124,6 +146,9 @@ type Cluster struct {
 	SubnetAccess *authorization.RoleAssignment
 	// RegistryAccess is the kubelet identity's AcrPull on ACRID; nil without a registry.
 	RegistryAccess *authorization.RoleAssignment
+	// AdminAccess is the runner's RBAC Cluster Admin role on the cluster: with local accounts
+	// off, the only way `pulumi up` reaches the Kubernetes API.
+	AdminAccess *authorization.RoleAssignment
 }
 
 // NewCluster registers the resource group, the cluster and its pools.
@@ -149,9 +174,16 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	c.ResourceGroup = rg
-	cluster, err := containerservice.NewManagedCluster(ctx, name, RenderCluster(args, rg.Name), parent, pulumi.Protect(args.Protect),
+	// Who runs `pulumi up`, as the azure-native provider signs in: the cluster trusts their
+	// tenant, and they get cluster-admin through Azure RBAC.
+	caller := authorization.GetClientConfigOutput(ctx, pulumi.Parent(c))
+	cluster, err := containerservice.NewManagedCluster(ctx, name, RenderCluster(args, rg.Name, caller.TenantId()), parent, pulumi.Protect(args.Protect),
 		// The user pools are AgentPool resources of their own; the cluster must not claim them.
 		pulumi.IgnoreChanges([]string{"agentPoolProfiles"}))
+	if err != nil {
+		return nil, err
+	}
+	c.AdminAccess, err = authorization.NewRoleAssignment(ctx, name+"-admin", RenderAdminAccess(args, cluster.ID(), caller.SubscriptionId(), caller.ObjectId()), parent)
 	if err != nil {
 		return nil, err
 	}
@@ -196,18 +228,28 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		c.AgentPools = append(c.AgentPools, ap)
 	}
 
+	// The user credentials are read for the cluster's CA alone: with Entra ID they hold no secret,
+	// and the kubeconfig is rebuilt from the server and the CA, so nothing AKS adds to them (a
+	// token, a client certificate) ever reaches the state.
 	creds := containerservice.ListManagedClusterUserCredentialsOutput(ctx, containerservice.ListManagedClusterUserCredentialsOutputArgs{
 		ResourceGroupName: rg.Name,
 		ResourceName:      cluster.Name,
 	}, pulumi.Parent(c))
+	server := cluster.Fqdn
+	if args.PrivateEndpoint {
+		server = cluster.PrivateFQDN
+	}
 	c.ClusterName = cluster.Name
-	c.Kubeconfig = pulumi.ToSecret(creds.Kubeconfigs().Index(pulumi.Int(0)).Value().ApplyT(func(b64 string) (string, error) {
-		kc, err := base64.StdEncoding.DecodeString(b64)
-		if err != nil {
-			return "", fmt.Errorf("aks %q: decoding the user kubeconfig: %w", name, err)
-		}
-		return string(kc), nil
-	})).(pulumi.StringOutput)
+	// The admin role's ID joins the inputs so that the Kubernetes provider, configured with this
+	// kubeconfig, waits for the grant it needs.
+	c.Kubeconfig = pulumi.ToSecret(pulumi.All(cluster.Name, server, creds.Kubeconfigs().Index(pulumi.Int(0)).Value(), c.AdminAccess.ID()).ApplyT(
+		func(v []any) (string, error) {
+			ca, err := caData(v[2].(string))
+			if err != nil {
+				return "", fmt.Errorf("aks %q: the user kubeconfig: %w", name, err)
+			}
+			return Kubeconfig(v[0].(string), v[1].(string), ca), nil
+		})).(pulumi.StringOutput)
 	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{"clusterName": c.ClusterName, "kubeconfig": c.Kubeconfig})
 }
 
@@ -235,9 +277,33 @@ func RenderRegistryAccess(a *ClusterArgs, kubelet pulumi.StringInput) *authoriza
 	}
 }
 
+// RenderAdminAccess grants the principal that runs `pulumi up` (its object ID, of subscription
+// subscription) the RBAC Cluster Admin role on the cluster alone.
+func RenderAdminAccess(a *ClusterArgs, cluster pulumi.IDOutput, subscription, principal pulumi.StringOutput) *authorization.RoleAssignmentArgs {
+	return &authorization.RoleAssignmentArgs{
+		Scope:         cluster.ToStringOutput(),
+		PrincipalId:   principal,
+		PrincipalType: pulumi.String(adminPrincipalType(a)),
+		RoleDefinitionId: subscription.ApplyT(func(s string) string {
+			return fmt.Sprintf("/subscriptions/%s/providers/Microsoft.Authorization/roleDefinitions/%s", s, RBACClusterAdminRole)
+		}).(pulumi.StringOutput),
+		Description: pulumi.String("kolotoc: whoever runs pulumi up for AKS " + a.Name + " manages its Kubernetes objects (local accounts are off)"),
+	}
+}
+
+func adminPrincipalType(a *ClusterArgs) string {
+	if a.AdminPrincipalType == "" {
+		return AdminPrincipalTypes[0]
+	}
+	return a.AdminPrincipalType
+}
+
 // RenderCluster builds the managed cluster with its system pool. The system pool runs AKS's own
-// pods; Kolotoc's workloads select their pools by label and never land there.
-func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containerservice.ManagedClusterArgs {
+// pods; Kolotoc's workloads select their pools by label and never land there. Sign-in is
+// Microsoft Entra ID of tenant, authorization Azure RBAC, and local accounts are off, so no
+// static credential to the cluster exists (AKS, "Manage local accounts with AKS-managed
+// Microsoft Entra integration").
+func RenderCluster(a *ClusterArgs, resourceGroup, tenant pulumi.StringInput) *containerservice.ManagedClusterArgs {
 	mc := &containerservice.ManagedClusterArgs{
 		ResourceName:      pulumi.String(a.Name),
 		ResourceGroupName: resourceGroup,
@@ -245,7 +311,13 @@ func RenderCluster(a *ClusterArgs, resourceGroup pulumi.StringInput) *containers
 		DnsPrefix:         pulumi.String(a.Name),
 		NodeResourceGroup: pulumi.String(a.NodeResourceGroup),
 		EnableRBAC:        pulumi.Bool(true),
-		Identity:          &containerservice.ManagedClusterIdentityArgs{Type: containerservice.ResourceIdentityTypeSystemAssigned},
+		AadProfile: &containerservice.ManagedClusterAADProfileArgs{
+			Managed:         pulumi.Bool(true),
+			EnableAzureRBAC: pulumi.Bool(true),
+			TenantID:        tenant,
+		},
+		DisableLocalAccounts: pulumi.Bool(true),
+		Identity:             &containerservice.ManagedClusterIdentityArgs{Type: containerservice.ResourceIdentityTypeSystemAssigned},
 		AgentPoolProfiles: containerservice.ManagedClusterAgentPoolProfileArray{containerservice.ManagedClusterAgentPoolProfileArgs{
 			Name:   pulumi.String("system"),
 			Mode:   pulumi.String("System"),
