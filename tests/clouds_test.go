@@ -675,17 +675,31 @@ func TestCloudNames(t *testing.T) {
 	}
 }
 
+// mirroredRaw is a cloud stack with `cloud: simulated` (its pools mirrored node for node), its
+// cluster's kubeconfig a throwaway file, and the overrides applied.
+func mirroredRaw(t *testing.T, name string, overrides map[string]string) stacks.Raw {
+	t.Helper()
+	ov := map[string]string{"cloud": "simulated"}
+	for k, v := range overrides {
+		ov[k] = v
+	}
+	raw := cloudRaw(t, name, ov)
+	var c map[string]any
+	if err := json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c); err != nil {
+		t.Fatal(err)
+	}
+	c["kubeconfig"] = fakeKubeconfig(t)
+	b, _ := json.Marshal(c)
+	raw.Values["kolotoc:cluster"] = string(b)
+	return raw
+}
+
 // TestExamplesMirrored: each cloud stack runs on the simulated cloud with `cloud: simulated` and
 // nothing else changed; its pools become Nodes node for node, sized from the catalogue.
 func TestExamplesMirrored(t *testing.T) {
 	for _, s := range cloudStacks {
 		t.Run(s.name, func(t *testing.T) {
-			raw := cloudRaw(t, s.name, map[string]string{"cloud": "simulated"})
-			var c map[string]any
-			_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c)
-			c["kubeconfig"] = fakeKubeconfig(t)
-			b, _ := json.Marshal(c)
-			raw.Values["kolotoc:cluster"] = string(b)
+			raw := mirroredRaw(t, s.name, nil)
 			cfg, err := stacks.Load(raw)
 			if err != nil {
 				t.Fatal(err)

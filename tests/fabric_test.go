@@ -197,13 +197,7 @@ func TestAKSPlacement(t *testing.T) {
 // their EFA interfaces and carry their zone and fabric label, as the cloud's would; the towers
 // that request the interfaces fit them.
 func TestSimulatedFabric(t *testing.T) {
-	raw := cloudRaw(t, "aws", map[string]string{"cloud": "simulated"})
-	var cl map[string]any
-	_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &cl)
-	cl["kubeconfig"] = fakeKubeconfig(t)
-	b, _ := json.Marshal(cl)
-	raw.Values["kolotoc:cluster"] = string(b)
-	rec := deploy(t, raw)
+	rec := deploy(t, mirroredRaw(t, "aws", nil))
 	var gpuNodes []registered
 	for _, n := range rec.simulatedNodes() {
 		md := get(inputs(n), "metadata")

@@ -137,12 +137,7 @@ func TestCustomMachineTypes(t *testing.T) {
 			}
 
 			// The same stack on the simulated cloud: Nodes of the configured shape.
-			raw := cloudRaw(t, c.stack, map[string]string{"nodePools": c.pools, "cloud": "simulated"})
-			var cl map[string]any
-			_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &cl)
-			cl["kubeconfig"] = fakeKubeconfig(t)
-			b, _ := json.Marshal(cl)
-			raw.Values["kolotoc:cluster"] = string(b)
+			raw := mirroredRaw(t, c.stack, map[string]string{"nodePools": c.pools})
 			want := map[string]string{"cpu": fmt.Sprint(c.cpus), "memory": c.memory}
 			if c.gpus > 0 {
 				want["nvidia.com/gpu"] = fmt.Sprint(c.gpus)

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,13 +54,7 @@ func TestLauncherNotOnSpot(t *testing.T) {
 		}
 	})
 	t.Run("aws simulated", func(t *testing.T) {
-		raw := cloudRaw(t, "aws", map[string]string{"cloud": "simulated"})
-		var c map[string]any
-		_ = json.Unmarshal([]byte(raw.Values["kolotoc:cluster"]), &c)
-		c["kubeconfig"] = fakeKubeconfig(t)
-		b, _ := json.Marshal(c)
-		raw.Values["kolotoc:cluster"] = string(b)
-		rec := deploy(t, raw)
+		rec := deploy(t, mirroredRaw(t, "aws", nil))
 		spot := map[string]string{}
 		for _, n := range rec.simulatedNodes() {
 			labels := get(inputs(n), "metadata", "labels")
