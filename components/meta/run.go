@@ -1,7 +1,9 @@
 package meta
 
 import (
+	admissionv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/admissionregistration/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -205,11 +207,21 @@ if __name__ == "__main__":
 `
 
 // Releaser is the service account a run's pods release their StatefulSets with: it may scale
-// those StatefulSets (by name), nothing else.
+// those StatefulSets (by name) to zero, nothing else. RBAC cannot say "to zero" (a role that may
+// patch a scale may set any number, a GPU bill); an admission policy in the API server does.
 type Releaser struct {
 	ServiceAccount string
-	Deps           []pulumi.Resource // the account, its role and binding: pods wait for them
+	// Deps are the account, its role and binding, and the admission policy and its binding: pods
+	// wait for them, so no token exists before the rule that bounds it.
+	Deps []pulumi.Resource
 }
+
+// ReleaseExpression is the policy's rule: the Scale asks for no replicas.
+const ReleaseExpression = "!has(object.spec) || !has(object.spec.replicas) || object.spec.replicas == 0"
+
+// ReleaseOnlyToZero is the message the API server gives a release account that asks for any
+// number of replicas but zero.
+const ReleaseOnlyToZero = "a release account may only scale its StatefulSets to 0 replicas"
 
 // NewReleaser registers the service account name, a Role that may patch the scale of the named
 // StatefulSets only, and its binding.
@@ -239,7 +251,69 @@ func NewReleaser(ctx *pulumi.Context, name string, namespace pulumi.StringInput,
 	if err != nil {
 		return nil, err
 	}
-	return &Releaser{ServiceAccount: name, Deps: []pulumi.Resource{sa, role, binding}}, nil
+	policy, err := admissionv1.NewValidatingAdmissionPolicy(ctx, name+"-zero-only", RenderReleasePolicy(name, namespace, l, component), opts...)
+	if err != nil {
+		return nil, err
+	}
+	policyBinding, err := admissionv1.NewValidatingAdmissionPolicyBinding(ctx, name+"-zero-only",
+		RenderReleasePolicyBinding(name, namespace, l, component), append(opts, pulumi.DependsOn([]pulumi.Resource{policy}))...)
+	if err != nil {
+		return nil, err
+	}
+	return &Releaser{ServiceAccount: name, Deps: []pulumi.Resource{sa, role, binding, policy, policyBinding}}, nil
+}
+
+// releasePolicyName is the cluster-scoped name of a release account's admission policy and its
+// binding: kolotoc-<namespace>-<account>, one per stack and account.
+func releasePolicyName(name string, namespace pulumi.StringInput) pulumi.StringOutput {
+	return pulumi.Sprintf("kolotoc-%s-%s", namespace, name)
+}
+
+// RenderReleasePolicy is the ValidatingAdmissionPolicy that bounds the release account: an update
+// of a StatefulSet's scale by that account (and no other) must ask for 0 replicas. Kubernetes,
+// "Validating Admission Policy": matchConditions select the requests the policy judges
+// (request.userInfo.username is the service account's), and for the scale subresource the
+// object is an autoscaling/v1 Scale (spec.replicas).
+func RenderReleasePolicy(name string, namespace pulumi.StringInput, l Labels, component string) *admissionv1.ValidatingAdmissionPolicyArgs {
+	return &admissionv1.ValidatingAdmissionPolicyArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: releasePolicyName(name, namespace), Labels: pulumi.ToStringMap(l.For(component))},
+		Spec: &admissionv1.ValidatingAdmissionPolicySpecArgs{
+			FailurePolicy: pulumi.String("Fail"),
+			MatchConstraints: &admissionv1.MatchResourcesArgs{
+				ResourceRules: admissionv1.NamedRuleWithOperationsArray{admissionv1.NamedRuleWithOperationsArgs{
+					ApiGroups: pulumi.StringArray{pulumi.String("apps")}, ApiVersions: pulumi.StringArray{pulumi.String("*")},
+					Operations: pulumi.StringArray{pulumi.String("UPDATE")}, Resources: pulumi.StringArray{pulumi.String("statefulsets/scale")},
+				}},
+			},
+			MatchConditions: admissionv1.MatchConditionArray{admissionv1.MatchConditionArgs{
+				Name:       pulumi.String("release-account"),
+				Expression: pulumi.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", namespace, name),
+			}},
+			Validations: admissionv1.ValidationArray{admissionv1.ValidationArgs{
+				// A Scale's replicas are omitted when 0 (omitempty): a missing field is zero,
+				// and reading it would be an error, which fails closed and refuses the release
+				// itself (seen on the local cluster's API server).
+				Expression: pulumi.String(ReleaseExpression),
+				Message:    pulumi.String(ReleaseOnlyToZero),
+			}},
+		},
+	}
+}
+
+// RenderReleasePolicyBinding applies the policy in the stack's namespace, denying what it refuses.
+func RenderReleasePolicyBinding(name string, namespace pulumi.StringInput, l Labels, component string) *admissionv1.ValidatingAdmissionPolicyBindingArgs {
+	return &admissionv1.ValidatingAdmissionPolicyBindingArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: releasePolicyName(name, namespace), Labels: pulumi.ToStringMap(l.For(component))},
+		Spec: &admissionv1.ValidatingAdmissionPolicyBindingSpecArgs{
+			PolicyName:        releasePolicyName(name, namespace),
+			ValidationActions: pulumi.StringArray{pulumi.String("Deny")},
+			MatchResources: &admissionv1.MatchResourcesArgs{
+				NamespaceSelector: &metav1.LabelSelectorArgs{
+					MatchLabels: pulumi.StringMap{"kubernetes.io/metadata.name": namespace},
+				},
+			},
+		},
+	}
 }
 
 // RenderReleaseRole may patch the scale subresource of the named StatefulSets, and nothing else.

@@ -105,3 +105,39 @@ func TestRenderFacts(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseOnlyToZero: with onSuccess release the launcher's account may scale the towers, and
+// an admission policy the API server enforces lets it ask for 0 replicas only (Kubernetes,
+// "Validating Admission Policy"; the e2e suite checks the API server's refusal).
+func TestReleaseOnlyToZero(t *testing.T) {
+	rec := render(t, testArgs(func(c *Config) { c.OnSuccess = meta.OnSuccessRelease }))
+	policy := rendertest.Inputs(rec.One(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "launcher-release-zero-only"))
+	spec := rendertest.Get(policy, "spec")
+	if got := rendertest.Get(spec, "matchConditions", "[0]", "expression"); got != "request.userInfo.username == 'system:serviceaccount:kolotoc-dev:launcher-release'" {
+		t.Errorf("the policy judges %v, want the launcher's release account only", got)
+	}
+	rule := rendertest.Get(spec, "matchConstraints", "resourceRules", "[0]")
+	if rendertest.Get(rule, "resources", "[0]") != "statefulsets/scale" || rendertest.Get(rule, "operations", "[0]") != "UPDATE" {
+		t.Errorf("the policy matches %v, want updates of statefulsets/scale", rule)
+	}
+	if v := rendertest.Get(spec, "validations", "[0]"); rendertest.Get(v, "expression") != meta.ReleaseExpression || rendertest.Get(spec, "failurePolicy") != "Fail" {
+		t.Errorf("the policy validates %v (failurePolicy %v), want replicas == 0, failing closed", v, rendertest.Get(spec, "failurePolicy"))
+	}
+	binding := rendertest.Inputs(rec.One(t, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "launcher-release-zero-only"))
+	if rendertest.Get(binding, "spec", "policyName") != "kolotoc-kolotoc-dev-launcher-release" ||
+		rendertest.Get(binding, "spec", "validationActions", "[0]") != "Deny" ||
+		rendertest.Get(binding, "spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != "kolotoc-dev" {
+		t.Errorf("policy binding %v, want Deny in the stack's namespace", binding)
+	}
+	// The launcher waits for the policy: no token exists before the rule that bounds it.
+	launcher := rec.One(t, "kubernetes:batch/v1:Job", "towers-launcher")
+	for _, dep := range []string{"launcher-release-zero-only"} {
+		found := false
+		for _, d := range launcher.DependsOn {
+			found = found || d == dep
+		}
+		if !found {
+			t.Errorf("the launcher does not wait for %s (depends on %v)", dep, launcher.DependsOn)
+		}
+	}
+}

@@ -25,6 +25,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"kolotoc/components/meta"
 )
 
 // realNode is the local cluster's real node (hack/node.sh) and the label real pools select.
@@ -490,6 +495,35 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 	})
 	if !strings.Contains(logs, "releasing the towers") || !strings.Contains(logs, "statefulset tower scaled to 0") {
 		t.Errorf("launcher log does not show the release:\n%s", tail(logs))
+	}
+	// The release account's token may scale the towers to zero and to nothing else: the API
+	// server's admission policy refuses any other number (meta.RenderReleasePolicy). Checked as
+	// that account (impersonated), with the Role that lets it patch the scale.
+	_, restCfg := localCluster(t)
+	asAccount := rest.CopyConfig(restCfg)
+	asAccount.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":launcher-release"}
+	releaseClient, err := kubernetes.NewForConfig(asAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRelease := func(replicas int) (string, error) {
+		// A merge patch of the scale subresource, as the launcher's release sends it: its Role
+		// may patch that and nothing else (kubectl would read the object first).
+		_, err := releaseClient.AppsV1().StatefulSets(ns).Patch(context.Background(), "tower", types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)), metav1.PatchOptions{}, "scale")
+		if err != nil {
+			return err.Error(), err
+		}
+		return "", nil
+	}
+	if out, err := asRelease(5); err == nil || !strings.Contains(out, meta.ReleaseOnlyToZero) {
+		t.Errorf("the release account scaled the towers to 5 (err %v): %s", err, out)
+	}
+	if out, err := asRelease(0); err != nil {
+		t.Errorf("the release account cannot scale the towers to 0: %v\n%s", err, out)
+	}
+	if spec, _, _ := sts(); spec != 0 {
+		t.Errorf("after the release account's attempts the towers have %d replicas, want 0", spec)
 	}
 	// The next up, with nothing changed, leaves the released towers alone.
 	if steps, _ := s.preview(); len(steps) != 0 {
