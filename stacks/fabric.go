@@ -137,22 +137,16 @@ func (f PoolFabric) PerPod(gpus, gpusPerNode int) int {
 	return max(f.EFAs*min(gpus, gpusPerNode)/gpusPerNode, 1)
 }
 
-// spreadZones are the zones a spread pool's nodes may land in: the pool's own, else the
-// cluster's (aws: every zone of the cluster's subnets).
-func (c *Config) spreadZones(p NodePool) []string {
+// spreadZones is how many zones a spread pool's nodes may land in: the pool's own, else on aws
+// the cluster's subnets' (one zone each, as EKS requires of them; at least two).
+func (c *Config) spreadZones(p NodePool) int {
 	if len(p.Zones) > 0 {
-		return p.Zones
+		return len(p.Zones)
 	}
 	if cloud, ok := catalogueCloud(c.Cloud, p.MachineType); ok && cloud == CloudAWS {
-		if len(c.Cluster.Zones) > 0 {
-			return c.Cluster.Zones
-		}
-		if len(c.Cluster.SubnetIDs) > 1 {
-			return c.Cluster.SubnetIDs // one zone each, as EKS requires of them
-		}
-		return make([]string, defaultAWSZones)
+		return max(len(c.Cluster.Zones), len(c.Cluster.SubnetIDs), defaultAWSZones)
 	}
-	return nil
+	return 0
 }
 
 // validateFabric checks each pool's placement and fabric, and refuses a ring of towers spread
@@ -181,11 +175,11 @@ func (c *Config) validateFabric(v *validator) {
 		return
 	}
 	zones := c.spreadZones(*p)
-	if nodes := c.towerNodes(p); len(zones) > 1 && nodes > 1 {
+	if nodes := c.towerNodes(p); zones > 1 && nodes > 1 {
 		i := c.poolIndex(p.Name)
 		v.add(fmt.Sprintf("nodePools[%d].placement", i), p.Placement, fmt.Sprintf(
 			"the towers' ring spans %d nodes of pool %s, which spreads over %d zones: every allreduce would cross zones (latency, and traffic charged between zones); "+
-				"allowed: %s, or towers.crossZone: true to accept it", nodes, p.Name, len(zones), PlacementCompact))
+				"allowed: %s, or towers.crossZone: true to accept it", nodes, p.Name, zones, PlacementCompact))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +22,11 @@ import (
 // sshdBinary is Debian's sshd, or the test fails saying how to get it.
 func sshdBinary(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"/usr/sbin/sshd"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	const sshd = "/usr/sbin/sshd"
+	if _, err := os.Stat(sshd); err != nil {
+		t.Fatalf("no %s: run `hack/node.sh packages` (make unit does) to install openssh-server", sshd)
 	}
-	t.Fatal("no /usr/sbin/sshd: run `hack/node.sh packages` (make unit does) to install openssh-server")
-	return ""
+	return sshd
 }
 
 // TestSSHDConfigValid: sshd -t accepts the configuration of root's and a user's towers, with and
@@ -111,7 +110,7 @@ func TestSSHDSessionGetsFabricEnv(t *testing.T) {
 			}
 			env := strings.Split(string(out), "\n")
 			for _, w := range tc.want {
-				if !contains(env, w) {
+				if !slices.Contains(env, w) {
 					t.Errorf("the session lacks %s; its environment:\n%s", w, out)
 				}
 			}
@@ -170,13 +169,4 @@ func waitListening(t *testing.T, port int, log *bytes.Buffer) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("sshd did not listen on 127.0.0.1:%d within 10s:\n%s", port, log.String())
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

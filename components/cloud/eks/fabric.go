@@ -84,10 +84,8 @@ func RenderPlacementGroup(a *ClusterArgs, p Pool) *ec2.PlacementGroupArgs {
 // RenderEFASecurityGroup admits all traffic between the EFA interfaces, from and to the group
 // itself, and nothing else: the primary interfaces keep the cluster security group too.
 func RenderEFASecurityGroup(a *ClusterArgs) *ec2.SecurityGroupArgs {
-	all := func() (pulumi.String, pulumi.Int, pulumi.Int) {
-		return pulumi.String("-1"), pulumi.Int(0), pulumi.Int(0)
-	}
-	proto, from, to := all()
+	// Every protocol ("-1"), which takes ports 0 to 0.
+	proto, from, to := pulumi.String("-1"), pulumi.Int(0), pulumi.Int(0)
 	return &ec2.SecurityGroupArgs{
 		Name:        pulumi.String(a.Name + "-efa"),
 		Description: pulumi.String("EFA: all traffic between the EFA interfaces of " + a.Name + "'s GPU nodes"),
