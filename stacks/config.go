@@ -99,6 +99,7 @@ type Config struct {
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
+	PreviewOf         string            // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
 	Fit               bool              // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
 	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
 	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token

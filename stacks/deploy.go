@@ -32,7 +32,7 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 	for k := range raw.Values {
 		raw.Secrets[k] = ctx.IsConfigSecret(k)
 	}
-	return raw, nil
+	return raw, previewCopy(&raw, ctx.DryRun())
 }
 
 // Deploy registers the whole environment described by a validated Config and exports its
