@@ -142,7 +142,7 @@ func TestBackupsOff(t *testing.T) {
 
 // TestEFSBackup: storage.backup.enabled turns the file system's automatic backups on (an EFS
 // backup policy ENABLED: AWS Backup's default plan, daily, each kept 35 days:
-// https://docs.aws.amazon.com/efs/latest/ug/automatic-backups.html).
+// https://docs.aws.amazon.com/efs/latest/ug/awsbackup.html).
 func TestEFSBackup(t *testing.T) {
 	rec := deploy(t, cloudRaw(t, "aws", map[string]string{"storage": `{"type":"efs","tier":"elastic","protect":true,"backup":{"enabled":true}}`}))
 	bp := rec.one(t, tEFSBackupPolicy, "shared-store")

@@ -155,8 +155,8 @@ func RenderSecurityGroup(a *EFSArgs) *ec2.SecurityGroupArgs {
 const BackupStatus = "ENABLED"
 
 // RenderBackupPolicy turns on the file system's automatic backups: AWS Backup then backs it up
-// daily in its default backup plan and vault, each backup kept 35 days (Amazon EFS, "Automatic
-// backups", https://docs.aws.amazon.com/efs/latest/ug/automatic-backups.html). Deleting the
+// daily in its default backup plan and vault, each backup kept 35 days (Amazon EFS, "Backing
+// up EFS file systems", https://docs.aws.amazon.com/efs/latest/ug/awsbackup.html). Deleting the
 // policy (storage.backup.enabled false) turns them off; the backups taken stay in the vault.
 func RenderBackupPolicy(fileSystem pulumi.IDOutput) *efs.BackupPolicyArgs {
 	return &efs.BackupPolicyArgs{
