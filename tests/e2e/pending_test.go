@@ -261,5 +261,14 @@ func TestPendingCreates(t *testing.T) {
 			t.Errorf("after refresh --import-pending-creates: imported %v, %d pending (the other create); want not imported and 1 pending: the CLI imports now, docs/recovery.md can use the flag",
 				imported, len(pendingOps(d)))
 		}
+		// And `pulumi stack import` of an exported copy drops the create still pending.
+		file := filepath.Join(t.TempDir(), "state.json")
+		if err := os.WriteFile(file, []byte(s.must("stack", "export")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.must("stack", "import", "--file", file)
+		if n := len(pendingOps(s.deployment())); n != 0 {
+			t.Errorf("%d pending operations after stack import; docs/recovery.md says it drops them", n)
+		}
 	})
 }
