@@ -202,6 +202,17 @@ type NodePool struct {
 	// vpc.amazonaws.com/efa, NCCL's environment), gVNIC on GCP; off leaves plain TCP over the
 	// pod network. Default auto (fabric.go).
 	Fabric string `json:"fabric"`
+	// CloudName (gcp, aws, azure): the pool's name on the cloud, pinned; a replacement then
+	// deletes the old pool first (one name cannot exist twice). Default empty: a generated name
+	// that changes at each replacement, the new pool created before the old one is deleted
+	// (docs/recovery.md). Set it to a pool's current name to keep a pool made before generated
+	// names without replacing it.
+	CloudName string `json:"cloudName"`
+	// Replace (gcp, aws, azure): createFirst | deleteFirst, how a change the cloud cannot make
+	// in place replaces the pool. createFirst keeps the old pool (and its GPUs) until the new one
+	// is created, and needs quota for both; deleteFirst needs quota for one and leaves no nodes
+	// in between. Default createFirst, deleteFirst with cloudName (clouds_recovery.go).
+	Replace string `json:"replace"`
 	// Real: the pool is the local cluster's real node(s) (simulated cloud only): no Node is
 	// registered, workloads select the label kolotoc.dev/real-node=true, cpus and memory describe
 	// the real node for the capacity checks, and gpusPerNode must be 0; default false.
