@@ -117,7 +117,8 @@ ensure_secrets() {
   fi
   for key in "${SECRET_KEYS[@]}"; do
     if value=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
-      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>/dev/null); then
+      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>/dev/null) && [ -n "$value" ]; then
+      # (an empty value is Pulumi.yaml's default for a key the file does not set: missing)
       # Seeds generated before the program asked for 256 bits were 192: replace them (the
       # towers' ssh key changes with it, nothing else does).
       if [ "$key" != kolotoc:sshKeySeed ] || [ "${#value}" -ge 64 ]; then
@@ -128,7 +129,7 @@ ensure_secrets() {
       err=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
         pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>&1 >/dev/null) || true
       case $err in
-        *"not found"*) ;;
+        "" | *"not found"*) ;;
         *) die "pulumi config get $key failed: $err" ;;
       esac
       log "setting a generated secret $key for stack $stack"
