@@ -38,7 +38,7 @@ help:
 	@echo "make tools                                 build the pinned CLI, control plane, node and kwok (once per machine)"
 
 tools:
-	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
+	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
 	hack/tools.sh
 
 # The cluster's tools: control plane, kwok, the simulated node pools' controller, and the real

@@ -58,7 +58,7 @@ go_bin_name() {
 
 # build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
 # cache unless every binary is already there. MINUTES is the cold build measured on 2 cores (all
-# of them: 28 minutes; README "The two commands", Makefile's tools target).
+# of them together: docs/measured.md, the one place the figures are kept).
 build() {
   local tool=$1 version=$2 minutes=$3 ldflags=$4; shift 4
   local dest=$tools_dir/$tool-$version missing=() pair

@@ -14,7 +14,7 @@ import (
 
 // The GitHub workflows run with the state passphrase, the Pulumi token and the clouds' OIDC
 // roles (security review, issue 12). These tests hold the rules that keep those out of code
-// nobody reviewed, whoever edits the workflow files next (README "Reviewing changes: previews
+// nobody reviewed, whoever edits the workflow files next (docs/operating/ci-previews.md "Reviewing changes: previews
 // in CI"):
 //   - every action is pinned by a full commit SHA (a tag can be moved to other code);
 //   - a job that reads a secret or can mint an OIDC token names a GitHub environment, where the
