@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"kolotoc/stacks"
 )
 
@@ -208,4 +207,3 @@ func stripFences(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
-
