@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 
 	"kolotoc/stacks"
@@ -504,14 +503,4 @@ func set(doc any, parts []string, value string) (any, bool) {
 	v, ok := set(m[name], rest, value)
 	m[name] = v
 	return m, ok
-}
-
-// sortedNames is for deterministic output of maps.
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

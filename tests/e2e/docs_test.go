@@ -20,9 +20,9 @@ import (
 // the committed stack file and hack/stack.sh, a secret of one's own, and the workloads example's
 // `STACK=workloads make up` (hack/doccheck says how blocks are marked; the unit tests check every
 // other block is marked). It runs in a scratch copy of the checkout, so the commands may edit and
-// copy stack files, with its own state under the copy's .kolotoc; the copy's tools, local
-// cluster and real node are the suite's (links to this checkout's .kolotoc), and its
-// .kolotoc/kubeconfig, the dev stack's default, is the suite's cluster. It holds the real node.
+// copy stack files, with its own state and tool links under the copy's .kolotoc; its local
+// cluster and real node are the suite's (links to this checkout's .kolotoc/kwok and node), and
+// its .kolotoc/kubeconfig, the dev stack's default, is the suite's cluster. It holds the real node.
 func TestDocCommands(t *testing.T) {
 	t.Parallel() // see doc.go
 	kubeconfig, _ := localCluster(t)
@@ -33,9 +33,23 @@ func TestDocCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The user's environment, as a new shell has it: no PULUMI_* or KUBECONFIG, and PATH without
+	// this checkout's .kolotoc/bin (the copy links its own tools; hack/tools.sh would otherwise
+	// take this checkout's links for tools found on PATH).
 	var env []string
+	ownBin := filepath.Join(repoRoot, ".kolotoc", "bin")
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PULUMI_") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+		switch {
+		case strings.HasPrefix(kv, "PULUMI_"), strings.HasPrefix(kv, "KUBECONFIG="):
+		case strings.HasPrefix(kv, "PATH="):
+			var keep []string
+			for _, d := range filepath.SplitList(strings.TrimPrefix(kv, "PATH=")) {
+				if filepath.Clean(d) != ownBin {
+					keep = append(keep, d)
+				}
+			}
+			env = append(env, "PATH="+strings.Join(keep, string(os.PathListSeparator)))
+		default:
 			env = append(env, kv)
 		}
 	}
@@ -81,8 +95,8 @@ func runBlock(dir string, env []string, script string, timeout time.Duration) (s
 }
 
 // scratchCheckout copies the checkout's files (tracked, and new ones not ignored) into a temporary
-// directory, with the local test bed's shared parts linked: the tools, the cluster's and the
-// real node's state, and the suite's kubeconfig as the copy's default one.
+// directory, with the local test bed's shared parts linked: the cluster's and the real node's
+// state, and the suite's kubeconfig as the copy's default one.
 func scratchCheckout(t *testing.T, kubeconfig string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -117,7 +131,7 @@ func scratchCheckout(t *testing.T, kubeconfig string) string {
 	if err := os.MkdirAll(kolotoc, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, shared := range []string{"bin", "kwok", "node"} {
+	for _, shared := range []string{"kwok", "node"} {
 		if err := os.Symlink(filepath.Join(repoRoot, ".kolotoc", shared), filepath.Join(kolotoc, shared)); err != nil {
 			t.Fatal(err)
 		}
