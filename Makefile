@@ -34,11 +34,11 @@ help:
 	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
-	@echo "make fmt | lint                            gofmt; gofmt check + go vet (+ shellcheck if installed)"
+	@echo "make fmt | lint                            gofmt; gofmt check, go vet, go mod tidy in every module, staticcheck (+ shellcheck if installed)"
 	@echo "make tools                                 build the pinned CLI, control plane, node and kwok (once per machine)"
 
 tools:
-	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
+	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
 	hack/tools.sh
 
 # The cluster's tools: control plane, kwok, the simulated node pools' controller, and the real
@@ -107,13 +107,12 @@ down:
 # Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart.
 HACK_MODULES = hack/flowcheck
 
-unit: workflows
-	@echo "==> unit: go vet and go test"
+unit: workflows lint
+	@echo "==> unit: go test"
 	@# The test bed's Debian packages (once per machine): hack's tests run hack/stack.sh with jq.
 	hack/node.sh packages
-	go vet ./...
 	go test ./...
-	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m test ./...; done
+	for m in $(HACK_MODULES); do go -C $$m test ./...; done
 
 # The GitHub Actions workflows (previews and tests on pull requests, deploy on the default branch);
 # hack/workflows_test.go checks their pins and where their credentials live.
@@ -151,12 +150,31 @@ fmt:
 	@echo "==> fmt"
 	$(if $(GO_FILES),gofmt -l -w $(GO_FILES),@echo "no Go files")
 
+# Every Go module of the checkout: the product, the test bed's own (flowcheck, nsbridge, the
+# images' builders) and the tools' wrapper modules (hack/tools/*).
+GO_MODULES = $(patsubst %/go.mod,%,$(patsubst go.mod,./go.mod,$(shell git ls-files --cached --others --exclude-standard -- 'go.mod' '*/go.mod')))
+# Modules with code to vet and lint besides the product (the tools' wrappers hold none of their own).
+CODE_MODULES = hack/flowcheck hack/nsbridge hack/images/ocitar hack/images/pause
+# hack/images/prometheus has no package: it builds upstream's command from its require, which
+# `go mod tidy` would drop; it is left out of the tidy check.
+TIDY_SKIP = hack/images/prometheus
+
+# What make unit (and so make test and CI) checks before the tests: formatting, go vet, go.mod and
+# go.sum tidy in every module, staticcheck (built from the module proxy like the other tools,
+# hack/tools/staticcheck; staticcheck.conf), and shellcheck when installed.
 lint:
-	@echo "==> lint: gofmt, go vet, shellcheck"
+	@echo "==> lint: gofmt, go vet, go mod tidy, staticcheck, shellcheck"
 	@unformatted=$$($(if $(GO_FILES),gofmt -l $(GO_FILES))); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed (make fmt):"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./tests/...
-	for m in $(HACK_MODULES); do go -C $$m vet ./... && go -C $$m vet -tags e2e ./...; done
+	for m in $(CODE_MODULES); do go -C $$m vet ./... && go -C $$m vet -tags e2e ./...; done
+	@for m in $(filter-out $(TIDY_SKIP),$(GO_MODULES)); do \
+	  go -C $$m mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy changes $$m (run: go -C $$m mod tidy):"; go -C $$m mod tidy -diff; exit 1; }; \
+	done; echo "go.mod and go.sum tidy in $(words $(filter-out $(TIDY_SKIP),$(GO_MODULES))) modules"
+	hack/tools.sh staticcheck
+	"$$(hack/tools.sh --path)/staticcheck" ./...
+	"$$(hack/tools.sh --path)/staticcheck" -tags e2e ./tests/e2e/...
+	sc="$$(hack/tools.sh --path)/staticcheck"; for m in $(CODE_MODULES); do (cd $$m && "$$sc" ./...); done
 	@if command -v shellcheck >/dev/null; then shellcheck -x hack/*.sh bench/*.sh .ci/run; \
 	else echo "shellcheck not installed: shell scripts not checked"; fi

@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/pulumi/esc v0.24.0
 	github.com/pulumi/pulumi-aws/sdk/v6 v6.83.0
 	github.com/pulumi/pulumi-azure-native-sdk/authorization/v2 v2.90.0
+	github.com/pulumi/pulumi-azure-native-sdk/compute/v2 v2.90.0
 	github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2 v2.81.0
 	github.com/pulumi/pulumi-azure-native-sdk/resources/v2 v2.90.0
 	github.com/pulumi/pulumi-azure-native-sdk/storage/v2 v2.90.0
@@ -97,8 +99,6 @@ require (
 	github.com/pkg/term v1.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/pulumi/appdash v0.0.0-20231130102222-75f619a67231 // indirect
-	github.com/pulumi/esc v0.24.0 // indirect
-	github.com/pulumi/pulumi-azure-native-sdk/compute/v2 v2.90.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v5 v5.0.0 // indirect

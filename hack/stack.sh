@@ -5,6 +5,8 @@
 #   hack/stack.sh preview   pulumi preview --diff
 #   hack/stack.sh outputs   pulumi stack output
 #   hack/stack.sh down      pulumi destroy, then hack/cluster.sh down
+#   hack/stack.sh config    the stack's effective config (committed file + secrets), secrets hidden
+#   hack/stack.sh secret K  set secret K (kolotoc:<key>, or a path in it) of the stack from stdin
 #   hack/stack.sh env       print the environment these use, as shell exports:
 #                           eval "$(hack/stack.sh env)" && pulumi stack ls
 #
@@ -42,9 +44,12 @@ effective=$shadow/effective.yaml
 committed=$root/Pulumi.$stack.yaml
 prepared_stamp=$shadow/prepared  # what the last completed prepare was built from (prepared)
 
-# Secret config values every stack needs, generated here when missing (never overwritten, never
-# printed): the entrypoint's Jupyter password and the seed the ring's ssh keys are derived from.
-SECRET_KEYS=(kolotoc:jupyterPassword kolotoc:sshKeySeed)
+# Secret config values a stack may need, generated here when missing (never overwritten, never
+# printed): the entrypoint's Jupyter password, the seed the ring's ssh keys are derived from and
+# Grafana's admin password (kolotoc:monitoring). A stack that does not use one ignores it. The
+# secrets only the user has (registry passwords, a storage account key, a TLS key) are set with
+# `hack/stack.sh secret <key>` (cmd_secret), into the same secrets file.
+SECRET_KEYS=(kolotoc:jupyterPassword kolotoc:sshKeySeed kolotoc:grafanaPassword)
 
 log() { printf '[stack] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -112,7 +117,8 @@ ensure_secrets() {
   fi
   for key in "${SECRET_KEYS[@]}"; do
     if value=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
-      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>/dev/null); then
+      pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>/dev/null) && [ -n "$value" ]; then
+      # (an empty value is Pulumi.yaml's default for a key the file does not set: missing)
       # Seeds generated before the program asked for 256 bits were 192: replace them (the
       # towers' ssh key changes with it, nothing else does).
       if [ "$key" != kolotoc:sshKeySeed ] || [ "${#value}" -ge 64 ]; then
@@ -123,7 +129,7 @@ ensure_secrets() {
       err=$(PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
         pulumi config get "$key" --stack "$stack" --config-file "$secrets_file" 2>&1 >/dev/null) || true
       case $err in
-        *"not found"*) ;;
+        "" | *"not found"*) ;;
         *) die "pulumi config get $key failed: $err" ;;
       esac
       log "setting a generated secret $key for stack $stack"
@@ -140,8 +146,15 @@ build_effective_config() {
     if grep -Eq '^encryptionsalt:|(^|[{ ])secure:' "$committed"; then
       die "$committed holds an encryptionsalt or secure values: secrets belong in $secrets_file (see $0)"
     fi
+    # `pulumi config --json` includes Pulumi.yaml's defaults (plain empty values) for the keys
+    # the file leaves out: those the secrets file sets are dropped, or they would replace its
+    # secrets with the empty default.
+    local own
+    own=$(pulumi config --stack "$stack" --config-file "$secrets_file" --json | jq -c '[to_entries[] | select(.value.secret) | .key]')
+    own=${own:-[]}
     pulumi config set-all --stack "$stack" --config-file "$tmp" \
-      --json "$(pulumi config --stack "$stack" --config-file "$committed" --json)"
+      --json "$(pulumi config --stack "$stack" --config-file "$committed" --json \
+        | jq --argjson own "$own" 'with_entries(select(.key as $k | $own | index($k) | not))')"
   else
     log "no $committed: stack $stack runs with the program's defaults"
   fi
@@ -212,6 +225,12 @@ cmd_up() {
   cmd_outputs
 }
 
+# cmd_config: the stack's effective config as its commands get it (secrets hidden).
+cmd_config() {
+  prepare
+  pulumi config --stack "$stack" --config-file "$effective"
+}
+
 cmd_preview() {
   prepare
   pulumi preview --diff --stack "$stack" --config-file "$effective"
@@ -257,6 +276,24 @@ cmd_down() {
   "$root/hack/cluster.sh" down
 }
 
+# cmd_secret KEY: sets a secret of the stack from stdin (never argv, never the terminal's echo)
+# into its secrets file, beside the generated ones, so the committed stack file keeps no secure
+# values; KEY may be a path (kolotoc:registryPasswords.ghcr.io). The next up or preview uses it.
+cmd_secret() {
+  local key=${1:-}
+  [ -n "$key" ] || die "usage: printf %s VALUE | [STACK=name] $0 secret kolotoc:<key>"
+  case $key in kolotoc:*) ;; *) die "$key: secrets of this program are kolotoc:<key>" ;; esac
+  need_pulumi
+  ensure_stack
+  [ -f "$secrets_file" ] || { mkdir -p "$shadow"; : >"$secrets_file"; }
+  if [ -t 0 ]; then log "value of $key (not echoed), then Enter:"; fi
+  local value
+  IFS= read -rs value || [ -n "$value" ] || die "no value on stdin for $key"
+  printf '%s' "$value" | PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+    pulumi config set --secret --path "$key" --stack "$stack" --config-file "$secrets_file"
+  log "set secret $key of stack $stack in $secrets_file"
+}
+
 cmd_env() {
   local v
   for v in PATH PULUMI_BACKEND_URL PULUMI_CONFIG_PASSPHRASE_FILE PULUMI_HOME PULUMI_SKIP_UPDATE_CHECK \
@@ -274,5 +311,7 @@ case ${1:-} in
   outputs) cmd_outputs ;;
   down) cmd_down ;;
   env) cmd_env ;;
-  *) echo "usage: [STACK=name] $0 up|preview|outputs|down|env" >&2; exit 2 ;;
+  secret) shift; cmd_secret "$@" ;;
+  config) cmd_config ;;
+  *) echo "usage: [STACK=name] $0 up|preview|outputs|down|env|config|secret <key>" >&2; exit 2 ;;
 esac

@@ -25,6 +25,7 @@ ETCD_VERSION=v3.6.16
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 ACTIONLINT_VERSION=v1.7.12
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.1.2, the release line that knows Go 1.26
 COREDNS_VERSION=v1.15.0
 # The real Kubernetes provider: the release whose commit hack/tools/kubernetes/go.mod pins (the
 # module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
@@ -58,7 +59,7 @@ go_bin_name() {
 
 # build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
 # cache unless every binary is already there. MINUTES is the cold build measured on 2 cores (all
-# of them: 28 minutes; README "The two commands", Makefile's tools target).
+# of them together: docs/measured.md, the one place the figures are kept).
 build() {
   local tool=$1 version=$2 minutes=$3 ldflags=$4; shift 4
   local dest=$tools_dir/$tool-$version missing=() pair
@@ -166,6 +167,13 @@ tool_actionlint() {
   build actionlint "$ACTIONLINT_VERSION" 1 "-s -w" github.com/rhysd/actionlint/cmd/actionlint=actionlint
 }
 
+# staticcheck lints the Go modules (make lint, which make unit runs): bugs go vet does not look for,
+# dead code, deprecated APIs.
+tool_staticcheck() {
+  on_path staticcheck "${STATICCHECK_VERSION#v}" -version && return
+  build staticcheck "$STATICCHECK_VERSION" 2 "-s -w" honnef.co/go/tools/cmd/staticcheck=staticcheck
+}
+
 # The real Kubernetes provider plugin (hack/tools/kubernetes: the upstream module, pinned; a main
 # that serves it). Upstream's command embeds its schema and Terraform mapping, which the module
 # ships as cmd/pulumi-resource-kubernetes/{schema,terraform-mapping}.json: they are copied beside
@@ -214,10 +222,10 @@ if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint kubernetes
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint staticcheck kubernetes
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|kubernetes) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint kubernetes)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
   esac
 done

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -275,7 +274,7 @@ func TestCloudOutputsSecret(t *testing.T) {
 }
 
 // cloudMocks answers registrations with their inputs and the invokes with plausible results.
-type cloudMocks struct{ mu sync.Mutex }
+type cloudMocks struct{}
 
 func (m *cloudMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
 	return args.Name + "-id", args.Inputs, nil

@@ -61,11 +61,9 @@ type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
 
-	Cloud     string // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
-	Namespace string // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
-	// kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this
-	// stack's (adopt.go); an adopted namespace is kept on destroy; default false
-	AdoptNamespace bool
+	Cloud          string  // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Namespace      string  // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
+	AdoptNamespace bool    // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
 	Cluster        Cluster // kolotoc:cluster
 
 	NodePools  []NodePool // kolotoc:nodePools — at least one

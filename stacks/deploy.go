@@ -217,7 +217,7 @@ func EntrypointArgs(c *Config) *entrypoint.Args {
 // publicLoadBalancer is the load balancer the stack's cluster puts in front of a LoadBalancer
 // Service: on aws the in-tree controller's (a Classic ELB unless told nlb), elsewhere one that
 // passes client addresses through. An existing cluster is taken as the latter: on an existing
-// EKS cluster jupyter-public would refuse every user (README, "The entrypoint from outside").
+// EKS cluster jupyter-public would refuse every user (docs/operating/security.md, "The entrypoint from outside").
 func publicLoadBalancer(c *Config) string {
 	if c.Cloud == CloudAWS {
 		return entrypoint.LoadBalancerAWSInTree

@@ -135,7 +135,7 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 	for _, k := range changed {
 		errs = append(errs, FieldError{Key: k, Value: shown(current[k]), Msg: fmt.Sprintf(
 			"was %s; this change %s (its claim, volume or file store) and would delete its data. "+
-				"Revert it; to move to other storage, copy the data out first (README \"Day two\"); "+
+				"Revert it; to move to other storage, copy the data out first (docs/operating/day-two.md); "+
 				"kolotoc:storage.allowReplace: true with kolotoc:storage.protect: false lets one update through",
 			shown(previous[k]), what)})
 	}

@@ -90,11 +90,14 @@ func Load(raw Raw) (*Config, error) {
 				Msg: what + "; allowed: " + strings.Join(sortedKeys(topLevel), ", ")})
 			continue
 		}
+		if d, ok := projectDefaults[key]; ok && raw.Values[full] == d {
+			continue // Pulumi.yaml's default for a key the stack leaves unset (keys.go): unset
+		}
 		errs = append(errs, decode(c, key, raw.Values[full])...)
 	}
 	for _, k := range secretKeys {
 		full := ConfigNamespace + ":" + k
-		if _, set := raw.Values[full]; set && !raw.Secrets[full] {
+		if v, set := raw.Values[full]; set && !raw.Secrets[full] && v != projectDefaults[k] {
 			errs = append(errs, FieldError{Key: k, Value: "(plaintext)",
 				Msg: fmt.Sprintf("must be a secret; run `pulumi config set --secret %s <value>`", full)})
 		}

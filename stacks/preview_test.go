@@ -34,8 +34,10 @@ func TestPreviewCopy(t *testing.T) {
 			}
 		})
 	}
-	raw := Raw{Stack: "prod", Values: map[string]string{}}
-	if err := previewCopy(&raw, false); err != nil || raw.Stack != "prod" {
-		t.Fatalf("a stack without the key: %v, %q", err, raw.Stack)
+	for _, values := range []map[string]string{{}, {previewOfKey: ""}} { // unset, and Pulumi.yaml's default
+		raw := Raw{Stack: "prod", Values: values}
+		if err := previewCopy(&raw, false); err != nil || raw.Stack != "prod" {
+			t.Fatalf("a stack without the key (%v): %v, %q", values, err, raw.Stack)
+		}
 	}
 }

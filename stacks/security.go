@@ -42,7 +42,7 @@ func (c *Config) usesScratch() bool {
 }
 
 // PodSecurity is the Pod Security level the stack's namespace enforces: baseline, unless an
-// option needs more. Each such option is listed with why; README "Least privilege" has the table.
+// option needs more. Each such option is listed with why; docs/operating/security.md has the table.
 func PodSecurity(c *Config) isolation.Level {
 	var reasons []string
 	if c.Towers.Enabled && c.Towers.HostNetwork {

@@ -303,6 +303,19 @@ func (c *Config) validateCPUTowers(v *validator, pool *NodePool) {
 		return // reported by fits
 	}
 	perNode := min(int64(pool.CPUs)*1000/cpu.MilliValue(), nodeMem.Value()/mem.Value())
+	if perNode == 0 {
+		// Not one tower per node (an old cluster.sh layout of n1-standard-4 towers with the
+		// default 4 CPU, 16Gi request): say what fits, leaving a core and a quarter of the
+		// memory to the node's own daemons.
+		fitCPU := max(int64(pool.CPUs)-1, 1)
+		fitMem := nodeMem.Value() * 3 / 4 >> 30
+		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+			"a node of pool %q (%d cores, %s) holds no CPU tower of (%s CPU, %s); set kolotoc:towers.cpu and "+
+				"kolotoc:towers.memory to what one node gives a tower, e.g. cpu: \"%d\", memory: %dGi (a core and a quarter of "+
+				"the memory left to the node's daemons), or give the pool a larger machineType",
+			pool.Name, pool.CPUs, pool.Memory, t.CPU, t.Memory, fitCPU, max(fitMem, 1)))
+		return
+	}
 	if capacity := perNode * int64(pool.MaxNodes); int64(t.Count) > capacity {
 		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
 			"%d CPU towers × (%s CPU, %s) need more than pool %q has (%d nodes × %d cores, %s: %d towers per node); allowed: 1..%d",

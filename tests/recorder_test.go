@@ -167,9 +167,6 @@ func deploy(t *testing.T, raw stacks.Raw) *recorder {
 	return rec
 }
 
-// plain turns registered inputs into plain values for YAML, secrets replaced by a marker.
-func plain(v resource.PropertyValue) any { return rendertest.Plain(v) }
-
 // goldenYAML renders every registration, in a stable order, as one YAML document each.
 func goldenYAML(t *testing.T, rec *recorder) []byte {
 	t.Helper()

@@ -154,10 +154,7 @@ type WorkerArgs struct {
 // volumes are the code's volumes as a VolumeArray.
 func volumes(c *meta.Code) corev1.VolumeArray {
 	var out corev1.VolumeArray
-	for _, v := range c.Volumes() {
-		out = append(out, v)
-	}
-	return out
+	return append(out, c.Volumes()...)
 }
 
 // Worker renders a dask-worker container. The worker name is the pod name, so the dashboard shows

@@ -7,9 +7,6 @@ import (
 	"kolotoc/components/meta/problemtest"
 )
 
-// problems records what Validate reports, as key=value: msg.
-type problems = problemtest.Recorder
-
 // report is what Validate reports of c, in its order.
 func report(c Config) []string { return problemtest.Report(c.Validate) }
 

@@ -219,7 +219,7 @@ func (r *Report) Write(w io.Writer) {
 
 // writePlacement lists, for the pools whose nodes carry a zone or a fabric, where they are and
 // what fabric they have: a compact pool in its one zone, EFA interfaces per node and how many
-// the placed pods took (README "GPUs, fabric and placement").
+// the placed pods took (docs/using/gpus.md).
 func writePlacement(w io.Writer, pools []Pool) {
 	var lines []string
 	for _, p := range pools {

@@ -58,7 +58,7 @@ func TestFit(t *testing.T) {
 			"FITS: all 8 pods placed on 3 nodes",
 		}},
 		// The aws example's p4d.24xlarge pool: compact in one zone, each node's 4 EFA interfaces
-		// advertised and taken by the towers (README "GPUs, fabric and placement").
+		// advertised and taken by the towers (docs/using/gpus.md).
 		{name: "fabric", file: "examples/aws/Pulumi.aws.yaml", mirror: "fit-aws", code: 0, want: []string{
 			"Placement and fabric",
 			"  gpu: one zone (us-east-1a); fabric efa: 4 vpc.amazonaws.com/efa per node, 8/8 requested",

@@ -377,7 +377,7 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 	})
 }
 
-// interactiveMpirun is the README's command for mpirun from a tower's shell (gotoTower): the
+// interactiveMpirun is the docs' command (docs/using/workflow.md) for mpirun from a tower's shell (gotoTower): the
 // hostfile's path is in every tower's environment, and without -np mpirun starts a rank per slot.
 const interactiveMpirun = `mpirun --hostfile "$KOLOTOC_HOSTFILE" -x DEMO_GREETING python3 /code/allreduce.py`
 
