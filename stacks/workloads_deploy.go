@@ -71,7 +71,7 @@ var workloads = []workload{
 		},
 		// The Dask workers' allow spans the scheduler, the carriers and the sentinels: NetworkAllows.
 		outputs: func(c *Config, kube KubeAccess) pulumi.Map {
-			return dask.Outputs(CarrierName, c.Namespace, kube.Kubectlf)
+			return dask.Outputs(CarrierName, c.Namespace, c.Carriers.Count, kube.Kubectlf)
 		},
 	},
 	{
