@@ -161,6 +161,11 @@ func TestBadConfigs(t *testing.T) {
 		{name: "TLS certificate not PEM", set: map[string]string{"entrypoint": `{"tlsCertificate":"my cert"}`, "entrypointTLSKey": "not a key"}, secret: []string{"entrypointTLSKey"}, wantKey: "entrypoint.tlsCertificate", wantMsg: "failed to find any PEM data in certificate input"},
 		{name: "unknown service type", set: map[string]string{"entrypoint": `{"serviceType":"NodePort"}`}, wantKey: "entrypoint.serviceType", wantMsg: "allowed: ClusterIP, LoadBalancer"},
 		{name: "ssh port out of range", set: map[string]string{"towers": `{"sshPort":70000}`}, wantKey: "towers.sshPort", wantMsg: "1..65535"},
+		// Rendezvous tuning (issue 33): torch's options per backend, never the wrapper's is_host.
+		{name: "rdzvConf misspelt", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":{"last_call_timout":5}}`}, wantKey: "elastic.rdzvConf.last_call_timout", wantMsg: "not an option of the c10d rendezvous; allowed: close_timeout, join_timeout, last_call_timeout"},
+		{name: "rdzvConf is_host", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":["is_host=true"]}`}, wantKey: "elastic.rdzvConf.is_host", wantMsg: "set by Kolotoc on every worker"},
+		{name: "rdzvConf not seconds", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":{"join_timeout":"ten"}}`}, wantKey: "elastic.rdzvConf.join_timeout", wantMsg: "a whole number of seconds, at least 1"},
+		{name: "rdzvConf not a map", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":"last_call_timeout=5"}`}, wantKey: "elastic.rdzvConf", wantMsg: "want a map of options or a list of key=value strings"},
 		// Host-network towers (hostnet.go): no sentinel, no port of the node, one tower per node.
 		{name: "host-network towers beside sentinels", set: map[string]string{"towers": `{"count":2,"gpusPerTower":8,"pool":"gpu","hostNetwork":true}`}, wantKey: "sentinels.enabled", wantMsg: "run any code sent to them without authentication, on its node's address, where no NetworkPolicy applies; allowed with towers.hostNetwork: false"},
 		{name: "host-network sshd on the node's ssh port", set: map[string]string{"towers": `{"hostNetwork":true,"sshPort":22}`, "sentinels": `{"enabled":false}`}, wantKey: "towers.sshPort", wantMsg: "ports below 1024 are the node's services (its own sshd on 22); allowed: 1024..65535 outside the node's ports"},
