@@ -22,8 +22,8 @@ func TestRdzvConf(t *testing.T) {
 	base.Default()
 	for _, tc := range []struct {
 		name, backend, json string
-		wantConf           string
-		want               []string
+		wantConf            string
+		want                []string
 	}{
 		{"map", BackendC10d, `{"last_call_timeout":5,"join_timeout":"900","use_libuv":false}`, "join_timeout=900,last_call_timeout=5,use_libuv=false", nil},
 		{"list, as the torchelastic guide", BackendEtcdV2, `["last_call_timeout=5", "protocol=https"]`, "last_call_timeout=5,protocol=https", nil},
