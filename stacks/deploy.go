@@ -301,10 +301,16 @@ func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 		labels[key] = meta.SpotLabels[key]
 	}
 	f := c.PoolFabric(p)
-	var devices map[string]int
+	var devices map[string]string
 	if f.EFAs > 0 {
 		labels[fabric.Label] = fabric.EFA
-		devices = map[string]int{fabric.EFAResource: f.EFAs}
+		devices = map[string]string{fabric.EFAResource: fmt.Sprint(f.EFAs)}
+	}
+	for name, q := range p.Devices.Values { // nodePools[i].devices: RDMA HCAs, huge pages, …
+		if devices == nil {
+			devices = map[string]string{}
+		}
+		devices[name] = q
 	}
 	for k, v := range p.Labels {
 		labels[k] = v

@@ -27,6 +27,9 @@ type Config struct {
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
 	ShmSize      string   `json:"shmSize"`      // memory-backed /dev/shm per tower (NCCL, DataLoader workers) as a quantity, at most memory; default memory
+	// Resources are further requests and limits per tower (extended resources such as rdma/hca,
+	// hugepages-<size>, ephemeral-storage), merged with cpu, memory and gpusPerTower; default none.
+	Resources meta.Resources `json:"resources"`
 	// CrossZone accepts a ring whose towers' pool spreads over zones (nodePools[i].placement:
 	// spread): every allreduce then crosses zones; default false, such a ring is refused.
 	CrossZone bool `json:"crossZone"`
@@ -38,6 +41,12 @@ type Config struct {
 	Run       string            `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
 	OnSuccess string            `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
 	Env       []meta.EnvSetting `json:"env"`       // environment of the towers and the launcher (runs.go)
+}
+
+// ManagedResources are the resources the towers' own keys set, which towers.resources may not.
+var ManagedResources = map[string]string{
+	"cpu": Key + ".cpu", "memory": Key + ".memory", meta.GPUResource: Key + ".gpusPerTower",
+	"vpc.amazonaws.com/efa": "nodePools[].fabric",
 }
 
 // DefaultImage is the towers' and the launcher's image when towers.image is empty, pinned by a
@@ -117,6 +126,7 @@ func (t Config) Validate(p meta.Problems) {
 		p.Add(Key+".sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
 	}
 	meta.CheckShm(p, Key+".shmSize", t.ShmSize, Key+".memory", t.Memory)
+	t.Resources.Check(p, Key+".resources", ManagedResources)
 	for i, arg := range t.Command {
 		if strings.TrimSpace(arg) == "" {
 			p.Add(fmt.Sprintf("%s.command[%d]", Key, i), strconv.Quote(arg), "empty argument")

@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"kolotoc/stacks"
+)
+
+// withGPUPoolDevices sets nodePools[<gpu>].devices on a layout's raw config.
+func withGPUPoolDevices(t *testing.T, raw stacks.Raw, devices map[string]any) stacks.Raw {
+	t.Helper()
+	var pools []map[string]any
+	if err := json.Unmarshal([]byte(raw.Values["kolotoc:nodePools"]), &pools); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pools {
+		if p["name"] == "gpu" {
+			p["devices"] = devices
+		}
+	}
+	b, _ := json.Marshal(pools)
+	raw.Values["kolotoc:nodePools"] = string(b)
+	return raw
+}
+
+// TestTowerResources: towers.resources (the Horovod chart's free-form resources block) reaches
+// every tower beside its CPU, memory and GPUs: an RDMA device requested in whole units with the
+// limit equal to the request, huge pages with their limit equal to their request and a hugetlbfs
+// emptyDir of medium HugePages-<size> on /dev/hugepages-<size> (Kubernetes docs, "Manage
+// HugePages"), and ephemeral-storage as given. The simulated GPU nodes advertise the pool's
+// devices as capacity, so the scheduler (and `make fit`) accounts for them as a cloud's would.
+func TestTowerResources(t *testing.T) {
+	raw := layoutRaw(t, 1)
+	raw = withGPUPoolDevices(t, raw, map[string]any{"rdma/hca": 1, "hugepages-2Mi": "8Gi"})
+	raw.Values["kolotoc:towers"] = `{"count":8,"resources":{"requests":{"rdma/hca":1,"hugepages-2Mi":"2Gi","ephemeral-storage":"50Gi"},"limits":{"ephemeral-storage":"100Gi"}}}`
+	rec := deploy(t, raw)
+	spec := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec")
+	c := get(spec, "containers", "[0]")
+	for _, tc := range []struct{ side, name, want string }{
+		{"requests", "rdma/hca", "1"}, {"limits", "rdma/hca", "1"},
+		{"requests", "hugepages-2Mi", "2Gi"}, {"limits", "hugepages-2Mi", "2Gi"},
+		{"requests", "ephemeral-storage", "50Gi"}, {"limits", "ephemeral-storage", "100Gi"},
+		{"requests", "nvidia.com/gpu", "8"}, {"limits", "nvidia.com/gpu", "8"},
+	} {
+		if got := get(c, "resources", tc.side, tc.name); got != tc.want {
+			t.Errorf("tower %s %s = %v, want %s", tc.side, tc.name, got, tc.want)
+		}
+	}
+	var medium, mount any
+	for _, v := range get(spec, "volumes").([]any) {
+		if get(v, "name") == "hugepages-2mi" {
+			medium = get(v, "emptyDir", "medium")
+		}
+	}
+	for _, m := range get(c, "volumeMounts").([]any) {
+		if get(m, "name") == "hugepages-2mi" {
+			mount = get(m, "mountPath")
+		}
+	}
+	if medium != "HugePages-2Mi" || mount != "/dev/hugepages-2Mi" {
+		t.Errorf("huge pages volume medium %v mounted on %v, want HugePages-2Mi on /dev/hugepages-2Mi", medium, mount)
+	}
+	var capacity string
+	for _, p := range rec.ofType(tPool) {
+		if strings.HasSuffix(p.Name, "-gpu") {
+			for k, v := range get(inputs(p), "spec", "template", "metadata", "annotations").(map[string]any) {
+				if strings.Contains(k, "capacity") {
+					capacity, _ = v.(string)
+				}
+			}
+		}
+	}
+	var capMap map[string]string
+	if err := json.Unmarshal([]byte(capacity), &capMap); err != nil || capMap["rdma/hca"] != "1" || capMap["hugepages-2Mi"] != "8Gi" {
+		t.Errorf("simulated GPU nodes' capacity %q, want rdma/hca 1 and hugepages-2Mi 8Gi", capacity)
+	}
+	// Without the key: nothing but CPU, memory and GPUs, no huge pages volume.
+	rec = deploy(t, layoutRaw(t, 1))
+	c = get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
+	if n := len(get(c, "resources", "requests").(map[string]any)); n != 3 {
+		t.Errorf("default tower requests %v, want cpu, memory and GPUs only", get(c, "resources", "requests"))
+	}
+}
