@@ -175,6 +175,10 @@ func TestBadConfigs(t *testing.T) {
 		{name: "tower resources: more towers than the devices", set: map[string]string{"towers": `{"count":3,"gpusPerTower":4,"resources":{"requests":{"hugepages-1Gi":"8Gi"}}}`, "nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2,"devices":{"hugepages-1Gi":"8Gi"}},{"name":"cpu"}]`}, wantKey: "towers.count", wantMsg: `3 towers × 8Gi hugepages-1Gi need more than pool "gpu" has (2 nodes × 8Gi, 1 towers per node); allowed: 1..2`},
 		{name: "pool devices: GPUs", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","devices":{"nvidia.com/gpu":8}},{"name":"cpu"}]`}, wantKey: "nodePools[0].devices.nvidia.com/gpu", wantMsg: "set by towers.gpusPerTower"},
 		{name: "pool devices: not a quantity", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","devices":{"rdma/hca":"many"}},{"name":"cpu"}]`}, wantKey: "nodePools[0].devices.rdma/hca", wantMsg: "positive quantity per node"},
+		// Per-role images and settings (issue 33).
+		{name: "TF ps image latest", set: map[string]string{"tfcluster": `{"enabled":true,"ps":{"image":"tensorflow/tensorflow:latest"}}`}, wantKey: "tfcluster.ps.image", wantMsg: "not pinned"},
+		{name: "launcher image tagless", set: map[string]string{"towers": `{"launcherImage":"horovod/horovod"}`}, wantKey: "towers.launcherImage", wantMsg: "not pinned"},
+		{name: "launcher env Kolotoc's", set: map[string]string{"towers": `{"launcherEnv":[{"name":"KOLOTOC_NP","value":"1"}]}`}, wantKey: "towers.launcherEnv[0].name", wantMsg: "KOLOTOC_* variables are Kolotoc's own"},
 		// Rendezvous tuning (issue 33): torch's options per backend, never the wrapper's is_host.
 		{name: "rdzvConf misspelt", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":{"last_call_timout":5}}`}, wantKey: "elastic.rdzvConf.last_call_timout", wantMsg: "not an option of the c10d rendezvous; allowed: close_timeout, join_timeout, last_call_timeout"},
 		{name: "rdzvConf is_host", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":["is_host=true"]}`}, wantKey: "elastic.rdzvConf.is_host", wantMsg: "set by Kolotoc on every worker"},

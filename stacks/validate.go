@@ -286,6 +286,9 @@ func (c *Config) validateTowers(v *validator) {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
 	v.image("towers.image", t.Image)
+	if t.LauncherImage != t.Image {
+		v.image("towers.launcherImage", t.LauncherImage)
+	}
 	if t.Count > 0 {
 		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", TowerName, t.Count-1), TowerName, c.Namespace)
 	}

@@ -76,6 +76,9 @@ func (c *Config) validateTFCluster(v *validator) {
 	}
 	for _, r := range c.TFCluster.Roles() {
 		role, name := *r.Role, tfcluster.TaskName(r.Type)
+		if role.Count > 0 && role.Image != tf.Image {
+			v.image(r.Key+".image", role.Image)
+		}
 		if role.Count < 1 || role.GPUs < 0 {
 			continue // none run, or their negative gpus is reported with the cluster's own settings
 		}

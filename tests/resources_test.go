@@ -83,3 +83,38 @@ func TestTowerResources(t *testing.T) {
 		t.Errorf("default tower requests %v, want cpu, memory and GPUs only", get(c, "resources", "requests"))
 	}
 }
+
+// TestPerRoleImages: the TF charts' light parameter-server image beside the GPU workers' image
+// (tfcluster.<role>.image, default tfcluster.image), and the Horovod chart's master image and
+// master.env (towers.launcherImage, default towers.image; towers.launcherEnv, the launcher's only).
+func TestPerRoleImages(t *testing.T) {
+	raw := workloadsRaw(t, map[string]string{"tfcluster": `{"enabled":true,"ps":{"count":2,"image":"tensorflow/tensorflow:2.17.0"},"workers":{"count":2,"gpus":4}}`})
+	rec := deploy(t, raw)
+	image := func(name string) any {
+		return get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec", "containers", "[0]", "image")
+	}
+	for name, want := range map[string]string{"tfcluster-ps": "tensorflow/tensorflow:2.17.0", "tfcluster-worker": "tensorflow/tensorflow:2.17.0-gpu", "tfcluster-chief": "tensorflow/tensorflow:2.17.0-gpu"} {
+		if got := image(name); got != want {
+			t.Errorf("%s image %v, want %s", name, got, want)
+		}
+	}
+
+	raw = layoutRaw(t, 1)
+	raw.Values["kolotoc:towers"] = `{"launcherImage":"horovod/horovod:0.28.1-cpu","launcherEnv":[{"name":"HOROVOD_LOG_LEVEL","value":"debug"}],"env":[{"name":"NCCL_DEBUG","value":"INFO"}]}`
+	rec = deploy(t, raw)
+	launcher := get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec", "containers", "[0]")
+	tower := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
+	envOf := func(c any) map[string]any {
+		out := map[string]any{}
+		for _, e := range get(c, "env").([]any) {
+			out[get(e, "name").(string)] = get(e, "value")
+		}
+		return out
+	}
+	if get(launcher, "image") != "horovod/horovod:0.28.1-cpu" || get(tower, "image") != "horovod/horovod:0.28.1" {
+		t.Errorf("launcher image %v, tower image %v", get(launcher, "image"), get(tower, "image"))
+	}
+	if le, te := envOf(launcher), envOf(tower); le["HOROVOD_LOG_LEVEL"] != "debug" || le["NCCL_DEBUG"] != "INFO" || te["HOROVOD_LOG_LEVEL"] != nil {
+		t.Errorf("launcher env %v, tower env %v: want launcherEnv on the launcher only, env on both", le, te)
+	}
+}

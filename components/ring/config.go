@@ -37,6 +37,12 @@ type Config struct {
 	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
 	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
+	// LauncherImage is the launcher's image (the Horovod chart's master image), pinned: it needs
+	// bash, ssh and the MPI of the towers' image; default image.
+	LauncherImage string `json:"launcherImage"`
+	// LauncherEnv is environment of the launcher only (the Horovod chart's master.env), after env;
+	// default none.
+	LauncherEnv []meta.EnvSetting `json:"launcherEnv"`
 
 	Run       string            `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
 	OnSuccess string            `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
@@ -110,6 +116,7 @@ func (t *Config) Default() {
 	meta.Fill(&t.ShmSize, t.Memory) // meta.ShmVolume says why
 	meta.Fill(&t.LauncherCPU, defaultLauncherCPU)
 	meta.Fill(&t.LauncherMemory, defaultLauncherMemory)
+	meta.Fill(&t.LauncherImage, t.Image)
 }
 
 // Validate reports what is wrong with the towers' own settings, with their full keys. What

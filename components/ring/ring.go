@@ -398,10 +398,10 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	}
 	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
 		Name:      pulumi.String(launcherComponent),
-		Image:     pulumi.String(a.Image),
+		Image:     pulumi.String(a.LauncherImage),
 		Command:   pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
 		Args:      args,
-		Env:       workloadEnv(a, envs),
+		Env:       append(workloadEnv(a, envs), meta.EnvArray(a.LauncherEnv)...),
 		Resources: launcherResources(a),
 		// The launcher, an ssh client and mpirun, needs no capability, nor to gain one.
 		SecurityContext: meta.LockedDown(),

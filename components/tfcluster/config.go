@@ -40,6 +40,9 @@ type Role struct {
 	// ShmSize is the memory-backed /dev/shm per task (NCCL, input pipelines) as a quantity, at
 	// most memory; default memory.
 	ShmSize string `json:"shmSize"`
+	// Image is this role's image (the TF charts' light parameter-server image beside the GPU
+	// workers' image), pinned; default tfcluster.image.
+	Image string `json:"image"`
 }
 
 // DefaultImage is every task's image when tfcluster.image is empty, pinned by a tag that exists
@@ -130,6 +133,7 @@ func (tf *Config) Default() {
 		meta.Fill(&r.Role.CPU, cpu)
 		meta.Fill(&r.Role.Memory, memory)
 		meta.Fill(&r.Role.ShmSize, r.Role.Memory) // meta.ShmVolume says why
+		meta.Fill(&r.Role.Image, tf.Image)
 	}
 }
 

@@ -296,7 +296,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		InitContainers:               a.Code.InitContainers(),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
 			Name:    pulumi.String(t.Type),
-			Image:   pulumi.String(a.Image),
+			Image:   pulumi.String(t.Image), // the role's, default tfcluster.image
 			Command: pulumi.ToStringArray(command),
 			Args:    pulumi.ToStringArray(args),
 			Env:     env,
