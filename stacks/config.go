@@ -5,6 +5,7 @@ package stacks
 
 import (
 	"kolotoc/components/dask"
+	"kolotoc/components/datain"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
@@ -81,6 +82,9 @@ type Config struct {
 	Elastic    Elastic    // kolotoc:elastic — torchrun workers
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
+	// before any training pod starts (components/datain); off by default.
+	DataIn datain.Config
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared

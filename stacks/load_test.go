@@ -179,6 +179,14 @@ func TestBadConfigs(t *testing.T) {
 		{name: "TF ps image latest", set: map[string]string{"tfcluster": `{"enabled":true,"ps":{"image":"tensorflow/tensorflow:latest"}}`}, wantKey: "tfcluster.ps.image", wantMsg: "not pinned"},
 		{name: "launcher image tagless", set: map[string]string{"towers": `{"launcherImage":"horovod/horovod"}`}, wantKey: "towers.launcherImage", wantMsg: "not pinned"},
 		{name: "launcher env Kolotoc's", set: map[string]string{"towers": `{"launcherEnv":[{"name":"KOLOTOC_NP","value":"1"}]}`}, wantKey: "towers.launcherEnv[0].name", wantMsg: "KOLOTOC_* variables are Kolotoc's own"},
+		// The data-in Job (issue 33).
+		{name: "data-in without image", set: map[string]string{"dataIn": `{"enabled":true,"command":["true"]}`}, wantKey: "dataIn.image", wantMsg: "required with dataIn.enabled"},
+		{name: "data-in without command", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0"}`}, wantKey: "dataIn.command", wantMsg: "required with dataIn.enabled"},
+		{name: "data-in image latest", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:latest","command":["true"]}`}, wantKey: "dataIn.image", wantMsg: "not pinned"},
+		{name: "data-in path escapes", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"path":"../etc"}`}, wantKey: "dataIn.path", wantMsg: "a relative directory under storage.mountPath"},
+		{name: "data-in path over checkpoints", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"path":"checkpoints/x"}`}, wantKey: "dataIn.path", wantMsg: "under checkpoints/, which Kolotoc's workloads write"},
+		{name: "data-in on a GPU pool", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"pool":"gpu"}`}, wantKey: "dataIn.pool", wantMsg: "needs a CPU pool"},
+		{name: "data-in unknown field", set: map[string]string{"dataIn": `{"enabled":true,"source":"s3://x"}`}, wantKey: "dataIn.source", wantMsg: "allowed: enabled, image, command, path"},
 		// Rendezvous tuning (issue 33): torch's options per backend, never the wrapper's is_host.
 		{name: "rdzvConf misspelt", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":{"last_call_timout":5}}`}, wantKey: "elastic.rdzvConf.last_call_timout", wantMsg: "not an option of the c10d rendezvous; allowed: close_timeout, join_timeout, last_call_timeout"},
 		{name: "rdzvConf is_host", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":["is_host=true"]}`}, wantKey: "elastic.rdzvConf.is_host", wantMsg: "set by Kolotoc on every worker"},

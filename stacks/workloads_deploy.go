@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/dask"
+	"kolotoc/components/datain"
 	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/etcd"
@@ -290,11 +291,21 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
 }
 
+// DataInArgs is the data-in Job's configuration, less its site's namespace input and PodDeps.
+func DataInArgs(c *Config) *datain.Args {
+	return &datain.Args{Config: c.DataIn, Site: workloadSite(c), Name: DataInName}
+}
+
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach
 // them, and what a training script needs to know. The one secret, Grafana's admin password, is a
 // secret output (encrypted in state); the printed command shows it from the stack's state.
 func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
+	if c.DataIn.Enabled {
+		for k, v := range datain.Outputs(DataInArgs(c), kube.Kubectlf) {
+			out[k] = v
+		}
+	}
 	for _, wl := range workloads {
 		if !wl.enabled(c) {
 			continue

@@ -118,3 +118,70 @@ func TestPerRoleImages(t *testing.T) {
 		t.Errorf("launcher env %v, tower env %v: want launcherEnv on the launcher only, env on both", le, te)
 	}
 }
+
+// TestDataInJob: kolotoc:dataIn is one Job in the stack's namespace that runs the command in its
+// image as the workloads' user, with the shared claim mounted and $KOLOTOC_DATA_DIR set to
+// <storage.mountPath>/<path>; every training pod (towers and launcher, carriers, elastic workers,
+// TF tasks) waits for it, the provider awaiting the Job until it completes, and the entrypoint
+// does not (Jupyter is up while the data comes in). Without the key there is no such Job.
+func TestDataInJob(t *testing.T) {
+	raw := workloadsRaw(t, map[string]string{
+		"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["aws","s3","sync","s3://bucket/imagenet","$(KOLOTOC_DATA_DIR)"],"path":"datasets/imagenet","run":"v1"}`,
+		"towers": `{"enabled":true,"count":2,"gpusPerTower":8}`,
+	})
+	raw.Values["kolotoc:sshKeySeed"], raw.Secrets["kolotoc:sshKeySeed"] = testSeed, true
+	rec := deploy(t, raw)
+	job := inputs(rec.one(t, tJob, "data-in"))
+	c := get(job, "spec", "template", "spec", "containers", "[0]")
+	if get(c, "image") != "amazon/aws-cli:2.22.0" || get(job, "metadata", "namespace") != "kolotoc-workloads" {
+		t.Errorf("data-in Job image %v namespace %v", get(c, "image"), get(job, "metadata", "namespace"))
+	}
+	cmd, _ := get(c, "command").([]any)
+	if n := len(cmd); n < 5 || cmd[n-5] != "aws" || cmd[n-1] != "$(KOLOTOC_DATA_DIR)" {
+		t.Errorf("data-in command %v, want the user's after the wrapper", cmd)
+	}
+	env := map[string]any{}
+	for _, e := range get(c, "env").([]any) {
+		env[get(e, "name").(string)] = get(e, "value")
+	}
+	if env["KOLOTOC_DATA_DIR"] != "/shared/datasets/imagenet" || env["KOLOTOC_RUN"] != "v1" {
+		t.Errorf("data-in env %v", env)
+	}
+	if get(job, "spec", "template", "metadata", "labels", "kolotoc.dev/run") != "v1" {
+		t.Errorf("data-in pod labels %v", get(job, "spec", "template", "metadata", "labels"))
+	}
+	mounted := false
+	for _, m := range get(c, "volumeMounts").([]any) {
+		mounted = mounted || (get(m, "name") == "shared" && get(m, "mountPath") == "/shared")
+	}
+	if !mounted {
+		t.Errorf("data-in mounts %v, want the shared claim on /shared", get(c, "volumeMounts"))
+	}
+	waiters := 0
+	for _, r := range rec.sorted() {
+		if r.Type != tStatefulSet && r.Type != tJob && r.Type != tDeployment || r.Name == "data-in" || strings.HasPrefix(r.Name, "storage") {
+			continue
+		}
+		waits := waitsForURN(rec, r, "::data-in")
+		switch {
+		case r.Type == tDeployment && r.Name == "entrypoint":
+			if waits {
+				t.Errorf("the entrypoint waits for the data-in Job")
+			}
+		case get(inputs(r), "metadata", "namespace") == "kolotoc-workloads" && templateMountsClaim(r):
+			waiters++
+			if !waits {
+				t.Errorf("%s %s mounts the claim and does not wait for the data-in Job", r.Type, r.Name)
+			}
+		}
+	}
+	if waiters < 6 {
+		t.Errorf("only %d training workloads wait for the data-in Job", waiters)
+	}
+	rec = deploy(t, workloadsRaw(t, nil))
+	for _, r := range rec.ofType(tJob) {
+		if r.Name == "data-in" {
+			t.Error("a data-in Job without kolotoc:dataIn")
+		}
+	}
+}
