@@ -88,7 +88,9 @@ type Args struct {
 }
 
 // Dir is the data directory as the pods see it.
-func Dir(mountPath, path string) string { return strings.TrimRight(mountPath, "/") + "/" + strings.Trim(path, "/") }
+func Dir(mountPath, path string) string {
+	return strings.TrimRight(mountPath, "/") + "/" + strings.Trim(path, "/")
+}
 
 // script runs the command, then marks the directory done: a training pod, or a person, can tell a
 // finished copy from one a failed Job left half-way.
@@ -160,4 +162,3 @@ func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput)
 		"dataInLogs": kubectl("-n %s logs job/%s -c %s", a.NamespaceDNS, a.Name, Component),
 	}
 }
-
