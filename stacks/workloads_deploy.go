@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -271,15 +272,27 @@ func ElasticArgs(c *Config) *elastic.Args {
 // so that TensorBoard shows them; the cluster runs its own TensorBoard only when the entrypoint
 // runs none.
 func TFClusterArgs(c *Config) *tfcluster.Args {
+	on := func(dir string) string {
+		return strings.TrimRight(c.Storage.MountPath, "/") + "/" + strings.Trim(dir, "/")
+	}
 	a := &tfcluster.Args{
 		Config: c.TFCluster, Site: workloadSite(c), ScriptsName: TFScriptsName,
-		LogDir:        c.Storage.MountPath + "/logs/tfcluster",
-		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
+		LogDir:        on(c.TFCluster.LogDir),        // tfcluster.logDir
+		CheckpointDir: on(c.TFCluster.CheckpointDir), // tfcluster.checkpointDir
+	}
+	if c.TFCluster.EvalDir != "" {
+		a.EvalDir = on(c.TFCluster.EvalDir)
+	}
+	// The cluster's own TensorBoard reads logs/ as the entrypoint's does, or the log directory
+	// itself when it lies elsewhere.
+	tbLogDir := on("logs")
+	if !strings.HasPrefix(strings.Trim(c.TFCluster.LogDir, "/")+"/", "logs/") {
+		tbLogDir = a.LogDir
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return gpuShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
 	if c.tfOwnTensorBoard() {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
-			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
+			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: tbLogDir,
 		}
 	}
 	return a

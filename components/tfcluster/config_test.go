@@ -26,7 +26,7 @@ func TestConfigDefault(t *testing.T) {
 	c.Default()
 	on := true
 	want := Config{
-		Enabled: true, Image: DefaultImage, Port: DefaultPort,
+		Enabled: true, Image: DefaultImage, Port: DefaultPort, CheckpointDir: DefaultCheckpointDir, LogDir: DefaultLogDir,
 		PS:               Role{Count: DefaultPS, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory, Image: DefaultImage},
 		Workers:          Role{Count: DefaultWorkers, Pool: "gpu", GPUs: 8, CPU: defaultWorkerCPU, Memory: defaultWorkerMemory, ShmSize: defaultWorkerMemory, Image: DefaultImage},
 		Chief:            Role{Count: DefaultChief, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory, Image: DefaultImage},
