@@ -212,6 +212,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		fs, err := eks.NewEFS(ctx, cloudStoreName, &eks.EFSArgs{
 			Name: k.Name + "-efs", ClusterName: cl.ClusterName, VPCID: vpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: cl.NodeSecurityGroupID, ThroughputMode: s.Tier, Protect: s.Protect, DependsOn: nodes,
+			PerformanceMode: s.PerformanceMode, ProvisionedMibps: s.ThroughputMibps,
 			FileSystemID: s.FileSystemID, // an existing one: only its CSI driver is installed (storage_existing.go mounts it)
 			Backup:       s.Backup.Enabled,
 		}, onAWS, track.Option())
@@ -278,7 +279,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 			protocol = aks.NFS
 		}
 		files, err := aks.NewFiles(ctx, cloudStoreName, &aks.FilesArgs{
-			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol,
+			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol, ShareName: s.ShareName,
 			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c), SubnetID: k.SubnetID,
 			PrivateEndpoint: s.PrivateEndpoint, PrivateDNSZoneID: s.PrivateDNSZoneID,
 			ShareRetentionDays: backupDays(s),

@@ -24,10 +24,20 @@ const (
 
 // EFS throughput modes and Azure Files tiers for `kolotoc:storage.tier`.
 const (
-	EFSElastic         = "elastic"
-	EFSBursting        = "bursting"
-	AzureFilesPremium  = "Premium"
-	AzureFilesStandard = "Standard"
+	EFSElastic     = "elastic"
+	EFSBursting    = "bursting"
+	EFSProvisioned = "provisioned"
+	// EFS performance modes (storage.performanceMode), as the EFS API names them.
+	EFSGeneralPurpose = "generalPurpose"
+	EFSMaxIO          = "maxIO"
+	// defaultAzureShareName: the share every stack used before storage.shareName.
+	defaultAzureShareName = "shared"
+	// efsMaxProvisionedMibps: the CreateFileSystem API's upper bound on
+	// ProvisionedThroughputInMibps (MiB/s; "Valid values are 1-3414 MiBps, with the upper limit
+	// depending on Region", https://docs.aws.amazon.com/efs/latest/ug/API_CreateFileSystem.html).
+	efsMaxProvisionedMibps = 3414
+	AzureFilesPremium      = "Premium"
+	AzureFilesStandard     = "Standard"
 )
 
 // GPU driver installation choices of a GKE pool (`kolotoc:nodePools[i].gpuDriver`).
@@ -76,7 +86,8 @@ const (
 
 var (
 	allowedFilestoreTiers  = []string{FilestoreBasicHDD, FilestoreBasicSSD, FilestoreZonal, FilestoreRegional}
-	allowedEFSThroughput   = []string{EFSElastic, EFSBursting}
+	allowedEFSThroughput   = []string{EFSElastic, EFSBursting, EFSProvisioned}
+	allowedEFSPerformance  = []string{EFSGeneralPurpose, EFSMaxIO}
 	allowedAzureFilesTiers = []string{AzureFilesPremium, AzureFilesStandard}
 	allowedReleaseChannels = []string{"RAPID", "REGULAR", "STABLE"}
 	allowedGPUDrivers      = []string{GKEDriverDefault, GKEDriverLatest, GKEDriverDisabled}
@@ -150,12 +161,16 @@ func (c *Config) applyCloudDefaults() {
 		if s.Tier == "" && s.FileSystemID == "" { // an existing file system's throughput is its own
 			s.Tier = defaultEFSThroughput
 		}
+		if s.FileSystemID == "" {
+			meta.Fill(&s.PerformanceMode, EFSGeneralPurpose)
+		}
 	case StorageAzureFiles:
 		if s.Share != "" {
 			break // an existing share: its account, tier and protocol are named, never derived
 		}
 		meta.Fill(&s.Tier, defaultAzureFilesTier)
 		meta.Fill(&s.Account, defaultStorageAccount(c.Project, c.Stack, c.Cluster.Name))
+		meta.Fill(&s.ShareName, defaultAzureShareName)
 	}
 
 	k := &c.Cluster
@@ -443,6 +458,20 @@ func (c *Config) validateCloudStorage(v *validator) {
 	case StorageEFS:
 		if s.FileSystemID == "" {
 			v.oneOf("storage.tier", s.Tier, allowedEFSThroughput)
+			v.oneOf("storage.performanceMode", s.PerformanceMode, allowedEFSPerformance)
+			// "Max I/O performance mode is not supported ... with Elastic throughput" (Amazon EFS
+			// User Guide, Performance modes: https://docs.aws.amazon.com/efs/latest/ug/performance.html#performancemodes).
+			if s.PerformanceMode == EFSMaxIO && s.Tier == EFSElastic {
+				v.add("storage.performanceMode", s.PerformanceMode, "EFS does not offer Max I/O with elastic throughput; allowed with storage.tier elastic: generalPurpose (or set storage.tier bursting or provisioned)")
+			}
+			switch {
+			case s.Tier == EFSProvisioned && (s.ThroughputMibps < 1 || s.ThroughputMibps > efsMaxProvisionedMibps):
+				v.add("storage.throughputMibps", strconv.Itoa(s.ThroughputMibps), fmt.Sprintf("required with storage.tier provisioned: MiB/s; allowed: 1..%d", efsMaxProvisionedMibps))
+			case s.Tier != EFSProvisioned && s.ThroughputMibps != 0:
+				v.add("storage.throughputMibps", strconv.Itoa(s.ThroughputMibps), "only with storage.tier provisioned")
+			}
+		} else if s.PerformanceMode != "" || s.ThroughputMibps != 0 {
+			v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "an existing file system (storage.fileSystemId) keeps its own modes; leave storage.performanceMode and storage.throughputMibps unset")
 		}
 	case StorageAzureFiles:
 		if s.Share != "" {
@@ -452,6 +481,11 @@ func (c *Config) validateCloudStorage(v *validator) {
 		if min, ok := azureFilesMinGiB[s.Tier]; ok && sizeErr == nil && (gib < min || gib > azureFilesMaxGiB) {
 			v.add("storage.size", s.Size, fmt.Sprintf("an Azure Files %s share holds %dGi to %dGi; allowed: %dGi..%dGi", s.Tier, min, azureFilesMaxGiB, min, azureFilesMaxGiB))
 		}
+		// Share names: 3-63 lower-case letters, digits and single hyphens, starting and ending
+		// with a letter or digit (the rule storage.share follows, storage_existing.go).
+		if len(s.ShareName) < 3 || len(s.ShareName) > 63 || !azureShareName.MatchString(s.ShareName) {
+			v.add("storage.shareName", s.ShareName, "Azure share names are 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit")
+		}
 		if !storageAccount.MatchString(s.Account) {
 			v.add("storage.account", s.Account, "storage account names are 3-24 lower-case letters and digits (and unique across Azure); or leave it unset for a derived one")
 		}
@@ -459,6 +493,14 @@ func (c *Config) validateCloudStorage(v *validator) {
 		if s.Tier != "" {
 			v.add("storage.tier", s.Tier, "only for storage.type filestore, efs or azurefiles")
 		}
+	}
+	if s.Type != StorageEFS && (s.PerformanceMode != "" || s.ThroughputMibps != 0) {
+		v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "storage.performanceMode and storage.throughputMibps are for storage.type efs")
+	}
+	if s.Type != StorageAzureFiles && s.ShareName != "" {
+		v.add("storage.shareName", s.ShareName, "only for storage.type azurefiles")
+	} else if s.Type == StorageAzureFiles && s.Share != "" && s.ShareName != "" {
+		v.add("storage.shareName", s.ShareName, "names the share Kolotoc creates; with storage.share (an existing share) leave it unset")
 	}
 	c.validateExistingStorage(v)
 }

@@ -5,7 +5,9 @@ package stacks
 
 import (
 	"kolotoc/components/dask"
+	"kolotoc/components/datain"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
@@ -81,6 +83,9 @@ type Config struct {
 	Elastic    Elastic    // kolotoc:elastic — torchrun workers
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
+	// before any training pod starts (components/datain); off by default.
+	DataIn datain.Config
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
@@ -215,6 +220,12 @@ type NodePool struct {
 	// registered, workloads select the label kolotoc.dev/real-node=true, cpus and memory describe
 	// the real node for the capacity checks, and gpusPerNode must be 0; default false.
 	Real bool `json:"real"`
+	// Devices are what each node advertises beyond cpu, memory and GPUs, name to quantity per
+	// node: extended resources of a device plugin (rdma/hca: 1) and pre-allocated huge pages
+	// (hugepages-2Mi: 4Gi). Simulated nodes carry them as capacity; on the clouds they say what
+	// the pool's device plugins and kubelet provide, so that towers.resources is checked against
+	// them. Default none.
+	Devices meta.QuantityMap `json:"devices"`
 }
 
 // Taint is a node taint (kolotoc:nodePools[i].taints[j]).

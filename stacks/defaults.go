@@ -102,6 +102,7 @@ func (c *Config) applyDefaults() {
 		c.Fabric.EFAPluginImage = fabric.DefaultPluginImage(region)
 	}
 	c.applyWorkloadDefaults()
+	c.DataIn.Default(e.Pool) // components/datain: beside the entrypoint unless said
 }
 
 // Pool returns the node pool of that name, or nil.

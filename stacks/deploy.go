@@ -11,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cluster"
+	"kolotoc/components/datain"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/fabric"
@@ -169,8 +170,21 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 
+	// The data-in Job fills the store before the training pods start: they wait for it, the
+	// provider awaiting the Job until it completes.
+	workloadMount := mount
+	if c.DataIn.Enabled {
+		a := DataInArgs(c)
+		a.Site = site.WithPodDeps(mount...)
+		job, err := datain.New(ctx, "data-in", a, k8s, withDeps)
+		if err != nil {
+			return err
+		}
+		workloadMount = append(append([]pulumi.Resource{}, mount...), job)
+	}
+
 	if err := deployWorkloads(ctx, c, &wiring{
-		site: site, pools: pools, mount: mount, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
+		site: site, pools: pools, mount: workloadMount, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
 		opts: []pulumi.ResourceOption{k8s, withDeps},
 	}); err != nil {
 		return err
@@ -306,10 +320,16 @@ func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 		labels[key] = meta.SpotLabels[key]
 	}
 	f := c.PoolFabric(p)
-	var devices map[string]int
+	var devices map[string]string
 	if f.EFAs > 0 {
 		labels[fabric.Label] = fabric.EFA
-		devices = map[string]int{fabric.EFAResource: f.EFAs}
+		devices = map[string]string{fabric.EFAResource: fmt.Sprint(f.EFAs)}
+	}
+	for name, q := range p.Devices.Values { // nodePools[i].devices: RDMA HCAs, huge pages, …
+		if devices == nil {
+			devices = map[string]string{}
+		}
+		devices[name] = q
 	}
 	for k, v := range p.Labels {
 		labels[k] = v

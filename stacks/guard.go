@@ -58,9 +58,17 @@ func StorageIdentity(c *Config) map[string]string {
 		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone
 	case StorageEFS:
 		id["cluster.region"] = c.Cluster.Region
+		if s.PerformanceMode != "" && s.PerformanceMode != EFSGeneralPurpose {
+			// Fixed when the file system is created. Recorded only when not the default, so
+			// that the identity of a stack from before the key is unchanged.
+			id["storage.performanceMode"] = s.PerformanceMode
+		}
 	case StorageAzureFiles:
 		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
 		id["storage.protocol"] = s.Protocol
+		if s.ShareName != "" && s.ShareName != defaultAzureShareName {
+			id["storage.shareName"] = s.ShareName // a new name is a new share; the default is not recorded (as before the key)
+		}
 	}
 	existingStoreIdentity(c, id) // storage.fileSystemId, .accessPointId, .share, .resourceGroup (storage_existing.go)
 	return id

@@ -43,6 +43,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"etcd":             decodeObject(func(c *Config) any { return &c.Etcd }),
 	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
 	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
+	"dataIn":           decodeObject(func(c *Config) any { return &c.DataIn }),
 	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
 	"code":             decodeObject(func(c *Config) any { return &c.Code }),
 	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),

@@ -125,6 +125,7 @@ func (c *Config) validateRuns(v *validator) {
 
 	own := OwnSecrets()
 	v.env("towers.env", c.Towers.Env, own)
+	v.env("towers.launcherEnv", c.Towers.LauncherEnv, own)
 	v.env("carriers.env", c.Carriers.Env, own)
 	v.env("entrypoint.env", c.Entrypoint.Env, own)
 	v.env("elastic.env", c.Elastic.Env, own)

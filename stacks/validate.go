@@ -3,9 +3,11 @@ package stacks
 import (
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,6 +124,7 @@ func (c *Config) validatePools(v *validator) {
 				}
 			}
 		}
+		meta.CheckDevices(v, k+".devices", p.Devices, ring.ManagedResources)
 		v.positive(k+".nodes", p.Nodes)
 		if p.MinNodes > p.Nodes || p.Nodes > p.MaxNodes {
 			v.add(k+".nodes", strconv.Itoa(p.Nodes), fmt.Sprintf("must satisfy minNodes (%d) <= nodes <= maxNodes (%d)", p.MinNodes, p.MaxNodes))
@@ -276,12 +279,16 @@ func (c *Config) validateTowers(v *validator) {
 			}
 		}
 		v.fits("towers", pool, t.CPU, t.Memory)
+		c.validateTowerDevices(v, pool)
 	}
 	c.validateHostNetwork(v, pool) // hostnet.go
 	if lp := c.validateLauncherPool(v); lp != nil {
 		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
 	v.image("towers.image", t.Image)
+	if t.LauncherImage != t.Image {
+		v.image("towers.launcherImage", t.LauncherImage)
+	}
 	if t.Count > 0 {
 		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", TowerName, t.Count-1), TowerName, c.Namespace)
 	}
@@ -289,6 +296,36 @@ func (c *Config) validateTowers(v *validator) {
 		c.Sentinels.Validate(v) // the sentinels' own settings (components/dask/config.go)
 		v.quantity("sentinels.memory", c.Sentinels.Memory)
 		v.quantity("sentinels.cpu", c.Sentinels.CPU)
+	}
+}
+
+// validateTowerDevices checks towers.resources against what the towers' pool's nodes advertise
+// (nodePools[i].devices): an extended resource or huge page size the nodes lack would leave every
+// tower Pending, and the towers one node holds by each are counted as by GPUs.
+func (c *Config) validateTowerDevices(v *validator, pool *NodePool) {
+	t := c.Towers
+	req, _ := t.Resources.Quantities()
+	poolKey := fmt.Sprintf("nodePools[%d].devices", slices.IndexFunc(c.NodePools, func(p NodePool) bool { return p.Name == pool.Name }))
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		if !meta.IsExtended(name) && !strings.HasPrefix(name, "hugepages-") {
+			continue
+		}
+		have, ok := pool.Devices.Values[name]
+		if !ok {
+			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf(
+				"pool %q declares no %s, so no node would take a tower; declare what each node advertises in %s.%s", pool.Name, name, poolKey, name))
+			continue
+		}
+		perNode := meta.PerNode(have, req[name])
+		if perNode == 0 && req[name] != "0" {
+			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf("more than a node of pool %q has (%s: %s)", pool.Name, name, have))
+			continue
+		}
+		if capacity := perNode * int64(pool.MaxNodes); perNode > 0 && int64(t.Count) > capacity {
+			v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+				"%d towers × %s %s need more than pool %q has (%d nodes × %s, %d towers per node); allowed: 1..%d",
+				t.Count, req[name], name, pool.Name, pool.MaxNodes, have, perNode, capacity))
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package stacks
 import (
 	"strings"
 
+	"kolotoc/components/datain"
 	"kolotoc/components/elastic"
 	"kolotoc/components/etcd"
 	"kolotoc/components/meta"
@@ -70,6 +71,7 @@ const (
 	TFEvaluatorName = tfcluster.NamePrefix + tfcluster.TypeEvaluator
 	TFScriptsName   = tfcluster.ScriptsName
 	TFTensorBoard   = tfcluster.TensorBoardName
+	DataInName      = datain.Component
 )
 
 // applyWorkloadDefaults fills zero values only (idempotent). applyDefaults calls it last, when

@@ -2,10 +2,12 @@ package stacks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/dask"
+	"kolotoc/components/datain"
 	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/etcd"
@@ -71,7 +73,7 @@ var workloads = []workload{
 		},
 		// The Dask workers' allow spans the scheduler, the carriers and the sentinels: NetworkAllows.
 		outputs: func(c *Config, kube KubeAccess) pulumi.Map {
-			return dask.Outputs(CarrierName, c.Namespace, kube.Kubectlf)
+			return dask.Outputs(CarrierName, c.Namespace, c.Carriers.Count, kube.Kubectlf)
 		},
 	},
 	{
@@ -270,15 +272,27 @@ func ElasticArgs(c *Config) *elastic.Args {
 // so that TensorBoard shows them; the cluster runs its own TensorBoard only when the entrypoint
 // runs none.
 func TFClusterArgs(c *Config) *tfcluster.Args {
+	on := func(dir string) string {
+		return strings.TrimRight(c.Storage.MountPath, "/") + "/" + strings.Trim(dir, "/")
+	}
 	a := &tfcluster.Args{
 		Config: c.TFCluster, Site: workloadSite(c), ScriptsName: TFScriptsName,
-		LogDir:        c.Storage.MountPath + "/logs/tfcluster",
-		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
+		LogDir:        on(c.TFCluster.LogDir),        // tfcluster.logDir
+		CheckpointDir: on(c.TFCluster.CheckpointDir), // tfcluster.checkpointDir
+	}
+	if c.TFCluster.EvalDir != "" {
+		a.EvalDir = on(c.TFCluster.EvalDir)
+	}
+	// The cluster's own TensorBoard reads logs/ as the entrypoint's does, or the log directory
+	// itself when it lies elsewhere.
+	tbLogDir := on("logs")
+	if !strings.HasPrefix(strings.Trim(c.TFCluster.LogDir, "/")+"/", "logs/") {
+		tbLogDir = a.LogDir
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return gpuShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
 	if c.tfOwnTensorBoard() {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
-			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",
+			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: tbLogDir,
 		}
 	}
 	return a
@@ -290,11 +304,21 @@ func MonitoringArgs(c *Config) *monitoring.Args {
 	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
 }
 
+// DataInArgs is the data-in Job's configuration, less its site's namespace input and PodDeps.
+func DataInArgs(c *Config) *datain.Args {
+	return &datain.Args{Config: c.DataIn, Site: workloadSite(c), Name: DataInName}
+}
+
 // WorkloadOutputs are the enabled workloads' stack outputs: endpoints, the commands that reach
 // them, and what a training script needs to know. The one secret, Grafana's admin password, is a
 // secret output (encrypted in state); the printed command shows it from the stack's state.
 func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
+	if c.DataIn.Enabled {
+		for k, v := range datain.Outputs(DataInArgs(c), kube.Kubectlf) {
+			out[k] = v
+		}
+	}
 	for _, wl := range workloads {
 		if !wl.enabled(c) {
 			continue

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"kolotoc/components/datain"
 	"kolotoc/components/etcd"
 	"kolotoc/components/tfcluster"
 )
@@ -18,6 +19,29 @@ func (c *Config) validateWorkloads(v *validator) {
 	c.validateTFCluster(v)
 	c.validateMonitoring(v)
 	c.validateGPUBudget(v)
+	c.validateDataIn(v)
+}
+
+// validateDataIn checks the data-in Job: its own settings, its image's pin, its command's
+// arguments, its pool (a CPU pool it fits on), its run id and env.
+func (c *Config) validateDataIn(v *validator) {
+	d := c.DataIn
+	if !d.Enabled {
+		return
+	}
+	d.Validate(v) // components/datain
+	if d.Image != "" {
+		v.image(datain.Key+".image", d.Image)
+	}
+	v.args(datain.Key+".command", d.Command)
+	if pool := v.pool(c, datain.Key+".pool", d.Pool, false); pool != nil {
+		if pool.GPUsPerNode > 0 {
+			v.add(datain.Key+".pool", d.Pool, fmt.Sprintf("is a GPU pool (tainted %s); the data-in Job needs a CPU pool", gpuTaint))
+		}
+		v.fits(datain.Key, pool, d.CPU, d.Memory)
+	}
+	v.runID(datain.Key+".run", d.Run)
+	v.env(datain.Key+".env", d.Env, OwnSecrets())
 }
 
 func (c *Config) validateEtcd(v *validator) {
@@ -76,6 +100,9 @@ func (c *Config) validateTFCluster(v *validator) {
 	}
 	for _, r := range c.TFCluster.Roles() {
 		role, name := *r.Role, tfcluster.TaskName(r.Type)
+		if role.Count > 0 && role.Image != tf.Image {
+			v.image(r.Key+".image", role.Image)
+		}
 		if role.Count < 1 || role.GPUs < 0 {
 			continue // none run, or their negative gpus is reported with the cluster's own settings
 		}

@@ -347,3 +347,107 @@ func TestLoadBalancerAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputsReachAnyRank: the old `cluster.sh goto tower N` / `goto carrier N` reached any
+// rank, and the TF charts' users followed `kubectl logs -f` on any task; the outputs do the same
+// with one command per kind whose pod index (and TF task type) the user's shell fills in, `N=3
+// eval "$(pulumi stack output gotoTowerN)"`, beside each set's count. So the outputs are the
+// same in number and size whatever the number of ranks; there is also a shell in the
+// scheduler's container (the old script's exec into the scheduler node).
+func TestOutputsReachAnyRank(t *testing.T) {
+	words := func(t *testing.T, env []string, command string) []string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", `eval "set -- $1"; printf '%s\n' "$@"`, "bash", command)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("bash: %v", err)
+		}
+		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	}
+	// after is what follows the stack's kubectl prefix (--kubeconfig, --context).
+	after := func(ws []string) []string {
+		for i, w := range ws {
+			if w == "-n" {
+				return ws[i:]
+			}
+		}
+		return ws
+	}
+	type want struct {
+		output string
+		env    []string
+		words  string
+	}
+	cases := []struct {
+		name   string
+		raw    stacks.Raw
+		want   []want
+		counts map[string]any
+	}{
+		{
+			name: "dev", raw: layoutRaw(t, 0),
+			want: []want{
+				{"gotoTowerN", []string{"N=1"}, "-n kolotoc-dev exec -it tower-1 -c tower -- bash"},
+				{"gotoTowerN", nil, "-n kolotoc-dev exec -it tower-0 -c tower -- bash"},
+				{"towerLogsN", []string{"N=1"}, "-n kolotoc-dev logs -f tower-1 -c tower"},
+				{"gotoCarrierN", []string{"N=0"}, "-n kolotoc-dev exec -it carrier-0 -c dask-worker -- bash"},
+				{"carrierLogsN", []string{"N=0"}, "-n kolotoc-dev logs -f carrier-0 -c dask-worker"},
+				{"gotoEntrypoint", nil, "-n kolotoc-dev exec -it deploy/entrypoint -c dask-scheduler -- bash"},
+			},
+			counts: map[string]any{"towerCount": 2.0, "carrierCount": 1.0},
+		},
+		{
+			name: "workloads", raw: workloadsRaw(t, nil),
+			want: []want{
+				{"gotoElasticN", []string{"N=1"}, "-n kolotoc-workloads exec -it elastic-1 -c worker -- bash"},
+				{"elasticLogsN", []string{"N=1"}, "-n kolotoc-workloads logs -f elastic-1 -c worker"},
+				{"tfTaskLogs", []string{"TASK=ps", "N=1"}, "-n kolotoc-workloads logs -f tf-ps-1 -c ps"},
+				{"tfTaskLogs", []string{"TASK=evaluator"}, "-n kolotoc-workloads logs -f tf-evaluator-0 -c evaluator"},
+				{"tfTaskLogs", nil, "-n kolotoc-workloads logs -f tf-worker-0 -c worker"},
+				{"gotoTfTask", []string{"TASK=chief"}, "-n kolotoc-workloads exec -it tf-chief-0 -c chief -- bash"},
+			},
+			counts: map[string]any{"elasticNodes": 2.0, "tfTaskCounts": map[string]any{"chief": 1.0, "evaluator": 1.0, "ps": 2.0, "worker": 2.0}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, outs := deployOutputs(t, tc.raw)
+			for _, w := range tc.want {
+				got := after(words(t, w.env, str(t, outs, w.output)))
+				if !slices.Equal(got, strings.Fields(w.words)) {
+					t.Errorf("%s with %v is %q to bash, want %q", w.output, w.env, got, w.words)
+				}
+			}
+			for k, v := range tc.counts {
+				o, ok := outs[k]
+				if !ok {
+					t.Errorf("output %s missing", k)
+					continue
+				}
+				if fmt.Sprint(o.value) != fmt.Sprint(v) {
+					t.Errorf("output %s = %v, want %v", k, o.value, v)
+				}
+			}
+		})
+	}
+	// The same outputs, of the same size, for 2 towers and for 16 (and 1 carrier and 12; towerCount and carrierCount aside, whose digits grow).
+	size := func(towers, carriers int) (int, int) {
+		raw := layoutRaw(t, 1)
+		raw.Values["kolotoc:towers"] = fmt.Sprintf(`{"count":%d,"gpusPerTower":1}`, towers)
+		raw.Values["kolotoc:carriers"] = fmt.Sprintf(`{"count":%d}`, carriers)
+		_, outs := deployOutputs(t, raw)
+		n := 0
+		for k, o := range outs {
+			if k != "towerCount" && k != "carrierCount" && k != "towerHostnamePattern" {
+				n += len(fmt.Sprint(o.value))
+			}
+		}
+		return len(outs), n
+	}
+	k1, n1 := size(2, 1)
+	k2, n2 := size(16, 12)
+	if k1 != k2 || n1 != n2 {
+		t.Errorf("outputs grow with the ranks: %d outputs of %d bytes for 2 towers, %d of %d for 16", k1, n1, k2, n2)
+	}
+}

@@ -42,9 +42,10 @@ type Pool struct {
 	// Zone is the zone a cloud would put the nodes in (topology.kubernetes.io/zone, which the
 	// cloud sets on its own nodes); "" for none.
 	Zone string
-	// Devices are further extended resources each node advertises, name to count, as a device
-	// plugin would on the cloud's nodes (vpc.amazonaws.com/efa on EFA instances).
-	Devices map[string]int
+	// Devices are further resources each node advertises, name to quantity, as a device plugin
+	// would on the cloud's nodes (vpc.amazonaws.com/efa on EFA instances, rdma/hca) or the
+	// kubelet for pre-allocated huge pages (hugepages-2Mi).
+	Devices map[string]string
 }
 
 // ZoneLabel is the well-known label of a node's zone.
@@ -151,7 +152,7 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 		capacity[meta.GPUResource] = fmt.Sprint(p.GPUsPerNode)
 	}
 	for name, n := range p.Devices {
-		capacity[name] = fmt.Sprint(n)
+		capacity[name] = n
 	}
 	capJSON, err := json.Marshal(capacity) // json.Marshal sorts map keys: stable across runs
 	if err != nil {

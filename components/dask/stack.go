@@ -4,6 +4,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
 )
 
 // What the Dask workers ask of the stack around them: the NetworkPolicy allow their processes
@@ -32,10 +33,15 @@ func Allows(scheduler string, workers []string) []isolation.Allow {
 	}}
 }
 
-// Outputs are the carriers' stack outputs: a shell in the first carrier (the old `goto carrier
-// 0`). kubectl renders a kubectl command line for the stack's cluster.
-func Outputs(name, namespace string, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
+// Outputs are the carriers' stack outputs, of sizes that do not grow with the carriers: a shell
+// in the first carrier (the old `goto carrier 0`), a shell in and the log of any carrier (carrier
+// N, with meta.PodIndex), and their count. kubectl renders a kubectl command line for the
+// stack's cluster.
+func Outputs(name, namespace string, count int, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	return pulumi.Map{
-		"gotoCarrier": kubectl("-n %s exec -it %s-0 -c %s -- bash", namespace, name, carrierContainer),
+		"gotoCarrier":  kubectl("-n %s exec -it %s-0 -c %s -- bash", namespace, name, carrierContainer),
+		"gotoCarrierN": kubectl("-n %s exec -it %s-%s -c %s -- bash", namespace, name, meta.PodIndex, carrierContainer),
+		"carrierLogsN": kubectl("-n %s logs -f %s-%s -c %s", namespace, name, meta.PodIndex, carrierContainer),
+		"carrierCount": pulumi.Int(count),
 	}
 }

@@ -30,6 +30,7 @@ type Config struct {
 	RdzvBackend string            `json:"rdzvBackend"` // c10d | etcd-v2 | etcd; default c10d (etcd backends need kolotoc:etcd.enabled)
 	RdzvID      string            `json:"rdzvId"`      // --rdzv_id, the job's identity in the rendezvous; default kolotoc-<stack>
 	RdzvPort    int               `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
+	RdzvConf    RdzvConf          `json:"rdzvConf"`    // torchrun --rdzv_conf options (map, or list of key=value), joined to the wrapper's is_host; default none
 	MaxRestarts int               `json:"maxRestarts"` // --max_restarts of the worker group; default 3
 	CPU         string            `json:"cpu"`         // CPU request per worker as a quantity; default 8
 	Memory      string            `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
@@ -116,6 +117,7 @@ func (el Config) Validate(p meta.Problems) {
 	if el.RdzvPort < 1 || el.RdzvPort > 65535 {
 		p.Add(Key+".rdzvPort", strconv.Itoa(el.RdzvPort), "allowed: 1..65535")
 	}
+	el.validateRdzvConf(p)
 	if el.MaxRestarts < 0 {
 		p.Add(Key+".maxRestarts", strconv.Itoa(el.MaxRestarts), "must be 0 or more")
 	}

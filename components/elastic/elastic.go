@@ -40,6 +40,8 @@ const (
 	NNodesKey = "nnodes"
 	// nnodesEnv carries NNodesKey into the container; torchrun's arguments reference it.
 	nnodesEnv = "KOLOTOC_NNODES"
+	// rdzvConfEnv carries elastic.rdzvConf (RdzvConfString) to the wrapper.
+	rdzvConfEnv = "KOLOTOC_RDZV_CONF"
 	// scriptsDir is where the built-in training check is mounted.
 	scriptsDir = "/etc/kolotoc/elastic"
 	// CheckScript is the built-in check run when no command is configured.
@@ -224,6 +226,10 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
 		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
+	if conf := RdzvConfString(a.RdzvConf); conf != "" {
+		// The wrapper joins them to its own is_host: a second --rdzv_conf would replace the first.
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String(rdzvConfEnv), Value: pulumi.String(conf)})
+	}
 	if a.releases() {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(a.Name)})
@@ -313,6 +319,9 @@ func cpuLimit(a *Args) string {
 // cluster.local): no worker would host the store and every one would wait for it. So the wrapper
 // says it: is_host=true on worker 0 (POD_NAME ends in -0), false elsewhere.
 //
+// elastic.rdzvConf reaches the wrapper as $KOLOTOC_RDZV_CONF (key=value,…), joined to is_host:
+// torchrun keeps only the last --rdzv_conf it is given, so the two must be one.
+//
 // etcd: torch's etcd rendezvous backends import python-etcd, which the stock PyTorch images
 // lack: the wrapper installs it from PyPI when it is missing (bake it into your image for
 // clusters without a way out), into the user's site-packages when it does not run as root. python3, not python: images without the alias exist (Debian's).
@@ -321,10 +330,11 @@ set -eu
 case "$KOLOTOC_RDZV_BACKEND" in
   c10d)
     case "$POD_NAME" in
-      *-0) set -- --rdzv_conf=is_host=true "$@" ;;
-      *) set -- --rdzv_conf=is_host=false "$@" ;;
+      *-0) set -- "--rdzv_conf=is_host=true${KOLOTOC_RDZV_CONF:+,$KOLOTOC_RDZV_CONF}" "$@" ;;
+      *) set -- "--rdzv_conf=is_host=false${KOLOTOC_RDZV_CONF:+,$KOLOTOC_RDZV_CONF}" "$@" ;;
     esac ;;
   etcd|etcd-v2)
+    if [ -n "${KOLOTOC_RDZV_CONF:-}" ]; then set -- "--rdzv_conf=$KOLOTOC_RDZV_CONF" "$@"; fi
     if ! python3 -c 'import etcd' 2>/dev/null; then
       echo "elastic: the image has no python-etcd, which the $KOLOTOC_RDZV_BACKEND rendezvous needs; installing ` + pythonEtcd + `" >&2
       python3 -m pip install --no-cache-dir --quiet $([ "$(id -u)" = 0 ] || echo --user) '` + pythonEtcd + `'

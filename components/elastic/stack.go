@@ -4,6 +4,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
 )
 
 // What the elastic workers ask of the stack around them: the NetworkPolicy allow their traffic
@@ -22,13 +23,17 @@ func Allows() []isolation.Allow {
 }
 
 // Outputs are the workers' stack outputs: what a training script needs of the rendezvous
-// (torchrun's --rdzv_endpoint and --nnodes), a shell in the first worker and its log. kubectl
-// renders a kubectl command line for the stack's cluster.
+// (torchrun's --rdzv_endpoint and --nnodes), a shell in the first worker and its log, the same
+// for any worker (worker N, with meta.PodIndex) and the count of worker pods. kubectl renders a
+// kubectl command line for the stack's cluster.
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	return pulumi.Map{
 		"elasticRendezvousEndpoint": pulumi.String(Endpoint(a)),
 		"elasticNnodes":             pulumi.String(NNodes(a)),
 		"gotoElastic":               kubectl("-n %s exec -it %s-0 -c %s -- bash", a.NamespaceDNS, a.Name, workerContainer),
 		"elasticLogs":               kubectl("-n %s logs -f %s-0 -c %s", a.NamespaceDNS, a.Name, workerContainer),
+		"gotoElasticN":              kubectl("-n %s exec -it %s-%s -c %s -- bash", a.NamespaceDNS, a.Name, meta.PodIndex, workerContainer),
+		"elasticLogsN":              kubectl("-n %s logs -f %s-%s -c %s", a.NamespaceDNS, a.Name, meta.PodIndex, workerContainer),
+		"elasticNodes":              pulumi.Int(a.Nodes),
 	}
 }

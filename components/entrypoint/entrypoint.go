@@ -277,6 +277,9 @@ func JupyterPath(a *Args) string {
 	return "/lab"
 }
 
+// SchedulerContainer is the entrypoint's dask-scheduler container, the one gotoEntrypoint enters.
+const SchedulerContainer = "dask-scheduler"
+
 // jupyterContainer runs Jupyter on JupyterPort with the shared claim as its root directory. Both
 // front ends read their login token from JUPYTER_TOKEN, set from the Secret; the value never
 // appears in the pod spec, only the Secret's name.
@@ -352,7 +355,7 @@ const NonRootUser = 65534
 func RenderDeployment(a *Args) *appsv1.DeploymentArgs {
 	shared := corev1.VolumeMountArray{meta.Mount("shared", a.MountPath)}
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
-		Name:  pulumi.String("dask-scheduler"),
+		Name:  pulumi.String(SchedulerContainer),
 		Image: pulumi.String(a.DaskImage),
 		Args: pulumi.StringArray{
 			pulumi.String("dask"), pulumi.String("scheduler"),

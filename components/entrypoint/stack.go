@@ -55,11 +55,14 @@ func Allows(a *Args) []isolation.Allow {
 }
 
 // Outputs are the entrypoint's stack outputs: each UI's URL, port-forward and local URL, the
-// scheduler's address, and with a LoadBalancer the command that prints Jupyter's public URL. Not
+// scheduler's address, a shell in the scheduler's container (the old `cluster.sh`'s exec into
+// the scheduler node), and with a LoadBalancer the command that prints Jupyter's public URL. Not
 // Jupyter's password: it is the stack's secret, and the stack outputs it as one. kubectl renders
 // a kubectl command line for the stack's cluster.
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
-	out := pulumi.Map{}
+	out := pulumi.Map{
+		"gotoEntrypoint": kubectl("-n %s exec -it deploy/%s -c %s -- bash", a.NamespaceDNS, a.Name, SchedulerContainer),
+	}
 	for name, ep := range Endpoints(a) {
 		if name == "daskScheduler" {
 			out["daskSchedulerAddress"] = pulumi.String(ep.URL)

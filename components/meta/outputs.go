@@ -65,3 +65,14 @@ func pendingOf(ctx *pulumi.Context) *outputs {
 	}
 	return p
 }
+
+// PodIndex is how a printed command names the pod of index N of a StatefulSet: `<set>-${N:-0}`,
+// expanded by the user's shell, so that one output reaches any rank (the old `cluster.sh goto
+// tower N`) and the outputs do not grow with the number of ranks. Run such a command with
+// `N=3 eval "$(pulumi stack output <output>)"`; without N it names pod 0. Each set's count is an
+// output beside it.
+const PodIndex = "${N:-0}"
+
+// TaskVar is how a printed command names a task type the user picks, `${TASK:-<default>}`, as
+// PodIndex names the index.
+func TaskVar(def string) string { return "${TASK:-" + def + "}" }

@@ -27,6 +27,9 @@ type Config struct {
 	CPU          string   `json:"cpu"`          // CPU request per tower as a quantity; default 4
 	Memory       string   `json:"memory"`       // memory request per tower as a quantity; default 16Gi
 	ShmSize      string   `json:"shmSize"`      // memory-backed /dev/shm per tower (NCCL, DataLoader workers) as a quantity, at most memory; default memory
+	// Resources are further requests and limits per tower (extended resources such as rdma/hca,
+	// hugepages-<size>, ephemeral-storage), merged with cpu, memory and gpusPerTower; default none.
+	Resources meta.Resources `json:"resources"`
 	// CrossZone accepts a ring whose towers' pool spreads over zones (nodePools[i].placement:
 	// spread): every allreduce then crosses zones; default false, such a ring is refused.
 	CrossZone bool `json:"crossZone"`
@@ -34,10 +37,22 @@ type Config struct {
 	LauncherPool   string `json:"launcherPool"`   // node pool of the launcher Job: a CPU pool without spot; default entrypoint.pool
 	LauncherCPU    string `json:"launcherCpu"`    // CPU request of the launcher as a quantity; default 500m
 	LauncherMemory string `json:"launcherMemory"` // memory request of the launcher as a quantity; default 1Gi
+	// LauncherImage is the launcher's image (the Horovod chart's master image), pinned: it needs
+	// bash, ssh and the MPI of the towers' image; default image.
+	LauncherImage string `json:"launcherImage"`
+	// LauncherEnv is environment of the launcher only (the Horovod chart's master.env), after env;
+	// default none.
+	LauncherEnv []meta.EnvSetting `json:"launcherEnv"`
 
 	Run       string            `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
 	OnSuccess string            `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
 	Env       []meta.EnvSetting `json:"env"`       // environment of the towers and the launcher (runs.go)
+}
+
+// ManagedResources are the resources the towers' own keys set, which towers.resources may not.
+var ManagedResources = map[string]string{
+	"cpu": Key + ".cpu", "memory": Key + ".memory", meta.GPUResource: Key + ".gpusPerTower",
+	"vpc.amazonaws.com/efa": "nodePools[].fabric",
 }
 
 // DefaultImage is the towers' and the launcher's image when towers.image is empty, pinned by a
@@ -101,6 +116,7 @@ func (t *Config) Default() {
 	meta.Fill(&t.ShmSize, t.Memory) // meta.ShmVolume says why
 	meta.Fill(&t.LauncherCPU, defaultLauncherCPU)
 	meta.Fill(&t.LauncherMemory, defaultLauncherMemory)
+	meta.Fill(&t.LauncherImage, t.Image)
 }
 
 // Validate reports what is wrong with the towers' own settings, with their full keys. What
@@ -117,6 +133,7 @@ func (t Config) Validate(p meta.Problems) {
 		p.Add(Key+".sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")
 	}
 	meta.CheckShm(p, Key+".shmSize", t.ShmSize, Key+".memory", t.Memory)
+	t.Resources.Check(p, Key+".resources", ManagedResources)
 	for i, arg := range t.Command {
 		if strings.TrimSpace(arg) == "" {
 			p.Add(fmt.Sprintf("%s.command[%d]", Key, i), strconv.Quote(arg), "empty argument")

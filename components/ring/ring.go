@@ -249,6 +249,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	// The ranks' shared memory (NCCL, DataLoader workers): not the runtime's 64 MiB.
 	volumes = append(volumes, meta.ShmVolume(a.ShmSize))
 	mounts = append(mounts, meta.ShmMount())
+	volumes = append(volumes, a.Resources.HugePagesVolumes()...) // towers.resources: hugetlbfs per size
+	mounts = append(mounts, a.Resources.HugePagesMounts()...)
 	containers := corev1.ContainerArray{corev1.ContainerArgs{
 		Name:    pulumi.String(towerComponent),
 		Image:   pulumi.String(a.Image),
@@ -398,10 +400,10 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	}
 	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
 		Name:      pulumi.String(launcherComponent),
-		Image:     pulumi.String(a.Image),
+		Image:     pulumi.String(a.LauncherImage),
 		Command:   pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("/etc/kolotoc/scripts/launcher.sh")},
 		Args:      args,
-		Env:       workloadEnv(a, envs),
+		Env:       append(workloadEnv(a, envs), meta.EnvArray(a.LauncherEnv)...),
 		Resources: launcherResources(a),
 		// The launcher, an ssh client and mpirun, needs no capability, nor to gain one.
 		SecurityContext: meta.LockedDown(),
@@ -430,7 +432,8 @@ func workloadEnv(a *Args, own corev1.EnvVarArray) corev1.EnvVarArray {
 	return append(own, meta.EnvArray(a.Env)...)
 }
 
-// towerResources requests the tower's CPU, memory and GPUs; a CPU tower requests no GPU.
+// towerResources requests the tower's CPU, memory and GPUs (a CPU tower requests no GPU), its
+// fabric's devices, and what towers.resources adds.
 func towerResources(a *Args) *corev1.ResourceRequirementsArgs {
 	requests := pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)}
 	limits := pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory)}
@@ -443,6 +446,7 @@ func towerResources(a *Args) *corev1.ResourceRequirementsArgs {
 		requests[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
 		limits[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
 	}
+	a.Resources.AddTo(requests, limits) // towers.resources: RDMA devices, huge pages, …
 	return &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits}
 }
 

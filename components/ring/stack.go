@@ -4,6 +4,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
 )
 
 // What the ring asks of the stack around it: the NetworkPolicy allows its traffic needs and the
@@ -33,14 +34,17 @@ func Allows() []isolation.Allow {
 
 // Outputs are the ring's stack outputs, of sizes that do not grow with the towers: the hostname
 // pattern and the count, the command that prints the hostfile itself (for mpirun from a tower or
-// Jupyter's terminal), a shell in the first tower, and the launcher's log. kubectl renders a
-// kubectl command line for the stack's cluster.
+// Jupyter's terminal), a shell in and the log of the first tower and of any tower (tower N, with
+// meta.PodIndex), and the launcher's log. kubectl renders a kubectl command line for the stack's
+// cluster.
 func Outputs(name, launcherName, namespace string, towers int, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	return pulumi.Map{
 		"towerHostnamePattern": pulumi.String(HostnamePattern(name, namespace, towers)),
 		"towerCount":           pulumi.Int(towers),
 		"towerHostfile":        kubectl("-n %s get configmap %s-scripts -o jsonpath='{.data.hostfile}'", namespace, name),
 		"gotoTower":            kubectl("-n %s exec -it %s-0 -c %s -- bash", namespace, name, towerComponent),
+		"gotoTowerN":           kubectl("-n %s exec -it %s-%s -c %s -- bash", namespace, name, meta.PodIndex, towerComponent),
+		"towerLogsN":           kubectl("-n %s logs -f %s-%s -c %s", namespace, name, meta.PodIndex, towerComponent),
 		"launcherLogs":         kubectl("-n %s logs -f job/%s -c %s", namespace, launcherName, launcherComponent),
 	}
 }

@@ -40,7 +40,7 @@ type Config struct {
 	MountPath string `json:"mountPath"` // where every workload mounts it; default /shared
 	Image     string `json:"image"`     // in-cluster-nfs: server image; default DefaultServerImage
 	Protect   bool   `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
-	Tier      string `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting (default elastic); azurefiles: Premium | Standard (default Premium)
+	Tier      string `json:"tier"`      // filestore: BASIC_HDD | BASIC_SSD | ZONAL | REGIONAL (default ZONAL); efs: throughput mode elastic | bursting | provisioned (default elastic); azurefiles: Premium | Standard (default Premium)
 	Zone      string `json:"zone"`      // filestore: zone of a BASIC_* or ZONAL instance; default cluster.zone, else the first zone of the towers' pool
 	Account   string `json:"account"`   // azurefiles: storage account name, 3-24 lowercase letters and digits, globally unique; default derived from project, stack and cluster name
 	// Protocol (azurefiles): nfs (NFS 4.1, no account key, needs tier Premium and cluster.subnetId)
@@ -63,11 +63,20 @@ type Config struct {
 	Scratch          ScratchConfig `json:"scratch"`
 
 	// Existing stores (stacks/storage_existing.go): Kolotoc mounts them and creates nothing cloud-side.
-	FileSystemID  string   `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one
-	AccessPointID string   `json:"accessPointId"` // efs with fileSystemId: mount through this access point (fsap-…); default none
-	Share         string   `json:"share"`         // azurefiles: an existing share in storage.account to mount instead of creating one
-	ResourceGroup string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
-	MountOptions  []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
+	FileSystemID  string `json:"fileSystemId"`  // efs: an existing file system (fs-…) to mount instead of creating one
+	AccessPointID string `json:"accessPointId"` // efs with fileSystemId: mount through this access point (fsap-…); default none
+	Share         string `json:"share"`         // azurefiles: an existing share in storage.account to mount instead of creating one
+	// ShareName is the name of the Azure Files share Kolotoc creates (the TF charts named theirs);
+	// default "shared". Changing it is a new, empty share (guarded as storage.type is).
+	ShareName string `json:"shareName"`
+	// PerformanceMode is the EFS file system's performance mode: generalPurpose | maxIO, fixed
+	// when it is created; default generalPurpose.
+	PerformanceMode string `json:"performanceMode"`
+	// ThroughputMibps is the provisioned throughput of an EFS file system with tier provisioned,
+	// in MiB/s; required with it, refused otherwise.
+	ThroughputMibps int      `json:"throughputMibps"`
+	ResourceGroup   string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
+	MountOptions    []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
 
 	// Backup (a file store Kolotoc creates: efs, azurefiles): copies of the shared data that
 	// outlive a deletion or an overwrite (stacks/clouds_recovery.go, docs/recovery.md).

@@ -2,6 +2,7 @@ package tfcluster
 
 import (
 	"strconv"
+	"strings"
 
 	"kolotoc/components/meta"
 )
@@ -28,6 +29,13 @@ type Config struct {
 	TensorBoardImage string            `json:"tensorboardImage"` // image of the cluster's own TensorBoard (when entrypoint.tensorboard is off); default the entrypoint's TensorBoard image
 	OnSuccess        string            `json:"onSuccess"`        // keep | release: release scales every task to zero once the chief succeeds; default keep
 	Env              []meta.EnvSetting `json:"env"`              // environment of every task (runs.go)
+	// Where the data lives, each a directory relative to storage.mountPath (the TF charts' train,
+	// eval and log directories on their share): CheckpointDir ($KOLOTOC_CHECKPOINT_DIR), default
+	// checkpoints/tfcluster; LogDir ($KOLOTOC_LOG_DIR), default logs/tfcluster; EvalDir
+	// ($KOLOTOC_EVAL_DIR), default none (the variable is not set).
+	CheckpointDir string `json:"checkpointDir"`
+	LogDir        string `json:"logDir"`
+	EvalDir       string `json:"evalDir"`
 }
 
 // Role is one TensorFlow task type (kolotoc:tfcluster.<role>).
@@ -40,7 +48,17 @@ type Role struct {
 	// ShmSize is the memory-backed /dev/shm per task (NCCL, input pipelines) as a quantity, at
 	// most memory; default memory.
 	ShmSize string `json:"shmSize"`
+	// Image is this role's image (the TF charts' light parameter-server image beside the GPU
+	// workers' image), pinned; default tfcluster.image.
+	Image string `json:"image"`
 }
+
+// Default directories under storage.mountPath: beside the other workloads' checkpoints, and
+// under logs/, which the entrypoint's TensorBoard reads.
+const (
+	DefaultCheckpointDir = "checkpoints/tfcluster"
+	DefaultLogDir        = "logs/tfcluster"
+)
 
 // DefaultImage is every task's image when tfcluster.image is empty, pinned by a tag that exists
 // upstream (validation refuses tagless and :latest images); the -gpu variant, for the workers.
@@ -122,6 +140,8 @@ func (tf *Config) Default() {
 	meta.Fill(&tf.Image, DefaultImage)
 	meta.FillPtr(&tf.TensorBoard, true)
 	meta.Fill(&tf.Port, DefaultPort)
+	meta.Fill(&tf.CheckpointDir, DefaultCheckpointDir)
+	meta.Fill(&tf.LogDir, DefaultLogDir)
 	for _, r := range tf.Roles() {
 		cpu, memory := defaultTaskCPU, defaultTaskMemory
 		if r.Type == TypeWorker {
@@ -130,6 +150,7 @@ func (tf *Config) Default() {
 		meta.Fill(&r.Role.CPU, cpu)
 		meta.Fill(&r.Role.Memory, memory)
 		meta.Fill(&r.Role.ShmSize, r.Role.Memory) // meta.ShmVolume says why
+		meta.Fill(&r.Role.Image, tf.Image)
 	}
 }
 
@@ -140,6 +161,16 @@ func (tf *Config) Default() {
 // (the images' pins, the command's arguments, hostnames in the namespace, runs and env) the
 // stack checks.
 func (tf Config) Validate(p meta.Problems) {
+	for _, d := range []struct{ key, dir string }{{"checkpointDir", tf.CheckpointDir}, {"logDir", tf.LogDir}, {"evalDir", tf.EvalDir}} {
+		if d.key == "evalDir" && d.dir == "" {
+			continue
+		}
+		clean := strings.Trim(d.dir, "/")
+		if strings.HasPrefix(d.dir, "/") || clean == "" || strings.Contains("/"+clean+"/", "/../") || strings.Contains("/"+clean+"/", "/./") ||
+			strings.ContainsAny(d.dir, " \t\n\"'$`\\") {
+			p.Add(Key+"."+d.key, meta.OrUnset(d.dir), "a relative directory under storage.mountPath, without '.', '..', spaces, quotes or '$' (e.g. checkpoints/resnet)")
+		}
+	}
 	if tf.Workers.Count < 1 {
 		p.Add(Key+".workers.count", strconv.Itoa(tf.Workers.Count), "a TensorFlow cluster needs at least one worker; allowed: 1 or more")
 	}

@@ -23,11 +23,11 @@ func TestConfigDefault(t *testing.T) {
 	c.Default()
 	on := true
 	want := Config{
-		Enabled: true, Image: DefaultImage, Port: DefaultPort,
-		PS:               Role{Count: DefaultPS, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory},
-		Workers:          Role{Count: DefaultWorkers, Pool: "gpu", GPUs: 8, CPU: defaultWorkerCPU, Memory: defaultWorkerMemory, ShmSize: defaultWorkerMemory},
-		Chief:            Role{Count: DefaultChief, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory},
-		Evaluator:        Role{Count: DefaultEvaluator, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory},
+		Enabled: true, Image: DefaultImage, Port: DefaultPort, CheckpointDir: DefaultCheckpointDir, LogDir: DefaultLogDir,
+		PS:               Role{Count: DefaultPS, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory, Image: DefaultImage},
+		Workers:          Role{Count: DefaultWorkers, Pool: "gpu", GPUs: 8, CPU: defaultWorkerCPU, Memory: defaultWorkerMemory, ShmSize: defaultWorkerMemory, Image: DefaultImage},
+		Chief:            Role{Count: DefaultChief, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory, Image: DefaultImage},
+		Evaluator:        Role{Count: DefaultEvaluator, Pool: "cpu", CPU: defaultTaskCPU, Memory: defaultTaskMemory, ShmSize: defaultTaskMemory, Image: DefaultImage},
 		TensorBoard:      &on,
 		TensorBoardImage: "tensorflow/tensorflow:2.17.0",
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
 )
 
 // What the TensorFlow cluster asks of the stack around it: the NetworkPolicy allows its tasks and
@@ -38,19 +39,30 @@ func Allows(a *Args) []isolation.Allow {
 }
 
 // Outputs are the cluster's stack outputs: its cluster spec (every task's address), the chief's
-// log when a chief runs, and how to reach the cluster's own TensorBoard when it runs one. kubectl
+// log when a chief runs, the log of and a shell in any task (task type TASK, index N: the TF
+// charts' `kubectl logs -f` on any task) with the count of each type, and how to reach the
+// cluster's own TensorBoard when it runs one. Their size does not grow with the tasks. kubectl
 // renders a kubectl command line for the stack's cluster.
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	out := pulumi.Map{}
 	if spec, err := ClusterSpecJSON(a); err == nil {
 		out["tfClusterSpec"] = pulumi.String(spec)
 	}
+	counts := pulumi.IntMap{}
 	for _, t := range a.Tasks {
 		if t.Type == TypeChief && t.Count > 0 {
 			// The task's container is named after its type (RenderStatefulSet).
 			out["tfChiefLogs"] = kubectl("-n %s logs -f %s-0 -c %s", a.NamespaceDNS, t.Name, t.Type)
 		}
+		if t.Count > 0 {
+			counts[t.Type] = pulumi.Int(t.Count)
+		}
 	}
+	out["tfTaskCounts"] = counts
+	// Any task: its pod is TaskName(type)-<index>, its container named after its type.
+	task := meta.TaskVar(TypeWorker)
+	out["tfTaskLogs"] = kubectl("-n %s logs -f %s%s-%s -c %s", a.NamespaceDNS, NamePrefix, task, meta.PodIndex, task)
+	out["gotoTfTask"] = kubectl("-n %s exec -it %s%s-%s -c %s -- bash", a.NamespaceDNS, NamePrefix, task, meta.PodIndex, task)
 	if tb := a.OwnTensorBoard; tb != nil {
 		out["tfTensorboardUrl"] = pulumi.String(fmt.Sprintf("http://%s.%s.svc:%d/", tb.Name, a.NamespaceDNS, TensorBoardPort))
 		out["tfTensorboardPortForward"] = kubectl("-n %s port-forward svc/%s %d:%d", a.NamespaceDNS, tb.Name, TensorBoardPort, TensorBoardPort)

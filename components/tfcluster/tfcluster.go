@@ -88,6 +88,7 @@ type Args struct {
 	Tasks          []Task       // every task type, the section's roles with their names; types with Count 0 are left out
 	LogDir         string       // TensorBoard log directory (on the claim), KOLOTOC_LOG_DIR
 	CheckpointDir  string       // checkpoint directory (on the claim), KOLOTOC_CHECKPOINT_DIR
+	EvalDir        string       // evaluation directory (on the claim), KOLOTOC_EVAL_DIR; "" for none
 	OwnTensorBoard *TensorBoard // the cluster's own TensorBoard; nil: the entrypoint's reads the shared log directory
 }
 
@@ -262,8 +263,11 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		corev1.EnvVarArgs{Name: pulumi.String(TaskTypeEnv), Value: pulumi.String(t.Type)},
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_LOG_DIR"), Value: pulumi.String(a.LogDir)},
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
-		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
+	if a.EvalDir != "" { // tfcluster.evalDir; without it the template is as before
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_EVAL_DIR"), Value: pulumi.String(a.EvalDir)})
+	}
+	env = append(env, corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")})
 	chiefReleases := a.releases() && t.Type == TypeChief
 	if chiefReleases {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
@@ -301,7 +305,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		InitContainers:               a.Code.InitContainers(),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
 			Name:    pulumi.String(t.Type),
-			Image:   pulumi.String(a.Image),
+			Image:   pulumi.String(t.Image), // the role's, default tfcluster.image
 			Command: pulumi.ToStringArray(command),
 			Args:    pulumi.ToStringArray(args),
 			Env:     env,

@@ -11,7 +11,8 @@ import (
 	"kolotoc/components/meta"
 )
 
-// ShareName is the Azure Files share every stack uses.
+// ShareName is the Azure Files share's name when FilesArgs.ShareName is empty (every stack's before
+// kolotoc:storage.shareName).
 const ShareName = "shared"
 
 // LockLevel is the management lock on a protected storage account: nobody, not the portal, the
@@ -45,6 +46,7 @@ type FilesArgs struct {
 	Tier          string             // Premium (FileStorage, SSD) | Standard (StorageV2, large file shares)
 	Protocol      string             // NFS (Premium only, no account key) | SMB (mounted with the key)
 	QuotaGiB      int                // share size in GiB
+	ShareName     string             // the share's name; "" is ShareName
 	Protect       bool               // refuse `pulumi destroy` of the account and share (they hold the checkpoints)
 	Tags          map[string]string
 	// SubnetID, when set, is the only network that reaches the account (a virtual network rule;
@@ -145,13 +147,21 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	return f, meta.RegisterOutputs(ctx, f, pulumi.Map{"account": f.Account, "shareName": f.ShareName})
 }
 
+// shareName is the share's name: FilesArgs.ShareName, else ShareName.
+func shareName(a *FilesArgs) string {
+	if a.ShareName != "" {
+		return a.ShareName
+	}
+	return ShareName
+}
+
 // RenderShare builds the share. Its protocol is chosen when it is created: a change replaces it.
 // An NFS share keeps root as root (NoRootSquash): the workloads write their checkpoints as root.
 func RenderShare(a *FilesArgs, account pulumi.StringInput) *storage.FileShareArgs {
 	share := &storage.FileShareArgs{
 		AccountName:       account,
 		ResourceGroupName: a.ResourceGroup,
-		ShareName:         pulumi.String(ShareName),
+		ShareName:         pulumi.String(shareName(a)),
 		ShareQuota:        pulumi.Int(a.QuotaGiB),
 		EnabledProtocols:  pulumi.String(a.Protocol),
 	}

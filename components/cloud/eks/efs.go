@@ -32,7 +32,9 @@ type EFSArgs struct {
 	VPCID               pulumi.StringInput   // VPC of the mount targets' security group
 	SubnetIDs           []pulumi.StringInput // one mount target in each
 	NodeSecurityGroupID pulumi.StringInput   // the only source allowed to reach NFS
-	ThroughputMode      string               // elastic | bursting
+	ThroughputMode      string               // elastic | bursting | provisioned
+	PerformanceMode     string               // generalPurpose | maxIO; "" is generalPurpose
+	ProvisionedMibps    int                  // MiB/s with ThroughputMode provisioned
 	Protect             bool                 // refuse `pulumi destroy` of the file system (it holds the checkpoints)
 	DependsOn           []pulumi.Resource    // what the add-on needs first: the node groups and the pod identity agent
 	// Backup: the file system's automatic backups on (an EFS backup policy, ENABLED: AWS Backup
@@ -102,13 +104,21 @@ func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, dep
 		return err
 	}
 	e.SecurityGroup = sg
-	fs, err := efs.NewFileSystem(ctx, name, &efs.FileSystemArgs{
+	perf := args.PerformanceMode
+	if perf == "" {
+		perf = "generalPurpose"
+	}
+	fsArgs := &efs.FileSystemArgs{
 		CreationToken:   pulumi.String(args.Name),
 		Encrypted:       pulumi.Bool(true),
-		PerformanceMode: pulumi.String("generalPurpose"),
+		PerformanceMode: pulumi.String(perf),
 		ThroughputMode:  pulumi.String(args.ThroughputMode),
 		Tags:            pulumi.StringMap{"Name": pulumi.String(args.Name)},
-	}, parent, pulumi.Protect(args.Protect))
+	}
+	if args.ThroughputMode == "provisioned" {
+		fsArgs.ProvisionedThroughputInMibps = pulumi.Float64(float64(args.ProvisionedMibps))
+	}
+	fs, err := efs.NewFileSystem(ctx, name, fsArgs, parent, pulumi.Protect(args.Protect))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,187 @@
+package tests
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"kolotoc/stacks"
+)
+
+// withGPUPoolDevices sets nodePools[<gpu>].devices on a layout's raw config.
+func withGPUPoolDevices(t *testing.T, raw stacks.Raw, devices map[string]any) stacks.Raw {
+	t.Helper()
+	var pools []map[string]any
+	if err := json.Unmarshal([]byte(raw.Values["kolotoc:nodePools"]), &pools); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pools {
+		if p["name"] == "gpu" {
+			p["devices"] = devices
+		}
+	}
+	b, _ := json.Marshal(pools)
+	raw.Values["kolotoc:nodePools"] = string(b)
+	return raw
+}
+
+// TestTowerResources: towers.resources (the Horovod chart's free-form resources block) reaches
+// every tower beside its CPU, memory and GPUs: an RDMA device requested in whole units with the
+// limit equal to the request, huge pages with their limit equal to their request and a hugetlbfs
+// emptyDir of medium HugePages-<size> on /dev/hugepages-<size> (Kubernetes docs, "Manage
+// HugePages"), and ephemeral-storage as given. The simulated GPU nodes advertise the pool's
+// devices as capacity, so the scheduler (and `make fit`) accounts for them as a cloud's would.
+func TestTowerResources(t *testing.T) {
+	raw := layoutRaw(t, 1)
+	raw = withGPUPoolDevices(t, raw, map[string]any{"rdma/hca": 1, "hugepages-2Mi": "8Gi"})
+	raw.Values["kolotoc:towers"] = `{"count":8,"resources":{"requests":{"rdma/hca":1,"hugepages-2Mi":"2Gi","ephemeral-storage":"50Gi"},"limits":{"ephemeral-storage":"100Gi"}}}`
+	rec := deploy(t, raw)
+	spec := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec")
+	c := get(spec, "containers", "[0]")
+	for _, tc := range []struct{ side, name, want string }{
+		{"requests", "rdma/hca", "1"}, {"limits", "rdma/hca", "1"},
+		{"requests", "hugepages-2Mi", "2Gi"}, {"limits", "hugepages-2Mi", "2Gi"},
+		{"requests", "ephemeral-storage", "50Gi"}, {"limits", "ephemeral-storage", "100Gi"},
+		{"requests", "nvidia.com/gpu", "8"}, {"limits", "nvidia.com/gpu", "8"},
+	} {
+		if got := get(c, "resources", tc.side, tc.name); got != tc.want {
+			t.Errorf("tower %s %s = %v, want %s", tc.side, tc.name, got, tc.want)
+		}
+	}
+	var medium, mount any
+	for _, v := range get(spec, "volumes").([]any) {
+		if get(v, "name") == "hugepages-2mi" {
+			medium = get(v, "emptyDir", "medium")
+		}
+	}
+	for _, m := range get(c, "volumeMounts").([]any) {
+		if get(m, "name") == "hugepages-2mi" {
+			mount = get(m, "mountPath")
+		}
+	}
+	if medium != "HugePages-2Mi" || mount != "/dev/hugepages-2Mi" {
+		t.Errorf("huge pages volume medium %v mounted on %v, want HugePages-2Mi on /dev/hugepages-2Mi", medium, mount)
+	}
+	var capacity string
+	for _, p := range rec.ofType(tPool) {
+		if strings.HasSuffix(p.Name, "-gpu") {
+			for k, v := range get(inputs(p), "spec", "template", "metadata", "annotations").(map[string]any) {
+				if strings.Contains(k, "capacity") {
+					capacity, _ = v.(string)
+				}
+			}
+		}
+	}
+	var capMap map[string]string
+	if err := json.Unmarshal([]byte(capacity), &capMap); err != nil || capMap["rdma/hca"] != "1" || capMap["hugepages-2Mi"] != "8Gi" {
+		t.Errorf("simulated GPU nodes' capacity %q, want rdma/hca 1 and hugepages-2Mi 8Gi", capacity)
+	}
+	// Without the key: nothing but CPU, memory and GPUs, no huge pages volume.
+	rec = deploy(t, layoutRaw(t, 1))
+	c = get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
+	if n := len(get(c, "resources", "requests").(map[string]any)); n != 3 {
+		t.Errorf("default tower requests %v, want cpu, memory and GPUs only", get(c, "resources", "requests"))
+	}
+}
+
+// TestPerRoleImages: the TF charts' light parameter-server image beside the GPU workers' image
+// (tfcluster.<role>.image, default tfcluster.image), and the Horovod chart's master image and
+// master.env (towers.launcherImage, default towers.image; towers.launcherEnv, the launcher's only).
+func TestPerRoleImages(t *testing.T) {
+	raw := workloadsRaw(t, map[string]string{"tfcluster": `{"enabled":true,"ps":{"count":2,"image":"tensorflow/tensorflow:2.17.0"},"workers":{"count":2,"gpus":4}}`})
+	rec := deploy(t, raw)
+	image := func(name string) any {
+		return get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec", "containers", "[0]", "image")
+	}
+	for name, want := range map[string]string{"tfcluster-ps": "tensorflow/tensorflow:2.17.0", "tfcluster-worker": "tensorflow/tensorflow:2.17.0-gpu", "tfcluster-chief": "tensorflow/tensorflow:2.17.0-gpu"} {
+		if got := image(name); got != want {
+			t.Errorf("%s image %v, want %s", name, got, want)
+		}
+	}
+
+	raw = layoutRaw(t, 1)
+	raw.Values["kolotoc:towers"] = `{"launcherImage":"horovod/horovod:0.28.1-cpu","launcherEnv":[{"name":"HOROVOD_LOG_LEVEL","value":"debug"}],"env":[{"name":"NCCL_DEBUG","value":"INFO"}]}`
+	rec = deploy(t, raw)
+	launcher := get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec", "containers", "[0]")
+	tower := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
+	envOf := func(c any) map[string]any {
+		out := map[string]any{}
+		for _, e := range get(c, "env").([]any) {
+			out[get(e, "name").(string)] = get(e, "value")
+		}
+		return out
+	}
+	if get(launcher, "image") != "horovod/horovod:0.28.1-cpu" || get(tower, "image") != "horovod/horovod:0.28.1" {
+		t.Errorf("launcher image %v, tower image %v", get(launcher, "image"), get(tower, "image"))
+	}
+	if le, te := envOf(launcher), envOf(tower); le["HOROVOD_LOG_LEVEL"] != "debug" || le["NCCL_DEBUG"] != "INFO" || te["HOROVOD_LOG_LEVEL"] != nil {
+		t.Errorf("launcher env %v, tower env %v: want launcherEnv on the launcher only, env on both", le, te)
+	}
+}
+
+// TestDataInJob: kolotoc:dataIn is one Job in the stack's namespace that runs the command in its
+// image as the workloads' user, with the shared claim mounted and $KOLOTOC_DATA_DIR set to
+// <storage.mountPath>/<path>; every training pod (towers and launcher, carriers, elastic workers,
+// TF tasks) waits for it, the provider awaiting the Job until it completes, and the entrypoint
+// does not (Jupyter is up while the data comes in). Without the key there is no such Job.
+func TestDataInJob(t *testing.T) {
+	raw := workloadsRaw(t, map[string]string{
+		"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["aws","s3","sync","s3://bucket/imagenet","$(KOLOTOC_DATA_DIR)"],"path":"datasets/imagenet","run":"v1"}`,
+		"towers": `{"enabled":true,"count":2,"gpusPerTower":8}`,
+	})
+	raw.Values["kolotoc:sshKeySeed"], raw.Secrets["kolotoc:sshKeySeed"] = testSeed, true
+	rec := deploy(t, raw)
+	job := inputs(rec.one(t, tJob, "data-in"))
+	c := get(job, "spec", "template", "spec", "containers", "[0]")
+	if get(c, "image") != "amazon/aws-cli:2.22.0" || get(job, "metadata", "namespace") != "kolotoc-workloads" {
+		t.Errorf("data-in Job image %v namespace %v", get(c, "image"), get(job, "metadata", "namespace"))
+	}
+	cmd, _ := get(c, "command").([]any)
+	if n := len(cmd); n < 5 || cmd[n-5] != "aws" || cmd[n-1] != "$(KOLOTOC_DATA_DIR)" {
+		t.Errorf("data-in command %v, want the user's after the wrapper", cmd)
+	}
+	env := map[string]any{}
+	for _, e := range get(c, "env").([]any) {
+		env[get(e, "name").(string)] = get(e, "value")
+	}
+	if env["KOLOTOC_DATA_DIR"] != "/shared/datasets/imagenet" || env["KOLOTOC_RUN"] != "v1" {
+		t.Errorf("data-in env %v", env)
+	}
+	if get(job, "spec", "template", "metadata", "labels", "kolotoc.dev/run") != "v1" {
+		t.Errorf("data-in pod labels %v", get(job, "spec", "template", "metadata", "labels"))
+	}
+	mounted := false
+	for _, m := range get(c, "volumeMounts").([]any) {
+		mounted = mounted || (get(m, "name") == "shared" && get(m, "mountPath") == "/shared")
+	}
+	if !mounted {
+		t.Errorf("data-in mounts %v, want the shared claim on /shared", get(c, "volumeMounts"))
+	}
+	waiters := 0
+	for _, r := range rec.sorted() {
+		if r.Type != tStatefulSet && r.Type != tJob && r.Type != tDeployment || r.Name == "data-in" || strings.HasPrefix(r.Name, "storage") {
+			continue
+		}
+		waits := waitsForURN(rec, r, "::data-in")
+		switch {
+		case r.Type == tDeployment && r.Name == "entrypoint":
+			if waits {
+				t.Errorf("the entrypoint waits for the data-in Job")
+			}
+		case get(inputs(r), "metadata", "namespace") == "kolotoc-workloads" && templateMountsClaim(r):
+			waiters++
+			if !waits {
+				t.Errorf("%s %s mounts the claim and does not wait for the data-in Job", r.Type, r.Name)
+			}
+		}
+	}
+	if waiters < 6 {
+		t.Errorf("only %d training workloads wait for the data-in Job", waiters)
+	}
+	rec = deploy(t, workloadsRaw(t, nil))
+	for _, r := range rec.ofType(tJob) {
+		if r.Name == "data-in" {
+			t.Error("a data-in Job without kolotoc:dataIn")
+		}
+	}
+}
