@@ -31,6 +31,7 @@ var keyFields = map[string]func(c *Config) any{
 	"tfcluster":         func(c *Config) any { return &c.TFCluster },
 	"monitoring":        func(c *Config) any { return &c.Monitoring },
 	"code":              func(c *Config) any { return &c.Code },
+	"dataIn":            func(c *Config) any { return &c.DataIn },
 	"suspend":           func(c *Config) any { return &c.Suspend },
 	"runAsUser":         func(c *Config) any { return &c.RunAsUser },
 	"grafanaPassword":   func(c *Config) any { return &c.GrafanaPassword },
