@@ -365,3 +365,190 @@ func TestWorkflowRulesCatch(t *testing.T) {
 		})
 	}
 }
+
+// The preview identity split (issue 30; README "What a preview can still read"): a pull
+// request's program runs on the stack's preview copy, with the copy's passphrase only, and never
+// next to the job's GitHub token; the deploy refreshes the copy after each `pulumi up`.
+
+// stepInfo: what a step runs: its `run:` script, or the action it uses and that action's inputs.
+type stepInfo struct {
+	Run  string            `yaml:"run"`
+	Uses string            `yaml:"uses"`
+	With map[string]string `yaml:"with"`
+}
+
+func (wf workflowFile) steps(name string) []stepInfo {
+	j, _ := wf.job(name)
+	out := make([]stepInfo, 0, len(j.Steps))
+	for _, n := range j.Steps {
+		var s stepInfo
+		_ = n.Decode(&s)
+		out = append(out, s)
+	}
+	return out
+}
+
+// runsProgram: a step that starts the Pulumi program (the CLI's preview, up, destroy or refresh,
+// or pulumi/actions with a command).
+var pulumiRun = regexp.MustCompile(`\bpulumi\s+(preview|up|update|destroy|refresh)\b`)
+
+func (s stepInfo) runsProgram() bool {
+	if strings.HasPrefix(s.Uses, "pulumi/actions@") {
+		return s.With["command"] != ""
+	}
+	return pulumiRun.MatchString(s.Run)
+}
+
+// writePermissions: the write scopes of a job's permissions other than id-token.
+func writePermissions(perm *yaml.Node) []string {
+	var out []string
+	switch perm.Kind {
+	case yaml.ScalarNode:
+		if perm.Value == "write-all" {
+			out = append(out, "write-all")
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(perm.Content); i += 2 {
+			if perm.Content[i].Value != "id-token" && perm.Content[i+1].Value == "write" {
+				out = append(out, perm.Content[i].Value)
+			}
+		}
+	}
+	return out
+}
+
+var (
+	githubToken  = regexp.MustCompile(`\bgithub\s*\.\s*token\b|\bsecrets\s*\.\s*GITHUB_TOKEN\b`)
+	previewStack = regexp.MustCompile(`--stack[ =]+"?[^" ]*-preview"?`)
+)
+
+// previewProgramCredentials: in a pull request's workflow, a job that runs the program must not
+// hand it the job's GitHub token (an action's inputs, pulumi/actions' github-token among them,
+// reach every process the action starts; a token with write scopes can push or comment as the
+// repository), must run it on a preview copy (`--stack <stack>-preview`, prepared by
+// `previewstack prepare`), and must never deploy.
+func previewProgramCredentials(wf workflowFile) []string {
+	if !wf.triggers()["pull_request"] {
+		return nil
+	}
+	var problems []string
+	for _, name := range wf.jobNames() {
+		runs, prepared := false, false
+		for _, s := range wf.steps(name) {
+			if strings.Contains(s.Run, "previewstack prepare") {
+				prepared = true
+			}
+			if !s.runsProgram() {
+				continue
+			}
+			runs = true
+			switch {
+			case s.Uses != "":
+				problems = append(problems, fmt.Sprintf("%s: job %s runs the program through %s: its github-token input reaches the program; install the CLI with it and run `pulumi preview` in a run step", wf.path, name, s.Uses))
+			case regexp.MustCompile(`\bpulumi\s+(up|update|destroy|refresh)\b`).MatchString(s.Run):
+				problems = append(problems, fmt.Sprintf("%s: job %s changes a stack on a pull request", wf.path, name))
+			case !previewStack.MatchString(s.Run) || !prepared:
+				problems = append(problems, fmt.Sprintf("%s: job %s previews a stack itself: preview its copy, `previewstack prepare --stack S` then `pulumi preview --stack S-preview`", wf.path, name))
+			}
+		}
+		if !runs {
+			continue
+		}
+		node := wf.Jobs[name]
+		j, _ := wf.job(name)
+		perm := &j.Perm
+		if perm.Kind == 0 {
+			perm = &wf.Perm
+		}
+		if w := writePermissions(perm); len(w) > 0 {
+			problems = append(problems, fmt.Sprintf("%s: job %s runs the program with a token that writes %v: post results from a job that runs no pull-request code", wf.path, name, w))
+		}
+		found := false
+		var walk func(n *yaml.Node)
+		walk = func(n *yaml.Node) {
+			if n.Kind == yaml.ScalarNode && githubToken.MatchString(n.Value) {
+				found = true
+			}
+			for _, c := range n.Content {
+				walk(c)
+			}
+		}
+		walk(&node)
+		if found {
+			problems = append(problems, fmt.Sprintf("%s: job %s runs the program and passes the job's GitHub token", wf.path, name))
+		}
+	}
+	return problems
+}
+
+// deployRefreshesPreviewCopy: a job that deploys (pulumi up) refreshes the stack's preview copy
+// afterwards, or pull requests would preview an old copy.
+func deployRefreshesPreviewCopy(wf workflowFile) []string {
+	var problems []string
+	for _, name := range wf.jobNames() {
+		up := false
+		for _, s := range wf.steps(name) {
+			if s.With["command"] == "up" || regexp.MustCompile(`\bpulumi\s+up\b`).MatchString(s.Run) {
+				up = true
+			}
+			if up && strings.Contains(s.Run, "previewstack copy") {
+				up = false
+			}
+		}
+		if up {
+			problems = append(problems, fmt.Sprintf("%s: job %s deploys without refreshing the preview copy afterwards (go run ./hack/previewstack copy --stack S)", wf.path, name))
+		}
+	}
+	return problems
+}
+
+// TestPreviewsRunOnCopiesWithoutTheToken holds the identity split on the committed workflows.
+func TestPreviewsRunOnCopiesWithoutTheToken(t *testing.T) {
+	for _, wf := range loadWorkflows(t) {
+		for _, p := range append(previewProgramCredentials(wf), deployRefreshesPreviewCopy(wf)...) {
+			t.Error(p)
+		}
+	}
+}
+
+// TestPreviewRulesCatch: the identity split's rules on workflows written to break them, among
+// them the preview workflow as it was before the split.
+func TestPreviewRulesCatch(t *testing.T) {
+	const pa = "pulumi/actions@8582a9e8cc630786854029b4e09281acd6794b58"
+	for _, tc := range []struct {
+		name string
+		yaml string
+		rule func(workflowFile) []string
+		want int
+	}{
+		{"the old preview: action with a command, pull-requests write",
+			"on: pull_request\njobs:\n  p:\n    permissions:\n      pull-requests: write\n    steps:\n      - uses: " + pa + "\n        with:\n          command: preview\n          comment-on-pr: true\n",
+			previewProgramCredentials, 2},
+		{"preview of the stack itself",
+			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: pulumi preview --stack prod\n", previewProgramCredentials, 1},
+		{"copy previewed without prepare",
+			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: pulumi preview --stack \"$STACK-preview\"\n", previewProgramCredentials, 1},
+		{"token handed to the program",
+			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: go run ./hack/previewstack prepare --stack s\n      - run: pulumi preview --stack s-preview\n        env:\n          GITHUB_TOKEN: ${{ github.token }}\n",
+			previewProgramCredentials, 1},
+		{"up on a pull request",
+			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: pulumi up --yes --stack s-preview\n", previewProgramCredentials, 1},
+		{"the split as committed",
+			"on: pull_request\njobs:\n  p:\n    permissions:\n      contents: read\n      id-token: write\n    steps:\n      - uses: " + pa + "\n        with:\n          pulumi-version: 3.250.0\n      - run: |\n          go run ./hack/previewstack prepare --stack \"$STACK\"\n          pulumi preview --diff --stack \"$STACK-preview\"\n  comment:\n    permissions:\n      pull-requests: write\n    steps:\n      - run: gh api x\n        env:\n          GH_TOKEN: ${{ github.token }}\n",
+			previewProgramCredentials, 0},
+		{"deploy without the copy",
+			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n", deployRefreshesPreviewCopy, 1},
+		{"deploy, then the copy",
+			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n      - run: go run ./hack/previewstack copy --stack \"$STACK\"\n", deployRefreshesPreviewCopy, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf, err := parseWorkflow(tc.name+".yml", []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.rule(wf); len(got) != tc.want {
+				t.Errorf("%d problems, want %d: %q", len(got), tc.want, got)
+			}
+		})
+	}
+}

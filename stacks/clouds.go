@@ -111,7 +111,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == ScratchEmptyDir, Labels: labels,
-			Taints: taints,
+			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
 		}
 	}
 	cl, err := gke.NewCluster(ctx, cloudClusterName, &gke.ClusterArgs{
@@ -191,6 +191,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			// A compact group runs in its zone's subnet: the first zone's unless the pool names
 			// one; with an existing VPC, the first of cluster.subnetIds.
 			Compact: f.Compact, Subnet: max(slices.Index(zones, f.Zone), 0), EFAs: f.EFAs,
+			CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
 		}
 	}
 	cl, err := eks.NewCluster(ctx, cloudClusterName, &eks.ClusterArgs{
@@ -212,6 +213,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Name: k.Name + "-efs", ClusterName: cl.ClusterName, VPCID: vpcID, SubnetIDs: subnets,
 			NodeSecurityGroupID: cl.NodeSecurityGroupID, ThroughputMode: s.Tier, Protect: s.Protect, DependsOn: nodes,
 			FileSystemID: s.FileSystemID, // an existing one: only its CSI driver is installed (storage_existing.go mounts it)
+			Backup:       s.Backup.Enabled,
 		}, onAWS, track.Option())
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
@@ -249,7 +251,8 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		pools[i] = aks.Pool{
 			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, Spot: p.Spot, Labels: c.cloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
-			Compact: c.PoolFabric(p).PlacementGroup,
+			Compact:   c.PoolFabric(p).PlacementGroup,
+			CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
 		}
 	}
 	cl, err := aks.NewCluster(ctx, cloudClusterName, &aks.ClusterArgs{
@@ -278,6 +281,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 			Account: s.Account, ResourceGroup: cl.ResourceGroup.Name, Location: k.Region, Tier: s.Tier, Protocol: protocol,
 			QuotaGiB: gibOf(s.Size), Protect: s.Protect, Tags: cloudLabels(c), SubnetID: k.SubnetID,
 			PrivateEndpoint: s.PrivateEndpoint, PrivateDNSZoneID: s.PrivateDNSZoneID,
+			ShareRetentionDays: backupDays(s),
 		}, onAzure, track.Option())
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err

@@ -173,6 +173,7 @@ func (c *Config) applyCloudDefaults() {
 	}
 	c.applyAzureDefaults()
 	c.applyAccessDefaults()
+	c.applyRecoveryDefaults()
 }
 
 // towersPool is the pool the towers will run on, as applyDefaults will choose it.
@@ -257,6 +258,7 @@ func (c *Config) validateCloud(v *validator) {
 	c.validateCloudStorage(v)
 	c.validateAzureNetwork(v)
 	c.validateAccess(v)
+	c.validateRecovery(v)
 }
 
 // validateAzureSpot refuses Spot for the pools Kolotoc's workloads run on: AKS taints every Spot

@@ -61,9 +61,12 @@ type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
 
-	Cloud     string  // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
-	Namespace string  // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
-	Cluster   Cluster // kolotoc:cluster
+	Cloud     string // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Namespace string // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
+	// kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this
+	// stack's (adopt.go); an adopted namespace is kept on destroy; default false
+	AdoptNamespace bool
+	Cluster        Cluster // kolotoc:cluster
 
 	NodePools  []NodePool // kolotoc:nodePools — at least one
 	Storage    Storage    // kolotoc:storage
@@ -99,6 +102,7 @@ type Config struct {
 	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
+	PreviewOf         string            // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
 	Fit               bool              // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
 	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
 	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
@@ -198,6 +202,17 @@ type NodePool struct {
 	// vpc.amazonaws.com/efa, NCCL's environment), gVNIC on GCP; off leaves plain TCP over the
 	// pod network. Default auto (fabric.go).
 	Fabric string `json:"fabric"`
+	// CloudName (gcp, aws, azure): the pool's name on the cloud, pinned; a replacement then
+	// deletes the old pool first (one name cannot exist twice). Default empty: a generated name
+	// that changes at each replacement, the new pool created before the old one is deleted
+	// (docs/recovery.md). Set it to a pool's current name to keep a pool made before generated
+	// names without replacing it.
+	CloudName string `json:"cloudName"`
+	// Replace (gcp, aws, azure): createFirst | deleteFirst, how a change the cloud cannot make
+	// in place replaces the pool. createFirst keeps the old pool (and its GPUs) until the new one
+	// is created, and needs quota for both; deleteFirst needs quota for one and leaves no nodes
+	// in between. Default createFirst, deleteFirst with cloudName (clouds_recovery.go).
+	Replace string `json:"replace"`
 	// Real: the pool is the local cluster's real node(s) (simulated cloud only): no Node is
 	// registered, workloads select the label kolotoc.dev/real-node=true, cpus and memory describe
 	// the real node for the capacity checks, and gpusPerNode must be 0; default false.

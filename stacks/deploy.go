@@ -32,7 +32,7 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 	for k := range raw.Values {
 		raw.Secrets[k] = ctx.IsConfigSecret(k)
 	}
-	return raw, nil
+	return raw, previewCopy(&raw, ctx.DryRun())
 }
 
 // Deploy registers the whole environment described by a validated Config and exports its
@@ -58,8 +58,13 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 
-	// Before anything is registered: a change that would replace protected storage stops here.
+	// Before anything is registered: a change that would replace protected storage stops here,
+	// and so does a namespace that exists and is not the stack's (adopt.go).
 	if err := guardStorage(ctx, c); err != nil {
+		return err
+	}
+	retain, err := checkNamespaceAdoption(c, clusterNamespaces(c), func(msg string) { _ = ctx.Log.Warn(msg, nil) })
+	if err != nil {
 		return err
 	}
 
@@ -80,7 +85,7 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		return err
 	}
 	// The namespace enforces its Pod Security level; its NetworkPolicies exist before any pod.
-	ns, err := corev1.NewNamespace(ctx, c.Namespace, isolation.Render(c.Namespace, PodSecurity(c), labels, "namespace"), k8s)
+	ns, err := corev1.NewNamespace(ctx, c.Namespace, isolation.Render(c.Namespace, PodSecurity(c), labels, "namespace"), k8s, pulumi.RetainOnDelete(retain))
 	if err != nil {
 		return err
 	}

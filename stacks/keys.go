@@ -41,6 +41,8 @@ var keyFields = map[string]func(c *Config) any{
 	"registries":        func(c *Config) any { return &c.Registries },
 	"registryPasswords": func(c *Config) any { return &c.RegistryPasswords },
 	"storageAccountKey": func(c *Config) any { return &c.StorageAccountKey },
+	"previewOf":         func(c *Config) any { return &c.PreviewOf },
+	"adoptNamespace":    func(c *Config) any { return &c.AdoptNamespace },
 }
 
 // requiredKeys have no default: Pulumi.yaml declares them without one, so the Pulumi CLI itself

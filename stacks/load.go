@@ -52,6 +52,8 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
 	"sshKeySeed":       decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
 	"fit":              decodeObject(func(c *Config) any { return &c.Fit }),
+	"previewOf":        decodeString(func(c *Config) *string { return &c.PreviewOf }),
+	"adoptNamespace":   decodeObject(func(c *Config) any { return &c.AdoptNamespace }),
 	// Private registries and existing stores (registries.go, storage_existing.go).
 	"registries":        decodeObject(func(c *Config) any { return &c.Registries }),
 	"registryPasswords": decodeRegistryPasswords,

@@ -39,16 +39,32 @@ func (c *Config) validateRunAsUser(v *validator) {
 	}
 }
 
-// storageOwner is the Job that gives the shared claim's root to the workloads' user, or nil when
-// they run as their images' users, or when an EFS access point (storage.accessPointId) decides
-// whom every file operation runs as: its POSIX user, whatever the pod's (and root's chown through
-// it is refused). It runs in the first training image of the stack (each has a shell, stat and
-// chown) on the entrypoint's pool, which the stack always has.
+// storageOwner is the Job that makes sure the workloads' user can write the shared claim
+// (storage.Owner), or nil when they run as their images' users, or when an EFS access point
+// (storage.accessPointId) decides whom every file operation runs as: its POSIX user, whatever the
+// pod's (and root's chown through it is refused). It gives the root directory to the user only
+// on a store the stack made; a store it only mounts (ExistingStore) is checked, never changed. It
+// runs in the first training image of the stack (each has a shell, id, stat and chown) on the
+// entrypoint's pool, which the stack always has.
 func (c *Config) storageOwner() *storage.Owner {
 	if !c.NonRoot() || c.Storage.AccessPointID != "" {
 		return nil
 	}
-	return &storage.Owner{UID: c.RunAsUser, Image: c.ownerImage(), Pool: c.Entrypoint.Pool}
+	return &storage.Owner{UID: c.RunAsUser, Image: c.ownerImage(), Pool: c.Entrypoint.Pool,
+		Chown: !c.ExistingStore(), MountPath: c.Storage.MountPath, Dirs: c.writtenDirs()}
+}
+
+// writtenDirs are the directories under the shared claim that Kolotoc's workloads write into:
+// the checkpoint and log trees, and the elastic and TF directories in them.
+func (c *Config) writtenDirs() []string {
+	dirs := []string{"checkpoints", "logs"}
+	if c.Elastic.Enabled && c.Elastic.RdzvID != "" {
+		dirs = append(dirs, "checkpoints/"+c.Elastic.RdzvID)
+	}
+	if c.TFCluster.Enabled {
+		dirs = append(dirs, "logs/tfcluster", "checkpoints/tfcluster")
+	}
+	return dirs
 }
 
 // ownerImage is the image the storage owner Job runs: the towers', else the carriers', the

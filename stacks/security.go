@@ -154,7 +154,7 @@ func deployIsolation(ctx *pulumi.Context, c *Config, ns pulumi.StringInput, labe
 	if name == "" {
 		return deps, nil, nil
 	}
-	agentsNS, err := corev1.NewNamespace(ctx, name, isolation.Render(name, GPUAgentsPodSecurity(c), labels, "gpu-agents"), opts...)
+	agentsNS, err := corev1.NewNamespace(ctx, name, isolation.Render(name, GPUAgentsPodSecurity(c), labels, "gpu-agents"), append(opts, pulumi.RetainOnDelete(c.AdoptNamespace))...)
 	if err != nil {
 		return nil, nil, err
 	}

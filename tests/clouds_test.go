@@ -616,11 +616,12 @@ func TestCloudNames(t *testing.T) {
 	}
 	fields := map[string][]field{
 		stacks.CloudGCP: {
-			{tGKECluster, "name", 40, false}, {tGKENodePool, "name", 40, true}, {tGCPAccount, "accountId", 30, false},
+			// A pool's name is its prefix and the provider's 26-character unique suffix.
+			{tGKECluster, "name", 40, false}, {tGKENodePool, "namePrefix", 40 - 26, true}, {tGCPAccount, "accountId", 30, false},
 			{tFilestore, "name", 63, false},
 		},
 		stacks.CloudAWS: {
-			{tEKSCluster, "name", 100, false}, {tEKSNodeGroup, "nodeGroupName", 63, true}, {tIAMRole, "name", 64, false},
+			{tEKSCluster, "name", 100, false}, {tEKSNodeGroup, "nodeGroupNamePrefix", 63 - 26, true}, {tIAMRole, "name", 64, false},
 			{tSecurityGroup, "name", 255, false}, {tEFS, "creationToken", 64, false},
 		},
 		stacks.CloudAzure: {

@@ -43,9 +43,9 @@ func TestRuns(t *testing.T) {
 		t.Errorf("launcher pods labelled run %v, want r2", got)
 	}
 	pod := get(launcher, "spec", "template", "spec")
-	if get(pod, "serviceAccountName") != "launcher-release" || get(pod, "automountServiceAccountToken") != true {
-		t.Errorf("launcher: service account %v, token %v; want launcher-release with its token",
-			get(pod, "serviceAccountName"), get(pod, "automountServiceAccountToken"))
+	if get(pod, "serviceAccountName") != "launcher-release" || !holdsReleaseToken(pod, "launcher") {
+		t.Errorf("launcher: service account %v, release token in the launcher container %v; want launcher-release with its token",
+			get(pod, "serviceAccountName"), holdsReleaseToken(pod, "launcher"))
 	}
 	env := envStrings(get(pod, "containers").([]any)[0])
 	for k, want := range map[string]string{"KOLOTOC_RUN": "r2", "KOLOTOC_ON_SUCCESS": "release", "KOLOTOC_RELEASE": "tower"} {
@@ -86,11 +86,11 @@ func TestRuns(t *testing.T) {
 			t.Errorf("binding %s: %v", role, b)
 		}
 	}
-	// Only the chief of the TF tasks holds the token.
+	// Only the chief of the TF tasks holds the token, in its TensorFlow container only.
 	for _, name := range []string{"tfcluster-chief", "tfcluster-worker", "tfcluster-ps", "tfcluster-evaluator"} {
 		spec := get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec")
-		if token := get(spec, "automountServiceAccountToken") == true; token != (name == "tfcluster-chief") {
-			t.Errorf("%s: service account token mounted = %v", name, token)
+		if token := holdsReleaseToken(spec, "chief"); token != (name == "tfcluster-chief") {
+			t.Errorf("%s: release token mounted = %v", name, token)
 		}
 	}
 
@@ -246,4 +246,26 @@ func TestTowerCountKeepsThePodTemplate(t *testing.T) {
 	if two, three := template(2), template(3); two != three {
 		t.Errorf("towers.count 2 → 3 changes the towers' pod template:\n%s\n%s", two, three)
 	}
+}
+
+// holdsReleaseToken: the pod's automount is off and its container named container mounts the
+// release account's token (meta.ReleaseTokenVolume); its other containers are checked by the
+// components' own tests (rendertest.ReleaseToken).
+func holdsReleaseToken(pod any, container string) bool {
+	if get(pod, "automountServiceAccountToken") != false {
+		return false
+	}
+	cs, _ := get(pod, "containers").([]any)
+	for _, c := range cs {
+		if get(c, "name") != container {
+			continue
+		}
+		mounts, _ := get(c, "volumeMounts").([]any)
+		for _, m := range mounts {
+			if get(m, "name") == "release-token" {
+				return true
+			}
+		}
+	}
+	return false
 }

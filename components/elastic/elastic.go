@@ -242,6 +242,11 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		}},
 	)
 	volumes = append(volumes, a.Code.Volumes()...)
+	if a.releases() {
+		// Its token is mounted into the worker container only, not the code clone before it.
+		volumes = append(volumes, meta.ReleaseTokenVolume())
+		mounts = append(mounts, meta.ReleaseTokenMount())
+	}
 	replicas := a.Nodes
 	if a.Suspend {
 		replicas = 0
@@ -277,7 +282,6 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	if a.releases() {
 		// Its token may scale the workers, and nothing else (meta.NewReleaser).
 		spec.ServiceAccountName = pulumi.String(a.Name + "-release")
-		spec.AutomountServiceAccountToken = pulumi.Bool(true)
 	}
 	return &appsv1.StatefulSetArgs{
 		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),

@@ -110,3 +110,18 @@ func TestRenderFacts(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseTokenOnlyInTheWorkerContainer: with onSuccess release every worker may release (any
+// of them can be the one whose torchrun ends the run), so each pod runs as the release account,
+// but the token is mounted into the worker container alone, never into the code clone.
+func TestReleaseTokenOnlyInTheWorkerContainer(t *testing.T) {
+	a := testArgs(func(c *Config) { c.OnSuccess = meta.OnSuccessRelease })
+	a.Site.Code = &meta.Code{Repository: "https://example.com/team/train.git", Ref: "main", Path: "/code", Image: "kolotoc/git:1"}
+	pod := rendertest.Get(rendertest.Inputs(render(t, a).One(t, "kubernetes:apps/v1:StatefulSet", Name)), "spec", "template", "spec")
+	if inits, _ := rendertest.Get(pod, "initContainers").([]any); len(inits) == 0 {
+		t.Fatal("no init container: the code clone is missing from the test")
+	}
+	rendertest.ReleaseToken(t, pod, Name+"-release", workerContainer)
+	pod = rendertest.Get(rendertest.Inputs(render(t, testArgs(nil)).One(t, "kubernetes:apps/v1:StatefulSet", Name)), "spec", "template", "spec")
+	rendertest.ReleaseToken(t, pod, "", "")
+}

@@ -328,3 +328,45 @@ func RenderReleaseRole(name string, namespace pulumi.StringInput, l Labels, comp
 		}},
 	}
 }
+
+// releaseTokenVolume holds the release account's token for the one container that releases.
+const releaseTokenVolume = "release-token"
+
+// ReleaseTokenPath is where that container finds it: the path Kubernetes mounts a pod's token at,
+// which ReleaseScript reads.
+const ReleaseTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// ReleaseTokenVolume is the release account's token as a projected volume, the same three files
+// the kubelet would mount into every container with automountServiceAccountToken (the bound token,
+// the cluster's CA from kube-root-ca.crt, the namespace): a pod that releases keeps automount off
+// and mounts this into the container that runs ReleaseScript only, so its init containers (the
+// code clone among them) and sidecars never hold the token. (kubernetes.io "Configure Service
+// Accounts for Pods": "Manually mounting a service account token via a projected volume".)
+func ReleaseTokenVolume() corev1.VolumeArgs {
+	return corev1.VolumeArgs{
+		Name: pulumi.String(releaseTokenVolume),
+		Projected: &corev1.ProjectedVolumeSourceArgs{
+			DefaultMode: pulumi.Int(0o444),
+			Sources: corev1.VolumeProjectionArray{
+				corev1.VolumeProjectionArgs{ServiceAccountToken: &corev1.ServiceAccountTokenProjectionArgs{
+					Path: pulumi.String("token"), ExpirationSeconds: pulumi.Int(3607),
+				}},
+				corev1.VolumeProjectionArgs{ConfigMap: &corev1.ConfigMapProjectionArgs{
+					Name:  pulumi.String("kube-root-ca.crt"),
+					Items: corev1.KeyToPathArray{corev1.KeyToPathArgs{Key: pulumi.String("ca.crt"), Path: pulumi.String("ca.crt")}},
+				}},
+				corev1.VolumeProjectionArgs{DownwardAPI: &corev1.DownwardAPIProjectionArgs{
+					Items: corev1.DownwardAPIVolumeFileArray{corev1.DownwardAPIVolumeFileArgs{
+						Path:     pulumi.String("namespace"),
+						FieldRef: &corev1.ObjectFieldSelectorArgs{ApiVersion: pulumi.String("v1"), FieldPath: pulumi.String("metadata.namespace")},
+					}},
+				}},
+			},
+		},
+	}
+}
+
+// ReleaseTokenMount mounts ReleaseTokenVolume, read-only, at ReleaseTokenPath.
+func ReleaseTokenMount() corev1.VolumeMountArgs {
+	return corev1.VolumeMountArgs{Name: pulumi.String(releaseTokenVolume), MountPath: pulumi.String(ReleaseTokenPath), ReadOnly: pulumi.Bool(true)}
+}

@@ -141,3 +141,21 @@ func TestReleaseOnlyToZero(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseTokenOnlyInTheLauncherContainer: the release account's token is mounted into the
+// launcher container alone, through a projected volume; the pod's automount stays off, so the code
+// clone that runs before it (an init container running git against a remote) never holds it.
+func TestReleaseTokenOnlyInTheLauncherContainer(t *testing.T) {
+	a := testArgs(func(c *Config) { c.OnSuccess = meta.OnSuccessRelease })
+	a.Site.Code = &meta.Code{Repository: "https://example.com/team/train.git", Ref: "main", Path: "/code", Image: "kolotoc/git:1"}
+	pod := rendertest.Get(rendertest.Inputs(render(t, a).One(t, "kubernetes:batch/v1:Job", "towers-launcher")), "spec", "template", "spec")
+	if inits, _ := rendertest.Get(pod, "initContainers").([]any); len(inits) == 0 {
+		t.Fatal("no init container: the code clone is missing from the test")
+	}
+	rendertest.ReleaseToken(t, pod, "launcher-release", "launcher")
+	pod = rendertest.Get(rendertest.Inputs(render(t, testArgs(nil)).One(t, "kubernetes:batch/v1:Job", "towers-launcher")), "spec", "template", "spec")
+	rendertest.ReleaseToken(t, pod, "", "")
+	// The towers never hold one.
+	towers := rendertest.Get(rendertest.Inputs(render(t, a).One(t, "kubernetes:apps/v1:StatefulSet", "towers")), "spec", "template", "spec")
+	rendertest.ReleaseToken(t, towers, "", "")
+}

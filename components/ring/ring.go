@@ -391,8 +391,10 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	if a.releases() {
 		// Its token may scale the towers, and nothing else (meta.NewReleaser).
 		envs = append(envs, env("KOLOTOC_ON_SUCCESS", meta.OnSuccessRelease), env("KOLOTOC_RELEASE", a.Name))
+		// Its token is mounted into the launcher container only, not the code clone before it.
 		spec.ServiceAccountName = pulumi.String(a.LauncherName + "-release")
-		spec.AutomountServiceAccountToken = pulumi.Bool(true)
+		spec.Volumes = append(volumes, meta.ReleaseTokenVolume())
+		mounts = append(mounts, meta.ReleaseTokenMount())
 	}
 	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
 		Name:      pulumi.String(launcherComponent),

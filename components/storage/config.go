@@ -69,8 +69,22 @@ type Config struct {
 	ResourceGroup string   `json:"resourceGroup"` // azurefiles with share: the account's resource group; required with share
 	MountOptions  []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
 
+	// Backup (a file store Kolotoc creates: efs, azurefiles): copies of the shared data that
+	// outlive a deletion or an overwrite (stacks/clouds_recovery.go, docs/recovery.md).
+	Backup BackupConfig `json:"backup"`
+
 	// AllowReplace lets one update replace storage deployed with protect (stacks/guard.go); default false.
 	AllowReplace bool `json:"allowReplace"`
+}
+
+// BackupConfig is kolotoc:storage.backup.
+type BackupConfig struct {
+	// Enabled: efs, the file system's automatic backups (AWS Backup's default plan: daily, kept
+	// 35 days); azurefiles, share soft delete (a deleted share is kept RetentionDays and can be
+	// undeleted). Default false.
+	Enabled bool `json:"enabled"`
+	// RetentionDays (azurefiles): days a deleted share stays recoverable, 1..365; default 7.
+	RetentionDays int `json:"retentionDays"`
 }
 
 // ScratchConfig is per-pod fast local space (kolotoc:storage.scratch).

@@ -53,12 +53,15 @@ func localArgs(owner *Owner) *Args {
 	}
 }
 
-// TestOwnerJob: with an Owner, one Job gives the claim's root to the uid, after the claim is bound,
-// as root with CAP_CHOWN alone; pods wait for it (Storage.Ready). Without one there is no Job and
-// pods wait for the claim alone.
+// TestOwnerJob: with an Owner, one Job gives the claim's root to the uid (an init container, as
+// root with CAP_CHOWN alone) and then checks, as the uid with no capability, that the root and
+// the workloads' directories can be written; after the claim is bound; pods wait for it
+// (Storage.Ready). On a store the stack only mounts there is no chown, the check alone. Without
+// an Owner there is no Job and pods wait for the claim alone.
 func TestOwnerJob(t *testing.T) {
 	const jobKey = "kubernetes:batch/v1:Job::storage-owner"
-	m, ready := runStorage(t, localArgs(&Owner{UID: 1000, Image: "kolotoc.local/mpi:1", Pool: "node"}))
+	m, ready := runStorage(t, localArgs(&Owner{UID: 1000, Image: "kolotoc.local/mpi:1", Pool: "node", Chown: true,
+		MountPath: "/data", Dirs: []string{"checkpoints", "logs/tfcluster"}}))
 	job, ok := m.reg[jobKey]
 	if !ok {
 		t.Fatalf("no owner Job among %v", keys(m.reg))
@@ -73,25 +76,47 @@ func TestOwnerJob(t *testing.T) {
 		t.Errorf("Storage.Ready = %v, want the claim and the owner Job", ready)
 	}
 	pod := job.inputs["spec"].ObjectValue()["template"].ObjectValue()["spec"].ObjectValue()
-	c := pod["containers"].ArrayValue()[0].ObjectValue()
+	c := pod["initContainers"].ArrayValue()[0].ObjectValue()
 	args := c["args"].ArrayValue()
-	if len(args) != 2 || args[0].StringValue() != "/shared" || args[1].StringValue() != "1000:1000" {
-		t.Errorf("owner args %v, want [/shared 1000:1000]", args)
+	if len(args) != 2 || args[0].StringValue() != "/data" || args[1].StringValue() != "1000:1000" {
+		t.Errorf("chown args %v, want [/data 1000:1000]", args)
 	}
 	sc := c["securityContext"].ObjectValue()
 	if sc["runAsUser"].NumberValue() != 0 || sc["runAsNonRoot"].BoolValue() || sc["allowPrivilegeEscalation"].BoolValue() {
-		t.Errorf("owner container security %v: want root, no escalation", sc)
+		t.Errorf("chown container security %v: want root, no escalation", sc)
 	}
 	caps := sc["capabilities"].ObjectValue()
 	if add := caps["add"].ArrayValue(); len(add) != 1 || add[0].StringValue() != "CHOWN" {
-		t.Errorf("owner capabilities add %v, want [CHOWN] alone", add)
+		t.Errorf("chown capabilities add %v, want [CHOWN] alone", add)
 	}
 	if drop := caps["drop"].ArrayValue(); len(drop) != 1 || drop[0].StringValue() != "ALL" {
-		t.Errorf("owner capabilities drop %v, want [ALL]", drop)
+		t.Errorf("chown capabilities drop %v, want [ALL]", drop)
+	}
+	check := pod["containers"].ArrayValue()[0].ObjectValue()
+	var cmd []string
+	for _, v := range check["command"].ArrayValue() {
+		cmd = append(cmd, v.StringValue())
+	}
+	if len(cmd) != 7 || cmd[2] != WritableScript || !slices.Equal(cmd[4:], []string{"/data", "/data/checkpoints", "/data/logs/tfcluster"}) {
+		t.Errorf("check command %q, want the writable script over the root and the workloads' directories", cmd)
+	}
+	csc := check["securityContext"].ObjectValue()
+	if csc["runAsUser"].NumberValue() != 1000 || !csc["runAsNonRoot"].BoolValue() || csc["capabilities"].ObjectValue()["add"].IsArray() {
+		t.Errorf("check container security %v: want uid 1000, non-root, no capability", csc)
 	}
 	claim := pod["volumes"].ArrayValue()[0].ObjectValue()["persistentVolumeClaim"].ObjectValue()["claimName"]
 	if claim != resource.NewStringProperty("shared") {
 		t.Errorf("owner mounts claim %v, want shared", claim)
+	}
+
+	// A store the stack does not own: checked, never chowned.
+	m, _ = runStorage(t, localArgs(&Owner{UID: 1000, Image: "kolotoc.local/mpi:1", Pool: "node"}))
+	pod = m.reg[jobKey].inputs["spec"].ObjectValue()["template"].ObjectValue()["spec"].ObjectValue()
+	if pod["initContainers"].IsArray() && len(pod["initContainers"].ArrayValue()) > 0 {
+		t.Errorf("a store the stack does not own is chowned: %v", pod["initContainers"])
+	}
+	if name := pod["containers"].ArrayValue()[0].ObjectValue()["name"].StringValue(); name != "check" {
+		t.Errorf("container %s, want the check", name)
 	}
 
 	m, ready = runStorage(t, localArgs(nil))
@@ -173,5 +198,57 @@ func TestOwnerScriptRefused(t *testing.T) {
 	}
 	if !strings.Contains(out, "refused to give /shared (0:0) to 4242:4242") || !strings.Contains(out, "set kolotoc:runAsUser to 0") {
 		t.Errorf("the failure does not say what to do:\n%s", out)
+	}
+}
+
+// TestWritableScript runs the check as a real user (setpriv, as the kubelet would start it) on
+// real directories: a root-owned tree fails, naming the directory, its owner and mode, and what to
+// do; a subdirectory an older update left to root fails on its own; once given to the user it
+// passes; a directory that does not exist yet is skipped.
+func TestWritableScript(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files of another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) is missing")
+	}
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} { // the test's directories are 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := filepath.Join(root, "shared")
+	old := filepath.Join(shared, "checkpoints")
+	for _, d := range []string{shared, old} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func() (string, error) {
+		cmd := exec.Command(setpriv, "--reuid=4242", "--regid=4242", "--clear-groups", "/bin/sh", "-c", WritableScript, "shared-owner",
+			shared, old, filepath.Join(shared, "logs"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run()
+	if err == nil || !strings.Contains(out, shared+" is not writable by uid 4242 (owner 0:0, mode 755)") || !strings.Contains(out, "chown 4242:4242") {
+		t.Fatalf("a root-owned store passed the check or was not named (%v):\n%s", err, out)
+	}
+	if err := os.Chown(shared, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(); err == nil || !strings.Contains(out, old+" is not writable") || strings.Contains(out, shared+" is not") {
+		t.Fatalf("an older root-owned subdirectory passed, or the root was named again (%v):\n%s", err, out)
+	}
+	if err := os.Chown(old, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(); err != nil || !strings.Contains(out, "writable by uid 4242") {
+		t.Fatalf("a tree the user owns failed (%v):\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(shared); len(entries) != 1 {
+		t.Errorf("the check left files behind: %v", entries)
 	}
 }

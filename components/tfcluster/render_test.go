@@ -131,3 +131,27 @@ func TestRenderFacts(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseTokenOnlyInTheChief: with onSuccess release only the chief's pod runs as the release
+// account, and only its TensorFlow container mounts the token; the other task types hold none.
+func TestReleaseTokenOnlyInTheChief(t *testing.T) {
+	a := testArgs(func(c *Config) {
+		c.OnSuccess = meta.OnSuccessRelease
+		c.Chief.Count = 1
+	})
+	a.Tasks = a.Config.Tasks(nil)
+	a.Site.Code = &meta.Code{Repository: "https://example.com/team/train.git", Ref: "main", Path: "/code", Image: "kolotoc/git:1"}
+	rec := render(t, a)
+	sets := rec.OfType("kubernetes:apps/v1:StatefulSet")
+	if len(sets) < 2 {
+		t.Fatalf("%d task StatefulSets, want the chief and others", len(sets))
+	}
+	for _, s := range sets {
+		pod := rendertest.Get(rendertest.Inputs(s), "spec", "template", "spec")
+		if s.Name == "tfcluster-"+TypeChief {
+			rendertest.ReleaseToken(t, pod, releaseName(a), TypeChief)
+		} else {
+			rendertest.ReleaseToken(t, pod, "", "")
+		}
+	}
+}

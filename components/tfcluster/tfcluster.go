@@ -283,6 +283,11 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		}},
 	)
 	volumes = append(volumes, a.Code.Volumes()...)
+	if chiefReleases {
+		// Its token is mounted into the chief container only, not the code clone before it.
+		volumes = append(volumes, meta.ReleaseTokenVolume())
+		mounts = append(mounts, meta.ReleaseTokenMount())
+	}
 	replicas := t.Count
 	if a.Suspend {
 		replicas = 0
@@ -313,7 +318,6 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	if chiefReleases {
 		// Its token may scale the cluster's task types, and nothing else (meta.NewReleaser).
 		pod.ServiceAccountName = pulumi.String(releaseName(a))
-		pod.AutomountServiceAccountToken = pulumi.Bool(true)
 	}
 	return &appsv1.StatefulSetArgs{
 		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),

@@ -1,19 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -150,7 +142,7 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 		m.Secrets[ns+k] = s
 	}
 	if ep, ok := m.Config[ns+"entrypoint"].(map[string]any); ok && ep["tlsCertificate"] != nil {
-		cert, key, err := throwAwayCertificate(m.Name)
+		cert, key, err := throwaway.Certificate(m.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -184,31 +176,4 @@ func objectAt(cfg map[string]any, key string) map[string]any {
 	o := map[string]any{}
 	cfg[key] = o
 	return o
-}
-
-// throwAwayCertificate: a self-signed certificate and its PEM key, valid for a day.
-func throwAwayCertificate(name string) (cert, key string, err error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		return "", "", err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return "", "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})), nil
 }

@@ -74,6 +74,10 @@ func TestGPUDevStack(t *testing.T) {
 		}
 	})
 
+	t.Run("a preview copy previews it without its secrets", func(t *testing.T) {
+		s.sub(t).assertPreviewCopy(t)
+	})
+
 	// The dev GPU pool holds two 8-GPU towers; a third comes with a third GPU node.
 	threeTowers := map[string]any{
 		"towers":    map[string]any{"count": 3, "gpusPerTower": 8, "pool": "gpu"},

@@ -9,8 +9,11 @@
 package aks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi-azure-native-sdk/authorization/v2"
 	"github.com/pulumi/pulumi-azure-native-sdk/compute/v2"
@@ -75,15 +78,23 @@ type Taint = kubeaccess.Taint
 
 // Pool is one AKS agent pool.
 type Pool struct {
-	Name     string            // agent pool name: 1-12 lower-case letters and digits
-	VMSize   string            // e.g. Standard_ND96asr_v4
-	Nodes    int               // initial node count
-	MinNodes int               // autoscaling lower bound; autoscaling is on when MinNodes < MaxNodes
-	MaxNodes int               // autoscaling upper bound
-	Zones    []string          // availability zones "1".."3"; empty = none
-	Spot     bool              // Spot priority
-	Labels   map[string]string // every Kubernetes label of the nodes
-	Taints   []Taint           // every taint of the nodes, the GPU taint included (Spot pools get SpotTaint as well)
+	Name string // the pool's Kolotoc name: its agent pool's name starts with it (PoolName)
+	// CloudName pins the agent pool's name (1-12 lower-case letters and digits); empty = PoolName
+	// generates one that changes with every setting AKS cannot change in place, so a replacement
+	// can create first.
+	CloudName string
+	// DeleteFirst: a replacement deletes the old pool before creating the new one (quota for one
+	// pool only, and no GPUs between the two); otherwise the new pool is up before the old goes.
+	// Required with CloudName: one name cannot exist twice.
+	DeleteFirst bool
+	VMSize      string            // e.g. Standard_ND96asr_v4
+	Nodes       int               // initial node count
+	MinNodes    int               // autoscaling lower bound; autoscaling is on when MinNodes < MaxNodes
+	MaxNodes    int               // autoscaling upper bound
+	Zones       []string          // availability zones "1".."3"; empty = none
+	Spot        bool              // Spot priority
+	Labels      map[string]string // every Kubernetes label of the nodes
+	Taints      []Taint           // every taint of the nodes, the GPU taint included (Spot pools get SpotTaint as well)
 	// Compact: the pool's VMs in a proximity placement group of its own, <cluster>-<pool>, in the
 	// cluster's resource group (AKS, "Use proximity placement groups to reduce latency for your
 	// AKS cluster": a group maps to one availability zone, and a pool joins one only when it is
@@ -219,8 +230,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 		ap, err := containerservice.NewAgentPool(ctx, name+"-"+p.Name, RenderAgentPool(args, p, rg.Name, cluster.Name, ppg), parent,
 			pulumi.Timeouts(AgentPoolTimeouts), pulumi.DependsOn(poolDeps),
-			// An agent pool's name is its identity: a replacement must delete first.
-			pulumi.DeleteBeforeReplace(true),
+			// A generated name lets the new pool exist beside the old: a GPU pool keeps its GPUs
+			// until its replacement has nodes, and a stockout fails the creation, not the pool.
+			pulumi.DeleteBeforeReplace(p.DeleteFirst || p.CloudName != ""),
 			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
 		if err != nil {
 			return nil, err
@@ -377,7 +389,7 @@ func RenderPlacementGroup(a *ClusterArgs, p Pool, resourceGroup pulumi.StringInp
 // none.
 func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster, ppg pulumi.StringInput) *containerservice.AgentPoolArgs {
 	ap := &containerservice.AgentPoolArgs{
-		AgentPoolName:     pulumi.String(p.Name),
+		AgentPoolName:     pulumi.String(PoolName(a, p)),
 		ResourceGroupName: resourceGroup,
 		ResourceName:      cluster,
 		Mode:              pulumi.String("User"),
@@ -417,6 +429,37 @@ func RenderAgentPool(a *ClusterArgs, p Pool, resourceGroup, cluster, ppg pulumi.
 		ap.SpotMaxPrice = pulumi.Float64(spotMaxPrice)
 	}
 	return ap
+}
+
+// Agent pool names (AKS, "Create node pools": a Linux pool's name is 1-12 lower-case letters and
+// digits, starting with a letter): a generated name is the pool's name cut to poolStemLen and
+// poolHashLen hexadecimal digits of what the pool is made of.
+const (
+	PoolNameMax = 12
+	poolHashLen = 4
+	poolStemLen = PoolNameMax - poolHashLen
+)
+
+// PoolName is the agent pool's name: its CloudName, or the pool's name cut to 8 characters and a
+// hash of every setting AKS fixes when it creates a pool (VM size, OS disk, zones, subnet,
+// priority, placement), so a change to any of them is a new name, and the new pool is created
+// beside the old one. Azure's own agent pool ID is unchanged by anything else (the count,
+// autoscaling, labels, taints and tags are updated in place).
+func PoolName(a *ClusterArgs, p Pool) string {
+	if p.CloudName != "" {
+		return p.CloudName
+	}
+	stem := p.Name
+	if len(stem) > poolStemLen {
+		stem = stem[:poolStemLen]
+	}
+	h := sha256.New()
+	for _, v := range []string{p.Name, p.VMSize, fmt.Sprint(osDiskGiB), strings.Join(p.Zones, ","), a.SubnetID,
+		fmt.Sprint(p.Spot), fmt.Sprint(p.Compact), "Linux", "VirtualMachineScaleSets"} {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
+	}
+	return stem + hex.EncodeToString(h.Sum(nil))[:poolHashLen]
 }
 
 func autoscaled(p Pool) bool { return p.MinNodes < p.MaxNodes }

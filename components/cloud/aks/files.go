@@ -53,6 +53,10 @@ type FilesArgs struct {
 	// PrivateEndpoint (NFS, with SubnetID): the account's public endpoint refuses every network
 	// and the share is reached through a private endpoint in the subnet (private.go).
 	PrivateEndpoint bool
+	// ShareRetentionDays > 0 turns on share soft delete for the account: a deleted share (by
+	// Pulumi, a replacement, or by hand) is kept that many days (1..365) and can be undeleted;
+	// 0 leaves the account's file service settings alone.
+	ShareRetentionDays int
 	// PrivateDNSZoneID, with PrivateEndpoint: an existing privatelink.file.core.windows.net zone,
 	// already linked to the subnet's virtual network, in place of one made for the stack.
 	PrivateDNSZoneID string
@@ -67,6 +71,8 @@ type Files struct {
 	// Kubernetes Secret and nowhere else. Only an SMB share has one: with NFS it is never read
 	// (the account refuses shared keys) and Key is the zero output.
 	Key pulumi.StringOutput
+	// FileService holds the account's share soft delete; nil without ShareRetentionDays.
+	FileService *storage.FileServiceProperties
 	// Lock is the CanNotDelete lock of a protected account; nil without Protect.
 	Lock *authorization.ManagementLockByScope
 	// Ready is what a mount of the share waits for: with a private endpoint, the DNS records that
@@ -104,6 +110,11 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	share, err := storage.NewFileShare(ctx, name, RenderShare(args, account.Name), pulumi.Parent(f), protect)
 	if err != nil {
 		return nil, err
+	}
+	if args.ShareRetentionDays > 0 {
+		if f.FileService, err = storage.NewFileServiceProperties(ctx, name, RenderFileService(args, account.Name), pulumi.Parent(f)); err != nil {
+			return nil, err
+		}
 	}
 	if args.Protect {
 		f.Lock, err = authorization.NewManagementLockByScope(ctx, name, &authorization.ManagementLockByScopeArgs{
@@ -148,6 +159,26 @@ func RenderShare(a *FilesArgs, account pulumi.StringInput) *storage.FileShareArg
 		share.RootSquash = pulumi.String("NoRootSquash")
 	}
 	return share
+}
+
+// FileServiceName is the one file service of a storage account, as Azure names it.
+const FileServiceName = "default"
+
+// RenderFileService turns on share soft delete: a deleted share is kept ShareRetentionDays and
+// can be undeleted (Azure Files, "Enable soft delete on Azure file shares",
+// https://learn.microsoft.com/en-us/azure/storage/files/storage-files-enable-soft-delete).
+// It does not outlive the account: deleting the storage account deletes its soft-deleted shares,
+// which storage.protect's lock prevents.
+func RenderFileService(a *FilesArgs, account pulumi.StringInput) *storage.FileServicePropertiesArgs {
+	return &storage.FileServicePropertiesArgs{
+		AccountName:       account,
+		ResourceGroupName: a.ResourceGroup,
+		FileServicesName:  pulumi.String(FileServiceName),
+		ShareDeleteRetentionPolicy: &storage.DeleteRetentionPolicyArgs{
+			Enabled: pulumi.Bool(true),
+			Days:    pulumi.Int(a.ShareRetentionDays),
+		},
+	}
 }
 
 // publicNetworkAccess is the account's publicNetworkAccess: Disabled behind a private endpoint.

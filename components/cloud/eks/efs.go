@@ -35,6 +35,10 @@ type EFSArgs struct {
 	ThroughputMode      string               // elastic | bursting
 	Protect             bool                 // refuse `pulumi destroy` of the file system (it holds the checkpoints)
 	DependsOn           []pulumi.Resource    // what the add-on needs first: the node groups and the pod identity agent
+	// Backup: the file system's automatic backups on (an EFS backup policy, ENABLED: AWS Backup
+	// backs it up daily in its default plan and keeps each backup 35 days); false leaves them
+	// off, as EFS's API creates file systems.
+	Backup bool
 	// FileSystemID, when set, is an existing file system to mount: no file system, mount target
 	// or security group is created (the file system's own mount targets must admit NFS from the
 	// nodes), only the CSI driver that mounts it.
@@ -47,7 +51,9 @@ type EFS struct {
 	FileSystemID  pulumi.StringOutput
 	SecurityGroup *ec2.SecurityGroup
 	Driver        *eks.Addon
-	MountTargets  []*efs.MountTarget
+	// BackupPolicy turns the automatic backups on; nil without EFSArgs.Backup.
+	BackupPolicy *efs.BackupPolicy
+	MountTargets []*efs.MountTarget
 }
 
 // NewEFS registers the file system, reachable over NFS from the nodes only, and the CSI driver;
@@ -107,6 +113,11 @@ func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, dep
 		return err
 	}
 	e.FileSystemID = fs.ID().ToStringOutput()
+	if args.Backup {
+		if e.BackupPolicy, err = efs.NewBackupPolicy(ctx, name, RenderBackupPolicy(fs.ID()), parent); err != nil {
+			return err
+		}
+	}
 	for i, subnet := range args.SubnetIDs {
 		mt, err := efs.NewMountTarget(ctx, fmt.Sprintf("%s-%d", name, i), &efs.MountTargetArgs{
 			FileSystemId:   fs.ID(),
@@ -137,5 +148,19 @@ func RenderSecurityGroup(a *EFSArgs) *ec2.SecurityGroupArgs {
 			SecurityGroups: pulumi.StringArray{a.NodeSecurityGroupID},
 		}},
 		Tags: pulumi.StringMap{"Name": pulumi.String(a.Name)},
+	}
+}
+
+// BackupStatus is the status of an EFS backup policy that turns automatic backups on.
+const BackupStatus = "ENABLED"
+
+// RenderBackupPolicy turns on the file system's automatic backups: AWS Backup then backs it up
+// daily in its default backup plan and vault, each backup kept 35 days (Amazon EFS, "Backing
+// up EFS file systems", https://docs.aws.amazon.com/efs/latest/ug/awsbackup.html). Deleting the
+// policy (storage.backup.enabled false) turns them off; the backups taken stay in the vault.
+func RenderBackupPolicy(fileSystem pulumi.IDOutput) *efs.BackupPolicyArgs {
+	return &efs.BackupPolicyArgs{
+		FileSystemId: fileSystem.ToStringOutput(),
+		BackupPolicy: &efs.BackupPolicyBackupPolicyArgs{Status: pulumi.String(BackupStatus)},
 	}
 }

@@ -57,7 +57,14 @@ type Taint = kubeaccess.Taint
 
 // Pool is one managed node group.
 type Pool struct {
-	Name         string            // node group name
+	Name string // the pool's Kolotoc name; the node group's name starts with it (NamePrefix)
+	// CloudName pins the node group's name on EKS (at most 63 characters); empty = the provider
+	// makes a new one from NamePrefix at each creation, so a replacement can create first.
+	CloudName string
+	// DeleteFirst: a replacement deletes the old group before creating the new one (quota for
+	// one group only, and no GPUs between the two); otherwise the new group is up before the old
+	// goes. Required with CloudName: one name cannot exist twice.
+	DeleteFirst  bool
 	InstanceType string            // e.g. p4d.24xlarge
 	Nodes        int               // desired size when created
 	MinNodes     int               // minimum size
@@ -157,8 +164,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn, lt), parent,
 			pulumi.DependsOn(nodeDeps),
 			pulumi.Timeouts(NodeGroupTimeouts),
-			// An explicit node group name cannot exist twice: a replacement must delete first.
-			pulumi.DeleteBeforeReplace(true),
+			// A generated name lets the new group exist beside the old: a GPU group keeps its
+			// GPUs until its replacement has nodes, and a stockout fails the creation, not the group.
+			pulumi.DeleteBeforeReplace(p.DeleteFirst || p.CloudName != ""),
 			// A cluster autoscaler, if installed, owns the desired size once the group exists.
 			pulumi.IgnoreChanges([]string{"scalingConfig.desiredSize"}))
 		if err != nil {
@@ -253,7 +261,6 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 	}
 	ng := &eks.NodeGroupArgs{
 		ClusterName:   cluster,
-		NodeGroupName: pulumi.String(p.Name),
 		NodeRoleArn:   nodeRoleArn,
 		SubnetIds:     pulumi.StringArray(poolSubnets(a, p)),
 		AmiType:       pulumi.String(ami),
@@ -268,6 +275,11 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 		// One node at a time: a surge node of an 8-GPU instance needs quota nobody has.
 		UpdateConfig: &eks.NodeGroupUpdateConfigArgs{MaxUnavailable: pulumi.Int(1)},
 		Labels:       pulumi.ToStringMap(p.Labels),
+	}
+	if p.CloudName != "" {
+		ng.NodeGroupName = pulumi.String(p.CloudName)
+	} else {
+		ng.NodeGroupNamePrefix = pulumi.String(NamePrefix(p.Name))
 	}
 	if lt != nil {
 		// EKS refuses a disk size beside a launch template: the template has the root volume.
@@ -286,6 +298,13 @@ func RenderNodeGroup(a *ClusterArgs, p Pool, cluster, nodeRoleArn pulumi.StringI
 	}
 	return ng
 }
+
+// NodeGroupNameMax is EKS's limit on node group names (characters).
+const NodeGroupNameMax = 63
+
+// NamePrefix is the nodeGroupNamePrefix of a pool without a CloudName: the provider appends a
+// unique suffix of kubeaccess.UniqueSuffixLen characters to it, within NodeGroupNameMax.
+func NamePrefix(pool string) string { return kubeaccess.NamePrefix(pool, NodeGroupNameMax) }
 
 // newRole registers an IAM role with its trust policy and managed policies attached.
 func newRole(ctx *pulumi.Context, name, roleName, trust string, policies []string, opts ...pulumi.ResourceOption) (*iam.Role, []pulumi.Resource, error) {

@@ -67,7 +67,14 @@ type Taint = kubeaccess.Taint
 
 // Pool is one GKE node pool. Node counts are totals across the pool's zones.
 type Pool struct {
-	Name            string            // node pool name (at most 40 characters)
+	Name string // the pool's Kolotoc name; the node pool's name starts with it (NamePrefix)
+	// CloudName pins the node pool's name on GKE (at most 40 characters); empty = GKE's provider
+	// makes a new one from NamePrefix at each creation, so a replacement can create first.
+	CloudName string
+	// DeleteFirst: a replacement deletes the old pool before creating the new one (quota for one
+	// pool only, and no GPUs between the two); otherwise the new pool is up before the old goes.
+	// Required with CloudName: one name cannot exist twice.
+	DeleteFirst     bool
 	MachineType     string            // e.g. a2-highgpu-8g
 	Nodes           int               // initial nodes (total)
 	MinNodes        int               // autoscaling lower bound (total); autoscaling is on when MinNodes < MaxNodes
@@ -197,9 +204,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		pool, err := container.NewNodePool(ctx, name+"-"+p.Name, RenderNodePool(args, p, cluster.Name, sa.Email), parent,
 			pulumi.DependsOn(roles),
 			pulumi.Timeouts(NodePoolTimeouts),
-			// An explicit pool name cannot exist twice: a replacement must delete first. For
-			// GPU pools that is also what quota allows.
-			pulumi.DeleteBeforeReplace(true),
+			// A generated name lets the new pool exist beside the old: a GPU pool keeps its GPUs
+			// until its replacement has nodes, and a stockout fails the creation, not the pool.
+			pulumi.DeleteBeforeReplace(p.DeleteFirst || p.CloudName != ""),
 			// The autoscaler owns the node count once the pool exists.
 			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
 		if err != nil {
@@ -307,12 +314,16 @@ func RenderNodePool(a *ClusterArgs, p Pool, cluster, serviceAccount pulumi.Strin
 		zones = 1
 	}
 	np := &container.NodePoolArgs{
-		Name:       pulumi.String(p.Name),
 		Cluster:    cluster,
 		Project:    optional(a.Project),
 		Location:   pulumi.String(a.Location()),
 		Management: &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)},
 		NodeConfig: renderNodeConfig(a, p, serviceAccount),
+	}
+	if p.CloudName != "" {
+		np.Name = pulumi.String(p.CloudName)
+	} else {
+		np.NamePrefix = pulumi.String(NamePrefix(p.Name))
 	}
 	if len(p.Zones) > 0 {
 		np.NodeLocations = pulumi.ToStringArray(p.Zones)
@@ -380,6 +391,13 @@ func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput)
 	}
 	return nc
 }
+
+// PoolNameMax is GKE's limit on node pool names (characters).
+const PoolNameMax = 40
+
+// NamePrefix is the namePrefix of a pool without a CloudName: GKE's provider appends a unique
+// suffix of kubeaccess.UniqueSuffixLen characters to it, within PoolNameMax.
+func NamePrefix(pool string) string { return kubeaccess.NamePrefix(pool, PoolNameMax) }
 
 func autoscaled(p Pool) bool { return p.MinNodes < p.MaxNodes }
 

@@ -56,3 +56,19 @@ func TaintEffect(effect string) string {
 	}
 	return "NO_SCHEDULE"
 }
+
+// UniqueSuffixLen is the length of the suffix Terraform-based providers append to a name prefix
+// (a timestamp and a counter: terraform-plugin-sdk's id.PrefixedUniqueId), which is how the
+// GKE and EKS providers make a node pool's name when given namePrefix.
+const UniqueSuffixLen = 26
+
+// NamePrefix is a pool's name prefix for a cloud whose pool names are at most max characters
+// once the provider's unique suffix is appended: the pool's name, cut to fit and ended by '-'.
+// Two pools may share a prefix; the suffix keeps their names apart.
+func NamePrefix(pool string, max int) string {
+	room := max - UniqueSuffixLen - 1
+	if len(pool) > room {
+		pool = strings.TrimRight(pool[:room], "-_")
+	}
+	return pool + "-"
+}

@@ -47,3 +47,23 @@ func TestTaintString(t *testing.T) {
 		t.Errorf("taint %q, want kubectl's notation", got)
 	}
 }
+
+// TestNamePrefix: a pool's name prefix leaves room for the provider's unique suffix within the
+// cloud's limit (GKE 40, EKS 63), and never ends in a doubled separator.
+func TestNamePrefix(t *testing.T) {
+	for _, c := range []struct {
+		pool string
+		max  int
+		want string
+	}{
+		{"gpu", 40, "gpu-"},
+		{"a100-spot-training", 40, "a100-spot-tra-"},
+		{"abcdefghijkl-mn", 40, "abcdefghijkl-"},
+		{"a100-spot-training", 63, "a100-spot-training-"},
+	} {
+		got := NamePrefix(c.pool, c.max)
+		if got != c.want || len(got)+UniqueSuffixLen > c.max {
+			t.Errorf("NamePrefix(%q, %d) = %q (%d with the suffix), want %q within %d", c.pool, c.max, got, len(got)+UniqueSuffixLen, c.want, c.max)
+		}
+	}
+}

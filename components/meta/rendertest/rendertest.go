@@ -353,3 +353,51 @@ func NoSecretIn(t *testing.T, got []byte, secrets ...string) {
 		}
 	}
 }
+
+// ReleaseToken checks a pod spec's service-account token: with account set, the pod runs as that
+// account with automount off, and the projected release-token volume (meta.ReleaseTokenVolume) is
+// mounted read-only at the token path into the container named holder only, never into an init
+// container or another container; with account "", no container holds a token.
+func ReleaseToken(t *testing.T, pod any, account, holder string) {
+	t.Helper()
+	if Get(pod, "automountServiceAccountToken") != false {
+		t.Errorf("automountServiceAccountToken %v: want false, the token mounted where it is needed only", Get(pod, "automountServiceAccountToken"))
+	}
+	if account != "" && Get(pod, "serviceAccountName") != account {
+		t.Errorf("service account %v, want %s", Get(pod, "serviceAccountName"), account)
+	}
+	mounted := func(c any) bool {
+		mounts, _ := Get(c, "volumeMounts").([]any)
+		for _, m := range mounts {
+			if Get(m, "name") == "release-token" {
+				if Get(m, "mountPath") != meta.ReleaseTokenPath || Get(m, "readOnly") != true {
+					t.Errorf("container %v mounts the token at %v (read-only %v)", Get(c, "name"), Get(m, "mountPath"), Get(m, "readOnly"))
+				}
+				return true
+			}
+		}
+		return false
+	}
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _ := Get(pod, list).([]any)
+		for _, c := range cs {
+			want := account != "" && list == "containers" && Get(c, "name") == holder
+			if got := mounted(c); got != want {
+				t.Errorf("%s %v mounts the release token: %v, want %v", list, Get(c, "name"), got, want)
+			}
+		}
+	}
+	if account == "" {
+		return
+	}
+	vols, _ := Get(pod, "volumes").([]any)
+	for _, v := range vols {
+		if Get(v, "name") == "release-token" {
+			if Get(v, "projected", "sources", "[0]", "serviceAccountToken", "path") != "token" {
+				t.Errorf("release-token volume %v: want the projected bound token", v)
+			}
+			return
+		}
+	}
+	t.Error("no release-token volume")
+}
