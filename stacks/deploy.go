@@ -33,6 +33,7 @@ func RawFromEnv(ctx *pulumi.Context) (Raw, error) {
 	for k := range raw.Values {
 		raw.Secrets[k] = ctx.IsConfigSecret(k)
 	}
+	DropProjectDefaults(&raw) // Pulumi.yaml's defaults: keys the stack leaves unset (keys.go)
 	return raw, previewCopy(&raw, ctx.DryRun())
 }
 

@@ -1,6 +1,9 @@
 package stacks
 
-import "reflect"
+import (
+	"reflect"
+	"strings"
+)
 
 // Key is one top-level config key (kolotoc:<Name>) as Pulumi.yaml declares it and the
 // configuration reference (docs/reference/configuration.md) documents it; both are generated
@@ -118,3 +121,18 @@ var projectDefaults = func() map[string]string {
 	}
 	return m
 }()
+
+// DropProjectDefaults removes from raw the values the Pulumi CLI filled from Pulumi.yaml's
+// defaults (a kolotoc key whose value is its type's empty value, not set as a secret): the stack
+// left them unset, and every reader after this one (the preview copy's check, Load) sees them so.
+func DropProjectDefaults(raw *Raw) {
+	for full, v := range raw.Values {
+		ns, key, ok := strings.Cut(full, ":")
+		if !ok || ns != ConfigNamespace || raw.Secrets[full] {
+			continue
+		}
+		if d, ok := projectDefaults[key]; ok && v == d {
+			delete(raw.Values, full)
+		}
+	}
+}

@@ -51,3 +51,24 @@ func TestProjectDefaultsReadAsUnset(t *testing.T) {
 		t.Errorf("Pulumi.yaml's defaults change the config:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// The CLI hands the program Pulumi.yaml's default of every key a stack leaves unset; dropped,
+// they are unset for every reader: kolotoc:previewOf's "" does not make a stack a preview copy.
+func TestDropProjectDefaults(t *testing.T) {
+	raw := Raw{Project: "kolotoc", Stack: "dev", Secrets: map[string]bool{"kolotoc:jupyterPassword": true},
+		Values: map[string]string{"kolotoc:cloud": "simulated", "gcp:project": ""}}
+	for _, k := range Keys() {
+		if d, ok := k.ProjectDefault(); ok {
+			raw.Values[ConfigNamespace+":"+k.Name] = d
+		}
+	}
+	raw.Values["kolotoc:jupyterPassword"] = "" // set as a secret, even empty: the user's, kept
+	DropProjectDefaults(&raw)
+	want := map[string]string{"kolotoc:cloud": "simulated", "gcp:project": "", "kolotoc:jupyterPassword": ""}
+	if !reflect.DeepEqual(raw.Values, want) {
+		t.Errorf("after DropProjectDefaults: %v, want %v", raw.Values, want)
+	}
+	if err := previewCopy(&raw, true); err != nil {
+		t.Errorf("a stack with Pulumi.yaml's defaults is taken for a preview copy: %v", err)
+	}
+}

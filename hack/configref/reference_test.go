@@ -95,6 +95,7 @@ func TestProjectConfigAcceptsEveryStack(t *testing.T) {
 				t.Fatal(err)
 			}
 			withDefaults := stacks.Raw{Project: raw.Project, Stack: raw.Stack, Values: merged, Secrets: raw.Secrets}
+			stacks.DropProjectDefaults(&withDefaults) // as stacks.RawFromEnv does
 			_, errPlain := stacks.Load(raw)
 			_, errMerged := stacks.Load(withDefaults)
 			if errString(errPlain) != errString(errMerged) {
