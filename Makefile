@@ -41,9 +41,9 @@ tools:
 	@echo "==> tools: building what is missing (cold: ~30 min on 2 cores, once per machine)"
 	hack/tools.sh
 
-# The cluster's tools: control plane, kwok, the simulated node pools' controller, and the real
+# The cluster's tools: control plane, kwok, the simulated node pools' controller, Kueue, and the real
 # node's kubelet, kube-proxy and CoreDNS.
-CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool
+CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue
 
 cluster:
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"

@@ -157,3 +157,32 @@ func TestScriptsUseTheClustersKubeconfig(t *testing.T) {
 		}
 	}
 }
+
+// TestKueueVersionMatchesModule: hack/tools.sh keys Kueue's cache directory by KUEUE_VERSION,
+// but what it builds is the version hack/tools/kueue/go.mod requires (and hack/cluster.sh takes
+// the CRDs and webhooks from that module). Were they to differ, a cached binary of one version
+// would run against the manifests of another.
+func TestKueueVersionMatchesModule(t *testing.T) {
+	script, err := os.ReadFile("tools.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUEUE_VERSION=(v\S+)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("tools.sh sets no KUEUE_VERSION")
+	}
+	wrapper, err := os.ReadFile("tools/kueue/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := regexp.MustCompile(`(?m)^(?:require)?\s*sigs\.k8s\.io/kueue (v\S+)`).FindSubmatch(wrapper)
+	if mod == nil {
+		t.Fatal("hack/tools/kueue/go.mod does not require sigs.k8s.io/kueue")
+	}
+	if got, want := string(mod[1]), string(m[1]); got != want {
+		t.Errorf("hack/tools/kueue/go.mod pins sigs.k8s.io/kueue %s but hack/tools.sh caches it as %s", got, want)
+	}
+	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/kueue/cmd/kueue$`).Match(wrapper) {
+		t.Error("hack/tools/kueue/go.mod has no `tool sigs.k8s.io/kueue/cmd/kueue` directive: go mod tidy would drop the module")
+	}
+}
