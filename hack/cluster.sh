@@ -273,7 +273,14 @@ start_kueue() {
   "$(tool kueuelocal)" -module "$module" -out "$kueue_dir" -port "$KUEUE_WEBHOOK_PORT"
   kubectl apply --server-side --force-conflicts --field-manager=kolotoc-cluster -f "$kueue_dir/manifests.yaml" >/dev/null
   kubectl wait --for condition=established --timeout=60s crd/clusterqueues.kueue.x-k8s.io crd/workloads.kueue.x-k8s.io >/dev/null
-  setsid nsenter --net="$netns_path" -- "$kueue_bin" --config "$kueue_dir/config.yaml" --kubeconfig "$kubeconfig" \
+  # Kueue reads its metrics certificate from /etc/kueue/metrics/certs (fixed in cmd/kueue): in a
+  # mount namespace of its own, kueuelocal's etc/ is laid over /etc, read-only; the host's /etc
+  # is not touched. Its on-demand visibility API (an aggregated API server behind a Service, with
+  # a certificate at /visibility) is off: nothing here reads it.
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  setsid nsenter --net="$netns_path" -- unshare --mount --propagation private -- \
+    sh -c 'mount -t overlay kolotoc-kueue -o "lowerdir=$1:/etc" /etc && shift && exec "$@"' sh "$kueue_dir/etc" \
+    "$kueue_bin" --config "$kueue_dir/config.yaml" --kubeconfig "$kubeconfig" --feature-gates=VisibilityOnDemand=false \
     >>"$kueue_log" 2>&1 </dev/null &
   echo $! >"$kueue_pid"
   wait_for 90 "Kueue's webhooks (Kueue's log: $kueue_log)" kueue_serving

@@ -80,6 +80,7 @@ type Config struct {
 	Elastic    Elastic    // kolotoc:elastic — torchrun workers
 	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
 	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	Queue      Queue      // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared

@@ -102,6 +102,7 @@ func (c *Config) applyDefaults() {
 		c.Fabric.EFAPluginImage = fabric.DefaultPluginImage(region)
 	}
 	c.applyWorkloadDefaults()
+	c.applyQueueDefaults() // queue.go
 }
 
 // Pool returns the node pool of that name, or nil.

@@ -44,6 +44,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
 	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
 	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
+	"queue":            decodeObject(func(c *Config) any { return &c.Queue }),
 	"code":             decodeObject(func(c *Config) any { return &c.Code }),
 	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),
 	"runAsUser":        decodeObject(func(c *Config) any { return &c.RunAsUser }),

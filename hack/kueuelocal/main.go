@@ -13,7 +13,8 @@
 //     waits on Kueue (the webhooks do nothing for such objects anyway: Kueue manages only what
 //     names a queue, manageJobsWithoutQueueName being off);
 //
-//   - the serving certificate for 127.0.0.1, signed by that CA, in OUT/certs (tls.crt, tls.key);
+//   - the serving certificate for 127.0.0.1, signed by that CA, in OUT/certs (tls.crt, tls.key),
+//     and again under OUT/etc/kueue/metrics/certs for the metrics server (see run);
 //
 //   - Kueue's Configuration (OUT/config.yaml): webhook on 127.0.0.1:PORT, health and metrics on
 //     the loopback, no internal cert management, no leader election (one process).
@@ -77,8 +78,14 @@ func main() {
 
 func run(module, out string, port, health, metrics int) error {
 	certDir := filepath.Join(out, "certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return err
+	// Kueue reads its metrics certificate from a fixed path, /etc/kueue/metrics/certs, when its
+	// internal cert management is off (cmd/kueue/main.go): hack/cluster.sh lays OUT/etc over the
+	// host's /etc in Kueue's own mount namespace (a read-only overlay), so the host is untouched.
+	metricsDir := filepath.Join(out, "etc/kueue/metrics/certs")
+	for _, d := range []string{certDir, metricsDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
 	}
 	caPEM, certPEM, keyPEM, err := Certificates(time.Now())
 	if err != nil {
@@ -91,6 +98,8 @@ func run(module, out string, port, health, metrics int) error {
 	files := map[string][]byte{
 		filepath.Join(certDir, "tls.crt"):    certPEM,
 		filepath.Join(certDir, "tls.key"):    keyPEM,
+		filepath.Join(metricsDir, "tls.crt"): certPEM,
+		filepath.Join(metricsDir, "tls.key"): keyPEM,
 		filepath.Join(out, "ca.crt"):         caPEM,
 		filepath.Join(out, "manifests.yaml"): manifests,
 		filepath.Join(out, "config.yaml"):    Config(certDir, port, health, metrics),

@@ -40,8 +40,10 @@ func TestManifests(t *testing.T) {
 					CABundle []byte
 					Service  any
 				}
-				ObjectSelector *struct{ MatchExpressions []struct{ Key, Operator string } }
-				Rules          []struct{ APIGroups []string }
+				ObjectSelector *struct {
+					MatchExpressions []struct{ Key, Operator string }
+				}
+				Rules []struct{ APIGroups []string }
 			}
 		}
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
