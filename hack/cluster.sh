@@ -253,6 +253,15 @@ metadata:
 YAML
 }
 
+# kueue_crds_established: the API server serves Kueue's kinds (right after the apply a CRD has no
+# conditions yet, and `kubectl wait` fails on that rather than waiting).
+kueue_crds_established() {
+  local crd
+  for crd in clusterqueues localqueues resourceflavors workloads workloadpriorityclasses; do
+    [ "$(kubectl get crd "$crd.kueue.x-k8s.io" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] || return 1
+  done
+}
+
 # start_kueue: Kueue inside the cluster's network namespace, when it is built and not turned off
 # (KOLOTOC_KUEUE=0). Its CRDs and webhook configurations are applied first (server-side apply,
 # idempotent); the webhooks of pods, Jobs and StatefulSets select objects labelled with a queue
@@ -272,7 +281,7 @@ start_kueue() {
   [ -d "$module" ] || die "the Kueue module is not in the module cache: hack/tools.sh kueue"
   "$(tool kueuelocal)" -module "$module" -out "$kueue_dir" -port "$KUEUE_WEBHOOK_PORT"
   kubectl apply --server-side --force-conflicts --field-manager=kolotoc-cluster -f "$kueue_dir/manifests.yaml" >/dev/null
-  kubectl wait --for condition=established --timeout=60s crd/clusterqueues.kueue.x-k8s.io crd/workloads.kueue.x-k8s.io >/dev/null
+  wait_for 60 "Kueue's CustomResourceDefinitions" kueue_crds_established
   # Kueue reads its metrics certificate from /etc/kueue/metrics/certs (fixed in cmd/kueue): in a
   # mount namespace of its own, kueuelocal's etc/ is laid over /etc, read-only; the host's /etc
   # is not touched. Its on-demand visibility API (an aggregated API server behind a Service, with

@@ -63,6 +63,10 @@ func TestQueueGangAdmission(t *testing.T) {
 			fmt.Sprintf("workload %s; %d tower pods, %d bound, %d running", w, len(pods), pods.bound(), pods.running())
 	})
 	a.waitJob(t, aNS, "launcher", 2*time.Minute)
+	// The queue's objects read back as written: a second up would change nothing.
+	if steps, _ := a.preview(); len(steps) != 0 {
+		t.Errorf("preview of stack A with nothing changed: %s, want no change", fmtMap(steps))
+	}
 	aPods := podsOf(t, a, aNS)
 	outs := a.outputs()
 	q, _ := outs["queue"].(map[string]any)
