@@ -243,3 +243,42 @@ func allQueued(t *testing.T, s *stack, ns string) podList {
 	}
 	return podList(pods.Items)
 }
+
+// TestQueueRealNode: the dev stack's CPU ring, admitted through Kueue on the real node (kubelet
+// and containerd), still runs its MPI allreduce; with onSuccess: release its towers go, the
+// real kubelet stops them, and the pod group's Workload is finished (its quota freed).
+func TestQueueRealNode(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
+	towers["run"], towers["onSuccess"] = "q1", "release"
+	s := newStack(t, "e2e-queue-dev", "dev", map[string]any{
+		"towers":    towers,
+		"queue":     map[string]any{"type": "kueue"},
+		"carriers":  map[string]any{"enabled": false},
+		"sentinels": map[string]any{"enabled": false},
+	})
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	start := time.Now()
+	s.up()
+	t.Logf("up in %s", time.Since(start).Round(time.Second))
+	waitFor(t, "the ring admitted", 2*time.Minute, func() (bool, string) {
+		w := workload(t, s, ns, "tower-q1")
+		return w.admitted(), w.String()
+	})
+	t.Logf("ring admitted %s after the up began", time.Since(start).Round(100*time.Millisecond))
+	job := s.waitJob(t, ns, "launcher", 6*time.Minute)
+	logs := s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded == 0 {
+		t.Fatalf("the queued launcher failed: %+v\n%s", job.Status, tail(logs))
+	}
+	if !strings.Contains(logs, "allreduce: sum=3 expected=3 ranks=2") {
+		t.Fatalf("launcher log has no allreduce over the two towers:\n%s", tail(logs))
+	}
+	waitFor(t, "the towers released and the group finished", 3*time.Minute, func() (bool, string) {
+		w := workload(t, s, ns, "tower-q1")
+		n := len(podsOf(t, s, ns))
+		return n == 0 && w.finished(), fmt.Sprintf("%d tower pods, workload %s", n, w)
+	})
+}
