@@ -371,9 +371,10 @@ func ParseState(export []byte) (*State, error) {
 	var doc struct {
 		Deployment struct {
 			Resources []struct {
-				Type   string         `json:"type"`
-				Custom bool           `json:"custom"`
-				Inputs map[string]any `json:"inputs"`
+				Type     string         `json:"type"`
+				Custom   bool           `json:"custom"`
+				External bool           `json:"external"` // read, not applied (the queue's check of Kueue's CRD)
+				Inputs   map[string]any `json:"inputs"`
 			} `json:"resources"`
 		} `json:"deployment"`
 	}
@@ -382,7 +383,7 @@ func ParseState(export []byte) (*State, error) {
 	}
 	s := &State{Resources: len(doc.Deployment.Resources)}
 	for _, res := range doc.Deployment.Resources {
-		if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
+		if !res.Custom || res.External || !strings.HasPrefix(res.Type, "kubernetes:") {
 			continue
 		}
 		obj := map[string]any{}
