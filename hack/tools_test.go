@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"kolotoc/components/queue"
 )
 
 // TestGoBinName: hack/tools.sh builds several packages with one `go build -o DIR/` and must find
@@ -181,6 +183,10 @@ func TestKueueVersionMatchesModule(t *testing.T) {
 	}
 	if got, want := string(mod[1]), string(m[1]); got != want {
 		t.Errorf("hack/tools/kueue/go.mod pins sigs.k8s.io/kueue %s but hack/tools.sh caches it as %s", got, want)
+	}
+	// The stack installs the same release on the clouds (components/queue).
+	if queue.KueueVersion != string(m[1]) {
+		t.Errorf("components/queue installs Kueue %s on the clouds but the test bed runs %s", queue.KueueVersion, m[1])
 	}
 	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/kueue/cmd/kueue$`).Match(wrapper) {
 		t.Error("hack/tools/kueue/go.mod has no `tool sigs.k8s.io/kueue/cmd/kueue` directive: go mod tidy would drop the module")
