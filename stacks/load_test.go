@@ -126,6 +126,8 @@ func TestBadConfigs(t *testing.T) {
 			wantKey: "towers.count", wantMsg: "needs 16 nvidia.com/gpu at once, more than the queue's quota of 8 (queue.quota)"},
 		{name: "ring larger than the pools' quota in CPU", set: map[string]string{"queue": `{"type":"kueue","quota":{"cpu":"2"}}`, "towers": `{"count":2,"gpusPerTower":8}`},
 			wantKey: "towers.count", wantMsg: "cpu at once, more than the queue's quota of 2"},
+		{name: "TF cluster larger than the queue's quota", set: map[string]string{"queue": `{"type":"kueue","quota":{"gpus":1}}`,
+			"tfcluster": `{"enabled":true,"workers":{"count":2,"gpus":1}}`}, wantKey: "tfcluster", wantMsg: "the TF cluster (every task) needs 2 nvidia.com/gpu at once, more than the queue's quota of 1"},
 		{name: "LocalQueue called default", set: map[string]string{"queue": `{"type":"kueue","localQueue":"default"}`}, wantKey: "queue.localQueue", wantMsg: "every job of a namespace"},
 		{name: "Kueue installed on the simulated cloud", set: map[string]string{"queue": `{"type":"kueue","install":true}`}, wantKey: "queue.install", wantMsg: "allowed: false"},
 		{name: "priority of a workload not queued", set: map[string]string{"queue": `{"type":"kueue","priorities":{"carriers":5}}`}, wantKey: "queue.priorities.carriers", wantMsg: "allowed: towers"},

@@ -8,6 +8,7 @@ import (
 
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
+	"kolotoc/components/tfcluster"
 )
 
 // The stack's queue (kolotoc:queue, components/queue): which workloads join it, the quota it
@@ -40,20 +41,27 @@ func (c *Config) validateQueue(v *validator) {
 		v.image("queue.image", q.Image)
 	}
 	if c.Towers.Enabled && c.Towers.Count > 0 {
-		quota := c.QueueQuota()
-		need := c.TowersNeed()
-		for _, r := range sortedKeys(need) {
-			have, known := quota[r]
-			if !known {
-				continue // an existing ClusterQueue's quota Kolotoc does not know (queue.quota)
-			}
-			n, errN := resource.ParseQuantity(need[r])
-			h, errH := resource.ParseQuantity(have)
-			if errN == nil && errH == nil && n.Cmp(h) > 0 { // a bad quantity is reported by its own key
-				v.add("towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf(
-					"the ring (%d towers and the launcher) needs %s %s at once, more than the queue's quota of %s (%s): it would never be admitted; "+
-						"allowed: a ring within the quota, or a larger queue.quota", c.Towers.Count, need[r], r, have, c.quotaSource()))
-			}
+		c.checkGang(v, "towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed())
+	}
+	if c.TFCluster.Enabled {
+		c.checkGang(v, "tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed())
+	}
+}
+
+// checkGang refuses a gang whose need exceeds the queue's quota in any resource.
+func (c *Config) checkGang(v *validator, key, value, what string, need map[string]string) {
+	quota := c.QueueQuota()
+	for _, r := range sortedKeys(need) {
+		have, known := quota[r]
+		if !known {
+			continue // an existing ClusterQueue's quota Kolotoc does not know (queue.quota)
+		}
+		n, errN := resource.ParseQuantity(need[r])
+		h, errH := resource.ParseQuantity(have)
+		if errN == nil && errH == nil && n.Cmp(h) > 0 { // a bad quantity is reported by its own key
+			v.add(key, value, fmt.Sprintf(
+				"%s needs %s %s at once, more than the queue's quota of %s (%s): it would never be admitted; "+
+					"allowed: a workload within the quota, or a larger queue.quota", what, need[r], r, have, c.quotaSource()))
 		}
 	}
 }
@@ -135,6 +143,40 @@ func (c *Config) towersGang() *meta.Gang {
 		g.Priority = queue.PriorityClass(c.Namespace, "towers")
 	}
 	return g
+}
+
+// tfGang is the TF cluster's pod group when the stack queues it: every task of every type (the
+// evaluator too: it is placed with the cluster or not at all).
+func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
+	if !c.Queue.On() {
+		return nil
+	}
+	total := 0
+	for _, t := range tasks {
+		total += t.Count
+	}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TFGroupName, ""), Total: total}
+	if _, ok := c.Queue.Priorities["tfcluster"]; ok {
+		g.Priority = queue.PriorityClass(c.Namespace, "tfcluster")
+	}
+	return g
+}
+
+// TFGroupName is the TF cluster's pod group (and Kueue Workload) name.
+const TFGroupName = "tfcluster"
+
+// TFNeed is what the TF cluster asks its queue for at once: every task's requests.
+func (c *Config) TFNeed() map[string]string {
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	gpus := 0
+	for _, t := range c.TFCluster.Tasks(func(tfcluster.Role) string { return "" }) {
+		for range t.Count {
+			addQuantity(&cpu, t.CPU)
+			addQuantity(&mem, t.Memory)
+		}
+		gpus += t.Count * t.GPUs
+	}
+	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(gpus)}
 }
 
 // QueueArgs is the queue's configuration, less its namespace input.

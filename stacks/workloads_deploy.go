@@ -118,7 +118,7 @@ var workloads = []workload{
 		key: tfcluster.Key, enabled: func(c *Config) bool { return c.TFCluster.Enabled },
 		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
 			a := TFClusterArgs(c)
-			a.Site = w.site.WithPodDeps(w.mount...)
+			a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
 			_, err := tfcluster.New(ctx, "tfcluster", a, w.opts...)
 			return err
 		},
@@ -278,6 +278,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 		CheckpointDir: c.Storage.MountPath + "/checkpoints/tfcluster",
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return gpuShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
+	a.Gang = c.tfGang(a.Tasks) // queue.go
 	if c.tfOwnTensorBoard() {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
 			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: c.Storage.MountPath + "/logs",

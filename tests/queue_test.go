@@ -195,3 +195,37 @@ func TestQueueExisting(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueTFCluster: a queued TF cluster is one pod group across its task types (chief, workers,
+// parameter servers, evaluator), admitted at once or not at all, its StatefulSets not awaited.
+func TestQueueTFCluster(t *testing.T) {
+	r := cloudRec(t, "prod", map[string]string{"queue": `{"type":"kueue","priorities":{"tfcluster":7}}`,
+		"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`, "tfcluster": `{"enabled":true,"chief":{"count":1},"workers":{"count":2},"ps":{"count":1}}`})
+	total, sets := 0, 0
+	var groups []any
+	for _, s := range r.ofType(tStatefulSet) {
+		if !strings.HasPrefix(s.Name, "tfcluster-") {
+			continue
+		}
+		sets++
+		in := inputs(s)
+		total += int(get(in, "spec", "replicas").(float64))
+		md := get(in, "spec", "template", "metadata")
+		groups = append(groups, get(md, "labels", "kueue.x-k8s.io/pod-group-name"), get(md, "annotations", "kueue.x-k8s.io/pod-group-total-count"))
+		if get(md, "labels", "kueue.x-k8s.io/queue-name") != queue.DefaultLocalQueue || get(md, "labels", "kueue.x-k8s.io/priority-class") == nil {
+			t.Errorf("%s: pod labels %v, want the queue and the TF cluster's priority class", s.Name, get(md, "labels"))
+		}
+		if get(in, "metadata", "annotations", "pulumi.com/skipAwait") != "true" {
+			t.Errorf("%s is awaited: a held TF cluster would fail `pulumi up`", s.Name)
+		}
+	}
+	if sets < 3 {
+		t.Fatalf("%d TF StatefulSets", sets)
+	}
+	for i := 0; i < len(groups); i += 2 {
+		if groups[i] != stacks.TFGroupName || groups[i+1] != fmt.Sprint(total) {
+			t.Errorf("TF task type %d: group %v of %v pods, want %s of %d (every task of every type)", i/2, groups[i], groups[i+1], stacks.TFGroupName, total)
+		}
+	}
+	r.one(t, tPriorityClass, "queue-priority-tfcluster")
+}

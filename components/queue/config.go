@@ -28,7 +28,7 @@ const (
 var Allowed = []string{TypeOff, TypeKueue}
 
 // Workloads whose pods a queue admits as one unit, the keys of queue.priorities.
-var Workloads = []string{"towers"}
+var Workloads = []string{"towers", "tfcluster"}
 
 // Kueue's release Kolotoc installs on the clouds and expects elsewhere: its chart (the upstream
 // one, from its OCI registry) and controller image, pinned, the same version the local test bed
@@ -60,7 +60,7 @@ type Config struct {
 	// grants this stack (for validation only); default the sum over the node pools of
 	// maxNodes (or nodes) × each node's GPUs, CPUs and memory.
 	Quota Quota `json:"quota"`
-	// Priorities: workload (towers) → the priority of its Workloads among the ClusterQueue's;
+	// Priorities: workload (towers, tfcluster) → the priority of its Workloads among the ClusterQueue's;
 	// the stack makes a WorkloadPriorityClass <namespace>-<workload> for each; default none
 	// (Kueue's priority 0).
 	Priorities map[string]int32 `json:"priorities"`
