@@ -41,9 +41,9 @@ tools:
 	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
 	hack/tools.sh
 
-# The cluster's tools: control plane, kwok, the simulated node pools' controller, and the real
+# The cluster's tools: control plane, kwok, the simulated node pools' controller, Kueue, and the real
 # node's kubelet, kube-proxy and CoreDNS.
-CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool
+CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue
 
 cluster:
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"
@@ -87,11 +87,13 @@ outputs:
 
 # How the deploy scales: N ranks through pulumi up, side by side with kubectl apply --server-side
 # of the same objects (bench/scale says what each figure is). The cluster must be up (make cluster).
+# QUEUE=1 queues the ring through the cluster's Kueue (kolotoc:queue): up is measured to the towers ready.
 SIZES ?= 128,1024,4096
+QUEUE ?=
 bench-scale:
 	@echo "==> bench-scale: N=$(SIZES) ranks, pulumi up vs the kubectl floor, on the local cluster"
 	hack/tools.sh $(STACK_TOOLS) kube
-	$(STACK_ENV); go run ./bench/scale -sizes $(SIZES)
+	$(STACK_ENV); go run ./bench/scale -sizes $(SIZES) $(if $(QUEUE),-queue)
 
 # The program's own loop on a deployed stack with nothing to change: hack/stack.sh preview and up,
 # and make preview, RUNS times each, with their medians (bench/loop.sh).

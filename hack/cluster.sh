@@ -2,7 +2,9 @@
 # The test bed's local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok (playing the simulated nodes' kubelets), started as plain processes by
 # `kwokctl --runtime binary`; simpool (hack/simpool: the simulated cloud's node pools, making
-# each SimulatedNodePool's Nodes); and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
+# each SimulatedNodePool's Nodes); Kueue (hack/tools/kueue: queues, quotas and gang admission,
+# docs/queueing.md), a process in the namespace whose webhooks the API server calls on the
+# namespace's loopback (hack/kueuelocal); and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
 # CoreDNS) where pods run for real.
 #
 # Network confinement: the whole cluster lives in a network namespace of its own,
@@ -28,6 +30,8 @@
 #   KOLOTOC_CLUSTER     cluster name (default kolotoc)
 #   KOLOTOC_KUBECONFIG  where the kubeconfig is written (default .kolotoc/kubeconfig)
 #   KOLOTOC_REAL_NODE   1 (default): start the real node with the cluster; 0: simulated nodes only
+#   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built (hack/tools.sh kueue);
+#                       0: without (its webhooks and CRDs are then removed)
 #
 # Binaries come from .kolotoc/bin (hack/tools.sh). The cluster's files live under .kolotoc/kwok
 # (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The kwokctl
@@ -42,6 +46,7 @@ template=$root/hack/kwokctl.yaml
 . "$root/hack/local.env"
 name=${KOLOTOC_CLUSTER:-kolotoc}
 real_node=${KOLOTOC_REAL_NODE:-1}
+kueue_on=${KOLOTOC_KUEUE:-1}
 netns=kolotoc-$name
 netns_path=/run/netns/$netns
 kubeconfig=${KOLOTOC_KUBECONFIG:-$root/.kolotoc/kubeconfig}
@@ -55,6 +60,12 @@ bridge_pid=$KWOK_WORKDIR/$name.nsbridge.pid
 bridge_log=$KWOK_WORKDIR/$name.nsbridge.log
 simpool_pid=$KWOK_WORKDIR/$name.simpool.pid
 simpool_log=$KWOK_WORKDIR/$name.simpool.log
+kueue_pid=$KWOK_WORKDIR/$name.kueue.pid
+kueue_log=$KWOK_WORKDIR/$name.kueue.log
+# kueuelocal's output: CRDs and loopback webhooks, the serving certificate, Kueue's Configuration.
+kueue_dir=$KWOK_WORKDIR/$name.kueue
+# Kueue's webhook port on the namespace's loopback (each cluster has a loopback of its own).
+KUEUE_WEBHOOK_PORT=9443
 # What the running cluster was created from; a change means `down` and `up` to apply it.
 stamp=$KWOK_WORKDIR/$name.created-from
 kwokctl_log=$KWOK_WORKDIR/$name.kwokctl.log
@@ -224,6 +235,82 @@ stop_simpool() {
   rm -f "$simpool_pid"
 }
 
+# kueue_alive: Kueue runs (not a zombie).
+kueue_alive() {
+  local p
+  p=$(cat "$kueue_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
+    && [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" != Z ]
+}
+
+# kueue_serving: Kueue's webhooks answer: a server-side dry run of a ResourceFlavor goes through
+# its mutating and validating webhooks (failurePolicy Fail), so it succeeds only once they serve.
+kueue_serving() {
+  kubectl create --dry-run=server -o name -f - >/dev/null 2>&1 <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: kolotoc-probe
+YAML
+}
+
+# kueue_crds_established: the API server serves Kueue's kinds (right after the apply a CRD has no
+# conditions yet, and `kubectl wait` fails on that rather than waiting).
+kueue_crds_established() {
+  local crd
+  for crd in clusterqueues localqueues resourceflavors workloads workloadpriorityclasses; do
+    [ "$(kubectl get crd "$crd.kueue.x-k8s.io" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] || return 1
+  done
+}
+
+# start_kueue: Kueue inside the cluster's network namespace, when it is built and not turned off
+# (KOLOTOC_KUEUE=0). Its CRDs and webhook configurations are applied first (server-side apply,
+# idempotent); the webhooks of pods, Jobs and StatefulSets select objects labelled with a queue
+# only, so a stack without a queue never waits on Kueue.
+start_kueue() {
+  local kueue_bin module start
+  if [ "$kueue_on" != 1 ] || [ ! -e "$bin_dir/kueue" ]; then
+    stop_kueue
+    remove_kueue_webhooks
+    return 0
+  fi
+  start=$(now_ms)
+  kueue_bin=$(tool kueue)
+  if kueue_alive && [ ! "$kueue_bin" -nt "$kueue_pid" ] && kueue_serving; then return 0; fi
+  stop_kueue
+  module=$("$root/hack/tools.sh" --kueue-module)
+  [ -d "$module" ] || die "the Kueue module is not in the module cache: hack/tools.sh kueue"
+  "$(tool kueuelocal)" -module "$module" -out "$kueue_dir" -port "$KUEUE_WEBHOOK_PORT"
+  kubectl apply --server-side --force-conflicts --field-manager=kolotoc-cluster -f "$kueue_dir/manifests.yaml" >/dev/null
+  wait_for 60 "Kueue's CustomResourceDefinitions" kueue_crds_established
+  # Kueue reads its metrics certificate from /etc/kueue/metrics/certs (fixed in cmd/kueue): in a
+  # mount namespace of its own, kueuelocal's etc/ is laid over /etc, read-only; the host's /etc
+  # is not touched. Its on-demand visibility API (an aggregated API server behind a Service, with
+  # a certificate at /visibility) is off: nothing here reads it.
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  setsid nsenter --net="$netns_path" -- unshare --mount --propagation private -- \
+    sh -c 'mount -t overlay kolotoc-kueue -o "lowerdir=$1:/etc" /etc && shift && exec "$@"' sh "$kueue_dir/etc" \
+    "$kueue_bin" --config "$kueue_dir/config.yaml" --kubeconfig "$kubeconfig" --feature-gates=VisibilityOnDemand=false \
+    >>"$kueue_log" 2>&1 </dev/null &
+  echo $! >"$kueue_pid"
+  wait_for 90 "Kueue's webhooks (Kueue's log: $kueue_log)" kueue_serving
+  kueue_alive || { tail -n 5 "$kueue_log" >&2; die "Kueue exited (log: $kueue_log)"; }
+  log "Kueue $(basename "$(dirname "$kueue_bin")") serving in $(secs $(($(now_ms) - start))) s"
+}
+
+stop_kueue() {
+  if kueue_alive; then
+    kill "$(cat "$kueue_pid")" 2>/dev/null || true
+    for _ in $(seq 100); do kueue_alive || break; sleep 0.1; done
+  fi
+  rm -f "$kueue_pid"
+}
+
+# remove_kueue_webhooks: with Kueue off, its webhooks would refuse every queued object.
+remove_kueue_webhooks() {
+  kubectl delete mutatingwebhookconfiguration kueue-mutating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete validatingwebhookconfiguration kueue-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
+}
+
 render_config() {
   # The `kubernetes` Service's ClusterIP is the first address of SERVICE_CIDR.
   local net=${SERVICE_CIDR%/*}
@@ -289,6 +376,7 @@ cmd_up() {
   wait_for "$READY_TIMEOUT" "the default ServiceAccount in namespace default" default_sa
   check_loopback
   start_simpool
+  start_kueue
   log "cluster $name ready in $(secs $(($(now_ms) - start))) s (API server /readyz ok after $(secs $((t_ready - start))) s, default ServiceAccount $(secs $(($(now_ms) - t_ready))) s later)"
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
     log "warning: hack/kwokctl.yaml or a binary changed since cluster $name was created; run 'hack/cluster.sh down' then 'up' to apply it"
@@ -309,6 +397,7 @@ remove_netns() {
 cmd_down() {
   "$root/hack/node.sh" down
   stop_simpool
+  stop_kueue
   if exists; then
     log "deleting cluster $name"
     # kwokctl removes its context from the kubeconfig it is given (it refuses none): ours.
@@ -323,13 +412,15 @@ cmd_down() {
   left=$(pgrep -af -- "$cluster_dir/" || true)
   [ -z "$left" ] || die "processes of cluster $name still running:"$'\n'"$left"
   stop_bridge
-  rm -f "$config" "$bridge_log" "$simpool_log"
+  rm -f "$config" "$bridge_log" "$simpool_log" "$kueue_log"
+  rm -rf "$kueue_dir"
   remove_netns
 }
 
 cmd_stop() {
   "$root/hack/node.sh" down
   stop_simpool
+  stop_kueue
   if exists; then
     log "stopping cluster $name (its data stays in $cluster_dir)"
     kwokctl stop cluster >"$kwokctl_log" 2>&1 \

@@ -27,6 +27,9 @@ KWOK_VERSION=v0.8.0
 ACTIONLINT_VERSION=v1.7.12
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.1.2, the release line that knows Go 1.26
 COREDNS_VERSION=v1.15.0
+# Kueue, the queue and gang admission the local cluster runs (hack/tools/kueue pins the module at
+# this version; hack/tools_test.go checks they agree).
+KUEUE_VERSION=v0.17.0
 # The real Kubernetes provider: the release whose commit hack/tools/kubernetes/go.mod pins (the
 # module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
 # go.mod pins the Kubernetes SDK at the same release, so the CLI expects no newer plugin
@@ -191,6 +194,22 @@ tool_kubernetes() {
     kolotoc.dev/hack/tools/kubernetes=pulumi-resource-kubernetes
 }
 
+# Kueue (hack/tools/kueue: the upstream module, pinned), run by hack/cluster.sh inside the
+# cluster's network namespace; and kueuelocal (hack/kueuelocal, this module), which prepares its
+# CRDs, loopback webhooks, certificates and configuration from the same module. Measured cold on 2
+# cores (an empty GOCACHE): see docs/queueing.md.
+tool_kueue() {
+  build kueue "$KUEUE_VERSION" 6 "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+    sigs.k8s.io/kueue/cmd/kueue=kueue
+  (cd "$root" && go build -trimpath -o "$bin_dir/kueuelocal" ./hack/kueuelocal)
+}
+
+# kueue_module: the directory of the pinned Kueue module in the module cache (its CRDs and webhook
+# manifests), downloaded when missing.
+kueue_module() {
+  (cd "$root/hack/tools/kueue" && go mod download -json sigs.k8s.io/kueue | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+}
+
 # nsbridge, the one door from the host's loopback into the cluster's network namespace
 # (hack/nsbridge, stdlib only): built from this checkout every time, a no-op when unchanged.
 tool_nsbridge() {
@@ -218,14 +237,18 @@ if [ "${1:-}" = "--install-plugins" ]; then
   install_plugins "$2"
   exit 0
 fi
+if [ "${1:-}" = "--kueue-module" ]; then # for hack/cluster.sh
+  kueue_module
+  exit 0
+fi
 if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool flowcheck actionlint staticcheck kubernetes
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool kueue flowcheck actionlint staticcheck kubernetes
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|kueue|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool kueue flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
   esac
 done

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"kolotoc/components/queue"
 )
 
 // TestGoBinName: hack/tools.sh builds several packages with one `go build -o DIR/` and must find
@@ -155,5 +157,38 @@ func TestScriptsUseTheClustersKubeconfig(t *testing.T) {
 				t.Errorf("%s:%d names the default cluster's kubeconfig, not ${KOLOTOC_KUBECONFIG:-…}: %s", name, i+1, strings.TrimSpace(line))
 			}
 		}
+	}
+}
+
+// TestKueueVersionMatchesModule: hack/tools.sh keys Kueue's cache directory by KUEUE_VERSION,
+// but what it builds is the version hack/tools/kueue/go.mod requires (and hack/cluster.sh takes
+// the CRDs and webhooks from that module). Were they to differ, a cached binary of one version
+// would run against the manifests of another.
+func TestKueueVersionMatchesModule(t *testing.T) {
+	script, err := os.ReadFile("tools.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KUEUE_VERSION=(v\S+)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("tools.sh sets no KUEUE_VERSION")
+	}
+	wrapper, err := os.ReadFile("tools/kueue/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := regexp.MustCompile(`(?m)^(?:require)?\s*sigs\.k8s\.io/kueue (v\S+)`).FindSubmatch(wrapper)
+	if mod == nil {
+		t.Fatal("hack/tools/kueue/go.mod does not require sigs.k8s.io/kueue")
+	}
+	if got, want := string(mod[1]), string(m[1]); got != want {
+		t.Errorf("hack/tools/kueue/go.mod pins sigs.k8s.io/kueue %s but hack/tools.sh caches it as %s", got, want)
+	}
+	// The stack installs the same release on the clouds (components/queue).
+	if queue.KueueVersion != string(m[1]) {
+		t.Errorf("components/queue installs Kueue %s on the clouds but the test bed runs %s", queue.KueueVersion, m[1])
+	}
+	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/kueue/cmd/kueue$`).Match(wrapper) {
+		t.Error("hack/tools/kueue/go.mod has no `tool sigs.k8s.io/kueue/cmd/kueue` directive: go mod tidy would drop the module")
 	}
 }

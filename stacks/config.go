@@ -86,6 +86,7 @@ type Config struct {
 	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
 	// before any training pod starts (components/datain); off by default.
 	DataIn datain.Config
+	Queue  Queue // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared

@@ -103,6 +103,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.applyWorkloadDefaults()
 	c.DataIn.Default(e.Pool) // components/datain: beside the entrypoint unless said
+	c.applyQueueDefaults()   // queue.go
 }
 
 // Pool returns the node pool of that name, or nil.

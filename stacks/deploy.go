@@ -104,6 +104,11 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err != nil {
 		return err
 	}
+	// The stack's queue (queue.go), before the queued workloads' pods, which name it.
+	queued, err := deployQueue(ctx, c, namespace, k8s, after)
+	if err != nil {
+		return err
+	}
 	// What the pods wait for besides their objects' dependencies: the node pools they may be placed
 	// on. Only pods wait for nodes: the Secrets, ConfigMaps and Services are made while the nodes
 	// are (on the simulated cloud, with hundreds of nodes, that is the longest wait).
@@ -185,14 +190,14 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	}
 
 	if err := deployWorkloads(ctx, c, &wiring{
-		site: site, pools: pools, mount: workloadMount, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
+		site: site, pools: pools, mount: workloadMount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
 		opts: []pulumi.ResourceOption{k8s, withDeps},
 	}); err != nil {
 		return err
 	}
 
 	for _, outs := range []pulumi.Map{
-		StackOutputs(c, entryArgs, kube), WorkloadOutputs(c, kube),
+		StackOutputs(c, entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
 		kube.outputs(),                  // kubeContext, kubeconfigCommand
 		publicOutputs(entry, entryArgs), // the LoadBalancer's address
 		cloud.exports(),                 // clusterName, kubeconfig (a secret), the file store

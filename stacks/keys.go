@@ -35,6 +35,7 @@ var keyFields = map[string]func(c *Config) any{
 	"monitoring":        func(c *Config) any { return &c.Monitoring },
 	"code":              func(c *Config) any { return &c.Code },
 	"dataIn":            func(c *Config) any { return &c.DataIn },
+	"queue":             func(c *Config) any { return &c.Queue },
 	"suspend":           func(c *Config) any { return &c.Suspend },
 	"runAsUser":         func(c *Config) any { return &c.RunAsUser },
 	"grafanaPassword":   func(c *Config) any { return &c.GrafanaPassword },

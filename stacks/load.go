@@ -45,6 +45,7 @@ var topLevel = map[string]func(c *Config, key, v string) []FieldError{
 	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
 	"dataIn":           decodeObject(func(c *Config) any { return &c.DataIn }),
 	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
+	"queue":            decodeObject(func(c *Config) any { return &c.Queue }),
 	"code":             decodeObject(func(c *Config) any { return &c.Code }),
 	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),
 	"runAsUser":        decodeObject(func(c *Config) any { return &c.RunAsUser }),

@@ -72,6 +72,7 @@ func (c *Config) Validate() []FieldError {
 	c.validateCarriers(v)
 	c.validateEntrypoint(v)
 	c.validateWorkloads(v)
+	c.validateQueue(v) // queue.go
 	c.validateIsolation(v)
 	c.validateRuns(v)
 	c.validateTimeouts(v)

@@ -40,6 +40,7 @@ type wiring struct {
 	site  meta.Site         // what every workload takes from the stack, its namespace input set
 	pools []pulumi.Resource // the simulated node pools: what pods that mount nothing wait for
 	mount []pulumi.Resource // the pools, the shared claim and its owner Job: what pods that mount the claim wait for
+	queue []pulumi.Resource // the stack's queue (queue.go): what queued pods also wait for; none without one
 	// namespaceUID names this life of the namespace (etcd's static volumes); agents is the GPU
 	// agents' namespace (the DCGM exporter's), nil when there is none.
 	namespaceUID, agents pulumi.StringInput
@@ -119,7 +120,7 @@ var workloads = []workload{
 		key: tfcluster.Key, enabled: func(c *Config) bool { return c.TFCluster.Enabled },
 		deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
 			a := TFClusterArgs(c)
-			a.Site = w.site.WithPodDeps(w.mount...)
+			a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
 			_, err := tfcluster.New(ctx, "tfcluster", a, w.opts...)
 			return err
 		},
@@ -172,7 +173,7 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, w *wiring) error {
 // deployTowers registers the ring, with a Dask sentinel beside each tower when sentinels run.
 func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 	a := TowerArgs(c)
-	a.Site = w.site.WithPodDeps(w.mount...)
+	a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
 			entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
@@ -216,6 +217,7 @@ func TowerArgs(c *Config) *ring.Args {
 		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		Fabric:      c.towerFabric(),
+		Gang:        c.towersGang(), // queue.go
 	}
 }
 
@@ -290,6 +292,7 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 		tbLogDir = a.LogDir
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return gpuShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
+	a.Gang = c.tfGang(a.Tasks) // queue.go
 	if c.tfOwnTensorBoard() {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
 			Name: TFTensorBoard, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: tbLogDir,

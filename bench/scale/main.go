@@ -7,8 +7,13 @@
 // node pools), the size of the stack's outputs, and the times of `pulumi destroy` (what `make down`
 // runs) and of the floor's `kubectl delete`.
 //
-//	make bench-scale [SIZES=128,1024,4096]
-//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5]   (after eval "$(hack/stack.sh env)", cluster up)
+//	make bench-scale [SIZES=128,1024,4096] [QUEUE=1]
+//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5] [-queue]   (after eval "$(hack/stack.sh env)", cluster up)
+//
+// With -queue the stack queues its ring through Kueue (kolotoc:queue type kueue, the local
+// cluster's Kueue): `pulumi up` then does not await the towers (a queued ring may wait for
+// admission), so "up" is measured to the towers' StatefulSet ready (`kubectl rollout status`
+// after the up): what the admission adds shows side by side with a run without -queue.
 //
 // With -runs N each size is measured N times over (a row per run), and a summary gives every
 // run's up/floor ratio with their median: on a shared 2-core machine one run's ratio can be off
@@ -56,6 +61,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kolotoc/components/meta"
+	"kolotoc/components/ring"
 	"kolotoc/hack/throwaway"
 )
 
@@ -65,6 +71,7 @@ const gpusPerNode = 8
 func main() {
 	sizes := flag.String("sizes", "128,1024,4096", "ranks per run, comma-separated (multiples of 8)")
 	runs := flag.Int("runs", 1, "measures of each size (their median ratio is printed after the table)")
+	flag.BoolVar(&queued, "queue", false, "queue the ring through Kueue (kolotoc:queue); up is measured to the towers ready")
 	flag.Parse()
 	ns, err := parseSizes(*sizes)
 	if err == nil && *runs < 1 {
@@ -201,9 +208,12 @@ func median(xs []float64) float64 {
 
 // Config is the bench stack's Pulumi.<stack>.yaml for n ranks: examples/gpu-dev's layout with
 // n/8 towers on n/8 nodes.
+// queued: -queue, the ring queued through Kueue.
+var queued bool
+
 func Config(n int, kubeconfig string) ([]byte, error) {
 	nodes := n / gpusPerNode
-	return yaml.Marshal(map[string]any{"config": map[string]any{
+	cfg := map[string]any{
 		"kolotoc:cloud":   "simulated",
 		"kolotoc:cluster": map[string]any{"name": fmt.Sprintf("bench-%d", n), "kubeconfig": kubeconfig},
 		"kolotoc:nodePools": []any{
@@ -215,7 +225,11 @@ func Config(n int, kubeconfig string) ([]byte, error) {
 		"kolotoc:carriers":   map[string]any{"count": 1, "pool": "cpu"},
 		"kolotoc:sentinels":  map[string]any{"enabled": true},
 		"kolotoc:entrypoint": map[string]any{"jupyter": true, "tensorboard": true, "daskDashboard": true},
-	}})
+	}
+	if queued {
+		cfg["kolotoc:queue"] = map[string]any{"type": "kueue"}
+	}
+	return yaml.Marshal(map[string]any{"config": cfg})
 }
 
 func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, error) {
@@ -252,6 +266,14 @@ func measure(st *throwaway.Stack, k kubectl, n int, kubeconfig string) (Result, 
 	var out string
 	if r.Up, out, err = timed(st, "up", "--yes", "--skip-preview"); err != nil {
 		return r, fmt.Errorf("pulumi up: %w\n%s", err, throwaway.Tail(out, 30))
+	}
+	if queued { // the towers are not awaited: up is measured to their admission and readiness
+		start := time.Now()
+		if out, err := k.run("", "-n", "kolotoc-"+st.Name, "rollout", "status", "statefulset/"+ring.Name, "--timeout=20m"); err != nil {
+			return r, fmt.Errorf("the queued towers never got ready: %w\n%s", err, out)
+		}
+		logf("N=%d: queued towers ready %s after the up", n, secs(time.Since(start)))
+		r.Up += time.Since(start)
 	}
 
 	logf("N=%d: no-change preview", n)
@@ -349,9 +371,10 @@ func ParseState(export []byte) (*State, error) {
 	var doc struct {
 		Deployment struct {
 			Resources []struct {
-				Type   string         `json:"type"`
-				Custom bool           `json:"custom"`
-				Inputs map[string]any `json:"inputs"`
+				Type     string         `json:"type"`
+				Custom   bool           `json:"custom"`
+				External bool           `json:"external"` // read, not applied (the queue's check of Kueue's CRD)
+				Inputs   map[string]any `json:"inputs"`
 			} `json:"resources"`
 		} `json:"deployment"`
 	}
@@ -360,7 +383,7 @@ func ParseState(export []byte) (*State, error) {
 	}
 	s := &State{Resources: len(doc.Deployment.Resources)}
 	for _, res := range doc.Deployment.Resources {
-		if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
+		if !res.Custom || res.External || !strings.HasPrefix(res.Type, "kubernetes:") {
 			continue
 		}
 		obj := map[string]any{}

@@ -90,6 +90,9 @@ type Args struct {
 	KeyBinding   Binding                // what the keys are bound to (project, stack, namespace)
 	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
 	Fabric       Fabric                 // the towers' pool's fast network between nodes; zero: none
+	// Gang admits the towers and the launcher as one Kueue pod group (kolotoc:queue); nil: each
+	// pod is scheduled as it comes. Its Total is the towers plus the launcher.
+	Gang *meta.Gang
 }
 
 // Fabric is what the towers take of their pool's fabric: a device each tower requests beside its
@@ -298,6 +301,12 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		spec.DnsPolicy = pulumi.String("ClusterFirstWithHostNet")
 	}
 	md := a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent)
+	if a.Gang != nil {
+		// A queued ring may wait for admission for hours, its pods gated: `pulumi up` does not
+		// wait for the towers' readiness (it would fail after awaitTimeout), the stack's outputs
+		// say how to follow the admission (docs/queueing.md).
+		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
+	}
 	if a.releases() && a.Run != "" {
 		// The launcher scales the towers to zero when its run succeeds; a new run changes this
 		// annotation, and the update that follows brings the towers back.
@@ -314,10 +323,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			ServiceName:         pulumi.String(a.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
-			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(towerComponent))},
-				Spec:     spec,
-			},
+			Template:            &corev1.PodTemplateSpecArgs{Metadata: gangMeta(a, a.Labels.PodLabels(towerComponent), nil), Spec: spec},
 		},
 	}
 }
@@ -412,17 +418,31 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	jobSpec := &batchv1.JobSpecArgs{
 		BackoffLimit: pulumi.Int(launcherBackoffLimit),
 		Template: &corev1.PodTemplateSpecArgs{
-			Metadata: &metav1.ObjectMetaArgs{
-				Labels:      pulumi.ToStringMap(podLabels),
-				Annotations: pulumi.StringMap{"kolotoc.dev/hostfile-sha256": pulumi.String(hex.EncodeToString(hash[:]))},
-			},
-			Spec: spec,
+			Metadata: gangMeta(a, podLabels, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])}),
+			Spec:     spec,
 		},
 	}
 	if a.Suspend {
 		jobSpec.Suspend = pulumi.Bool(true)
 	}
 	return &batchv1.JobArgs{Metadata: md, Spec: jobSpec}
+}
+
+// gangMeta is a pod template's metadata: its labels and annotations, and the gang's (none
+// without a queue: the template stays as it was, and so do the ring's pods).
+func gangMeta(a *Args, labels, annotations map[string]string) *metav1.ObjectMetaArgs {
+	a.Gang.PodLabels(labels)
+	if a.Gang != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		a.Gang.PodAnnotations(annotations)
+	}
+	md := &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(labels)}
+	if annotations != nil {
+		md.Annotations = pulumi.ToStringMap(annotations)
+	}
+	return md
 }
 
 // workloadEnv is Kolotoc's own variables, the fabric's, then where the code is, then the stack's.

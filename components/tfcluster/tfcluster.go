@@ -90,6 +90,9 @@ type Args struct {
 	CheckpointDir  string       // checkpoint directory (on the claim), KOLOTOC_CHECKPOINT_DIR
 	EvalDir        string       // evaluation directory (on the claim), KOLOTOC_EVAL_DIR; "" for none
 	OwnTensorBoard *TensorBoard // the cluster's own TensorBoard; nil: the entrypoint's reads the shared log directory
+	// Gang admits every task of every type as one Kueue pod group (kolotoc:queue); nil: each
+	// pod is scheduled as it comes. Its Total is the tasks of all types.
+	Gang *meta.Gang
 }
 
 // releases reports whether the chief releases the cluster when it succeeds.
@@ -323,17 +326,24 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		// Its token may scale the cluster's task types, and nothing else (meta.NewReleaser).
 		pod.ServiceAccountName = pulumi.String(releaseName(a))
 	}
+	md := a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name)
+	podMeta := &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(t.Name))}
+	if a.Gang != nil {
+		// A queued cluster may wait for admission: its tasks are not awaited (docs/queueing.md).
+		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
+		labels, annotations := a.Labels.PodLabels(t.Name), map[string]string{}
+		a.Gang.PodLabels(labels)
+		a.Gang.PodAnnotations(annotations)
+		podMeta = &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(labels), Annotations: pulumi.ToStringMap(annotations)}
+	}
 	return &appsv1.StatefulSetArgs{
-		Metadata: a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name),
+		Metadata: md,
 		Spec: &appsv1.StatefulSetSpecArgs{
 			Replicas:            pulumi.Int(replicas),
 			ServiceName:         pulumi.String(t.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(t.Name))},
-			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(t.Name))},
-				Spec:     pod,
-			},
+			Template:            &corev1.PodTemplateSpecArgs{Metadata: podMeta, Spec: pod},
 		},
 	}, nil
 }

@@ -59,9 +59,10 @@ func poolsServed(kube *kubernetes.Clientset) error {
 	return nil
 }
 
-// decided: the scheduler placed the pod, or said why it cannot.
+// decided: the scheduler placed the pod, or said why it cannot; or Kueue holds it (its
+// admission gate): the scheduler will not look at it until the queue admits its group.
 func decided(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" {
+	if p.Spec.NodeName != "" || queueHeld(p) {
 		return true
 	}
 	for _, c := range p.Status.Conditions {
@@ -70,6 +71,60 @@ func decided(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// queueHeld: Kueue's admission gate holds the pod (kolotoc:queue, docs/queueing.md).
+func queueHeld(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == kueueAdmissionGate {
+			return true
+		}
+	}
+	return false
+}
+
+const kueueAdmissionGate = "kueue.x-k8s.io/admission"
+
+// queueAdmissions reads the Kueue Workloads of the mirror's namespaces: was each queued
+// workload admitted, and if not, what Kueue says (none when the stack has no queue, or the
+// cluster no Kueue).
+func queueAdmissions(ctx context.Context, kube *kubernetes.Clientset, namespaces []string) []Admission {
+	var out []Admission
+	for _, ns := range namespaces {
+		raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(ctx)
+		if err != nil {
+			continue
+		}
+		var list struct {
+			Items []struct {
+				Metadata struct{ Name string }
+				Spec     struct{ QueueName string }
+				Status   struct {
+					Admission  *struct{ ClusterQueue string }
+					Conditions []struct{ Type, Status, Message string }
+				}
+			}
+		}
+		if json.Unmarshal(raw, &list) != nil {
+			continue
+		}
+		for _, w := range list.Items {
+			a := Admission{Workload: w.Metadata.Name, Queue: w.Spec.QueueName}
+			if w.Status.Admission != nil {
+				a.ClusterQueue = w.Status.Admission.ClusterQueue
+			}
+			for _, c := range w.Status.Conditions {
+				switch {
+				case c.Type == "Admitted" && c.Status == "True":
+					a.Admitted = true
+				case c.Type == "QuotaReserved" && c.Status == "False":
+					a.Message = c.Message
+				}
+			}
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // workloadOf names a pod's controller, Kind/name; a Deployment's pods through their ReplicaSet.
@@ -298,6 +353,7 @@ func podDevices(p *corev1.Pod, name string) int64 {
 
 // collect fills the report from the mirror's nodes and the last snapshot of its pods.
 func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snapshot, r *Report) error {
+	r.Queue = queueAdmissions(ctx, kube, c2ns(m))
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: clusterLabel + "=" + m.Name})
 	if err != nil {
 		return err

@@ -112,6 +112,19 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 		delete(st, "allowReplace")
 	}
 
+	// A queued stack is admitted by the local cluster's Kueue, through a ClusterQueue of the
+	// mirror's own: a cluster's existing ClusterQueue is not here; queue.quota (what that queue
+	// grants the stack) or the mirrored pools give the quota.
+	if q, ok := m.Config[ns+"queue"].(map[string]any); ok && q["type"] == "kueue" {
+		if cq, _ := q["clusterQueue"].(string); cq != "" {
+			m.Notes = append(m.Notes, fmt.Sprintf("queue.clusterQueue %s → a ClusterQueue of the mirror's own, with queue.quota or the pools' sum", cq))
+			delete(q, "clusterQueue")
+		}
+		delete(q, "install") // the local cluster runs Kueue
+		delete(q, "image")
+		m.Notes = append(m.Notes, "queue: the ring is admitted (or not) by the local cluster's Kueue, as one pod group")
+	}
+
 	pools, _ := m.Config[ns+"nodePools"].([]any)
 	for i, p := range pools {
 		pm, ok := p.(map[string]any)

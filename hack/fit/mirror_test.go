@@ -162,3 +162,20 @@ func TestMirrorEveryStackFile(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorQueue: a queued stack's mirror queues through a ClusterQueue of its own on the local
+// Kueue: the cluster's ClusterQueue and Kueue's install are not the mirror's.
+func TestMirrorQueue(t *testing.T) {
+	file := cloudStack + "  kolotoc:queue:\n    type: kueue\n    clusterQueue: team-gpus\n    quota: {gpus: 16}\n"
+	m, err := NewMirror("prod", []byte(file), "/abs/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := m.Config["kolotoc:queue"].(map[string]any)
+	if q["clusterQueue"] != nil || q["type"] != "kueue" || q["quota"] == nil {
+		t.Errorf("mirrored queue %v: want kueue with its quota, without the cluster's ClusterQueue", q)
+	}
+	if !strings.Contains(strings.Join(m.Notes, "\n"), "queue.clusterQueue team-gpus →") {
+		t.Errorf("notes do not say what became of the ClusterQueue: %v", m.Notes)
+	}
+}

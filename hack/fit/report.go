@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"kolotoc/components/meta"
 	"math"
 	"sort"
 	"strconv"
@@ -88,14 +89,29 @@ type Report struct {
 	Missing []Missing
 	// Overcommitted: nodes that hold more than they have once every pod of the stack runs.
 	Overcommitted []Overcommit
-	Deploy        time.Duration // pulumi up of the mirror
-	Decide        time.Duration // until the scheduler had decided every pod
+	// Queue: the stack's queued workloads (kolotoc:queue) and whether Kueue admitted each.
+	Queue  []Admission
+	Deploy time.Duration // pulumi up of the mirror
+	Decide time.Duration // until the scheduler had decided every pod
 }
 
-// Fits: every pod of the stack was placed, and nothing was refused or left undecided.
+// Admission is a queued workload (a Kueue Workload: the ring's pod group) and its admission.
+type Admission struct {
+	Workload, Queue, ClusterQueue string
+	Admitted                      bool
+	Message                       string // Kueue's reason when not admitted
+}
+
+// Fits: every pod of the stack was placed, every queued workload admitted, and nothing was
+// refused or left undecided.
 func (r *Report) Fits() bool {
 	if r.Refused != "" || len(r.Missing) > 0 || len(r.Overcommitted) > 0 || len(r.Pods) == 0 {
 		return false
+	}
+	for _, a := range r.Queue {
+		if !a.Admitted {
+			return false
+		}
 	}
 	for _, p := range r.Pods {
 		if p.Node == "" {
@@ -199,6 +215,16 @@ func (r *Report) Write(w io.Writer) {
 	nodes := 0
 	for _, p := range r.Pools {
 		nodes += p.Nodes
+	}
+	if len(r.Queue) > 0 {
+		fmt.Fprintf(w, "\nQueue admission (Kueue; kolotoc:queue)\n")
+		for _, a := range r.Queue {
+			if a.Admitted {
+				fmt.Fprintf(w, "  %s: admitted by ClusterQueue %s (LocalQueue %s), all its pods at once\n", a.Workload, a.ClusterQueue, a.Queue)
+			} else {
+				fmt.Fprintf(w, "  %s: NOT admitted (LocalQueue %s), every pod held: %s\n", a.Workload, a.Queue, meta.OrUnset(a.Message))
+			}
+		}
 	}
 	if r.Fits() {
 		fmt.Fprintf(w, "\nFITS: all %d pods placed on %d nodes (deployed in %s, scheduled in %s).\n", len(r.Pods), nodes, round(r.Deploy), round(r.Decide))

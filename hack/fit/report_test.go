@@ -188,3 +188,23 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestReportQueue: a queued ring that Kueue did not admit does not fit, whatever the scheduler
+// would have done with its pods (it never saw them), and the report gives Kueue's reason.
+func TestReportQueue(t *testing.T) {
+	r := shortReport()
+	r.Pods = r.Pods[:1] // the one placed tower
+	r.Missing = nil
+	r.Queue = []Admission{{Workload: "tower", Queue: "kolotoc", ClusterQueue: "kolotoc-fit-short", Admitted: true}}
+	var b strings.Builder
+	r.Write(&b)
+	if !strings.Contains(b.String(), "tower: admitted by ClusterQueue kolotoc-fit-short") {
+		t.Errorf("admitted ring not reported:\n%s", b.String())
+	}
+	r.Queue[0] = Admission{Workload: "tower", Queue: "kolotoc", Message: "couldn't assign flavors to pod set towers: insufficient quota for nvidia.com/gpu"}
+	b.Reset()
+	r.Write(&b)
+	if r.Fits() || !strings.Contains(b.String(), "tower: NOT admitted (LocalQueue kolotoc), every pod held: couldn't assign flavors") {
+		t.Errorf("held ring: fits %v, report:\n%s", r.Fits(), b.String())
+	}
+}

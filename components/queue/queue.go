@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	apiextensionsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions/v1"
+	helmv3 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/meta"
+)
+
+// component is the app.kubernetes.io/component of the queue's objects.
+const component = "queue"
+
+// CheckedCRD is the CustomResourceDefinition whose presence says a cluster runs Kueue: read at
+// preview on a cluster Kolotoc does not install Kueue on.
+const CheckedCRD = "clusterqueues.kueue.x-k8s.io"
+
+// Args is the queue as the stack hands it over.
+type Args struct {
+	Config
+	Namespace    pulumi.StringInput // the stack's namespace (the LocalQueue's)
+	NamespaceDNS string             // its name: the ClusterQueue's, ResourceFlavor's and priority classes' prefix
+	Labels       meta.Labels
+	// Quota is the stack's ClusterQueue's nominal quota by resource name (cpu, memory,
+	// nvidia.com/gpu, …), each a quantity; the stack derives it from its pools.
+	Quota map[string]string
+	// Check: read CheckedCRD and fail unless the cluster serves Kueue's v1beta2 API (a cluster
+	// whose Kueue Kolotoc does not install: existing, and the local test bed's).
+	Check bool
+}
+
+// Queue is the stack's queue.
+type Queue struct {
+	pulumi.ResourceState
+	// Ready is what a queued workload's pods wait for: the LocalQueue (and Kueue's release or
+	// check), so that no pod names a queue that is not there yet.
+	Ready []pulumi.Resource
+}
+
+// New registers the queue.
+func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Queue, error) {
+	if args == nil || !args.On() {
+		return nil, errors.New("queue: args with type kueue are required")
+	}
+	q := &Queue{}
+	if err := ctx.RegisterComponentResource("kolotoc:queue:Queue", name, q, opts...); err != nil {
+		return nil, err
+	}
+	var before []pulumi.Resource
+	served := pulumi.Bool(true).ToBoolOutput()
+	if args.Install != nil && *args.Install {
+		rel, err := helmv3.NewRelease(ctx, name+"-kueue", RenderRelease(args), pulumi.Parent(q))
+		if err != nil {
+			return nil, err
+		}
+		before = append(before, rel)
+	}
+	if args.Check {
+		crd, err := apiextensionsv1.GetCustomResourceDefinition(ctx, name+"-kueue-api", pulumi.ID(CheckedCRD), nil, pulumi.Parent(q))
+		if err != nil {
+			return nil, fmt.Errorf("%s.type = %s: the cluster must run Kueue (%s): %w", Key, TypeKueue, CheckedCRD, err)
+		}
+		served = crd.Spec.Versions().ApplyT(func(vs []apiextensionsv1.CustomResourceDefinitionVersion) (bool, error) {
+			return ServesV1beta2(vs)
+		}).(pulumi.BoolOutput)
+		before = append(before, crd)
+	}
+	after := pulumi.DependsOn(before)
+	clusterQueue := args.ClusterQueue
+	if clusterQueue == "" {
+		clusterQueue = args.NamespaceDNS
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), pulumi.Parent(q), after); err != nil {
+			return nil, err
+		}
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), pulumi.Parent(q), after); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range sortedKeys(args.Priorities) {
+		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), pulumi.Parent(q), after)
+		if err != nil {
+			return nil, err
+		}
+		q.Ready = append(q.Ready, pc)
+	}
+	// The LocalQueue names its ClusterQueue once the check has passed: a cluster without Kueue's
+	// API fails here, with the check's message, before any queued pod is registered.
+	cq := clusterQueue
+	feeds := served.ApplyT(func(bool) string { return cq }).(pulumi.StringOutput)
+	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), pulumi.Parent(q), after)
+	if err != nil {
+		return nil, err
+	}
+	q.Ready = append(q.Ready, lq)
+	return q, meta.RegisterOutputs(ctx, q, pulumi.Map{"localQueue": pulumi.String(args.LocalQueue), "clusterQueue": pulumi.String(clusterQueue)})
+}
+
+// ServesV1beta2 reports whether a Kueue CRD serves the API Kolotoc writes.
+func ServesV1beta2(vs []apiextensionsv1.CustomResourceDefinitionVersion) (bool, error) {
+	if slices.ContainsFunc(vs, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1beta2" && v.Served }) {
+		return true, nil
+	}
+	return false, fmt.Errorf("%s.type = %s: the cluster's Kueue does not serve %s (%s); Kolotoc needs Kueue v0.15 or later", Key, TypeKueue, APIVersion, CheckedCRD)
+}
+
+// RenderRelease is Kueue's upstream chart, pinned, with its image from the upstream registry by
+// tag (the chart's own default points at a staging registry). Its Configuration is the chart's:
+// the pod integration (pod groups) is among its default frameworks.
+// https://github.com/kubernetes-sigs/kueue/tree/v0.17.0/charts/kueue (README: helm install
+// kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.17.0 --namespace=kueue-system).
+func RenderRelease(a *Args) *helmv3.ReleaseArgs {
+	repo, tag := splitImage(a.Image)
+	return &helmv3.ReleaseArgs{
+		Name:            pulumi.String("kueue"),
+		Chart:           pulumi.String(KueueChart),
+		Version:         pulumi.String(KueueVersion[1:]), // the chart's version has no v
+		Namespace:       pulumi.String(KueueNamespace),
+		CreateNamespace: pulumi.Bool(true),
+		// Kueue's webhooks must serve before the stack's queue objects are written.
+		WaitForJobs: pulumi.Bool(true),
+		Atomic:      pulumi.Bool(true),
+		Values: pulumi.Map{
+			"controllerManager": pulumi.Map{"manager": pulumi.Map{"image": pulumi.Map{
+				"repository": pulumi.String(repo), "tag": pulumi.String(tag), "pullPolicy": pulumi.String("IfNotPresent"),
+			}}},
+		},
+	}
+}
+
+// RenderFlavor is the stack's ResourceFlavor: one flavor, every node of the stack alike (the
+// pools' own selectors place the pods).
+func RenderFlavor(a *Args) *apiextensions.CustomResourceArgs {
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("ResourceFlavor"),
+		Metadata:    a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": pulumi.Map{}},
+	}
+}
+
+// RenderClusterQueue is the stack's ClusterQueue: the quota of every resource a queued pod
+// requests (Kueue refuses a Workload that asks for a resource its queue does not cover), open
+// to every namespace's LocalQueue, so that another stack may name it in queue.clusterQueue.
+func RenderClusterQueue(a *Args) *apiextensions.CustomResourceArgs {
+	names := sortedKeys(a.Quota)
+	var resources pulumi.Array
+	for _, n := range names {
+		resources = append(resources, pulumi.Map{"name": pulumi.String(n), "nominalQuota": pulumi.String(a.Quota[n])})
+	}
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("ClusterQueue"),
+		Metadata: a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": pulumi.Map{
+			"namespaceSelector": pulumi.Map{},
+			"resourceGroups": pulumi.Array{pulumi.Map{
+				"coveredResources": pulumi.ToStringArray(names),
+				"flavors":          pulumi.Array{pulumi.Map{"name": pulumi.String(a.NamespaceDNS), "resources": resources}},
+			}},
+		}},
+	}
+}
+
+// RenderLocalQueue is the stack's LocalQueue, feeding clusterQueue.
+func RenderLocalQueue(a *Args, clusterQueue pulumi.StringInput) *apiextensions.CustomResourceArgs {
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("LocalQueue"),
+		Metadata:    a.Labels.ObjectMeta(a.LocalQueue, a.Namespace, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": pulumi.Map{"clusterQueue": clusterQueue}},
+	}
+}
+
+// RenderPriorityClass is a workload's WorkloadPriorityClass (its value is top level, not spec).
+func RenderPriorityClass(a *Args, workload string) *apiextensions.CustomResourceArgs {
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("WorkloadPriorityClass"),
+		Metadata: a.Labels.ObjectMeta(PriorityClass(a.NamespaceDNS, workload), nil, component),
+		OtherFields: kubernetes.UntypedArgs{
+			"value":       pulumi.Int(int(a.Priorities[workload])),
+			"description": pulumi.String(fmt.Sprintf("Kolotoc: the %s of namespace %s", workload, a.NamespaceDNS)),
+		},
+	}
+}
+
+// Outputs are the stack's queue outputs: where its workloads wait and how to see them (a fixed
+// size, whatever the number of ranks).
+func Outputs(c Config, clusterQueue, namespace string, kubectlf func(string, ...any) pulumi.StringOutput) pulumi.Map {
+	return pulumi.Map{
+		"localQueue":   pulumi.String(c.LocalQueue),
+		"clusterQueue": pulumi.String(clusterQueue),
+		// A held workload shows QuotaReserved False and why; an admitted one, Admitted True.
+		"workloads": kubectlf("-n %s get workloads.kueue.x-k8s.io -o wide", namespace),
+		"pending":   kubectlf("get clusterqueue %s -o jsonpath={.status.pendingWorkloads}", clusterQueue),
+	}
+}
+
+// splitImage is an image reference's repository and tag (registry.k8s.io/kueue/kueue, v0.17.0).
+func splitImage(image string) (repo, tag string) {
+	slash := strings.LastIndex(image, "/")
+	if colon := strings.LastIndex(image, ":"); colon > slash {
+		return image[:colon], image[colon+1:]
+	}
+	return image, ""
+}

@@ -1,0 +1,218 @@
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"kolotoc/components/meta"
+	"kolotoc/components/queue"
+	"kolotoc/components/tfcluster"
+)
+
+// The stack's queue (kolotoc:queue, components/queue): which workloads join it, the quota it
+// derives from the pools, and the checks of each queued workload against that quota.
+
+// Queue is the stack's queue (kolotoc:queue): the queue package's section type.
+type Queue = queue.Config
+
+// Queue types for kolotoc:queue.type: the queue package's.
+const (
+	QueueOff   = queue.TypeOff
+	QueueKueue = queue.TypeKueue
+)
+
+// applyQueueDefaults fills the queue's defaults: Kolotoc installs Kueue on the clouds it makes.
+func (c *Config) applyQueueDefaults() { c.Queue.Default(IsCloud(c.Cloud)) }
+
+// validateQueue checks the queue's own settings, where its Kueue comes from, and that every
+// queued workload fits the quota at once: a gang larger than its queue would wait forever.
+func (c *Config) validateQueue(v *validator) {
+	c.Queue.Validate(v)
+	q := c.Queue
+	if !q.On() {
+		return
+	}
+	if q.Install != nil && *q.Install && !IsCloud(c.Cloud) {
+		v.add("queue.install", "true", fmt.Sprintf("on cloud %s the cluster's own Kueue is used (the local test bed runs one); allowed: false", c.Cloud))
+	}
+	if q.Image != "" {
+		v.image("queue.image", q.Image)
+	}
+	if c.Towers.Enabled && c.Towers.Count > 0 {
+		c.checkGang(v, "towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed())
+	}
+	if c.TFCluster.Enabled {
+		c.checkGang(v, "tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed())
+	}
+}
+
+// checkGang refuses a gang whose need exceeds the queue's quota in any resource.
+func (c *Config) checkGang(v *validator, key, value, what string, need map[string]string) {
+	quota := c.QueueQuota()
+	for _, r := range sortedKeys(need) {
+		have, known := quota[r]
+		if !known {
+			continue // an existing ClusterQueue's quota Kolotoc does not know (queue.quota)
+		}
+		n, errN := resource.ParseQuantity(need[r])
+		h, errH := resource.ParseQuantity(have)
+		if errN == nil && errH == nil && n.Cmp(h) > 0 { // a bad quantity is reported by its own key
+			v.add(key, value, fmt.Sprintf(
+				"%s needs %s %s at once, more than the queue's quota of %s (%s): it would never be admitted; "+
+					"allowed: a workload within the quota, or a larger queue.quota", what, need[r], r, have, c.quotaSource()))
+		}
+	}
+}
+
+// quotaSource says where the quota the checks use comes from.
+func (c *Config) quotaSource() string {
+	if c.Queue.Quota != (queue.Quota{}) {
+		return "queue.quota"
+	}
+	return "the sum of nodePools"
+}
+
+// QueueQuota is the stack's ClusterQueue quota by resource name: queue.quota where set, else the
+// sum over the pools of maxNodes × each node's GPUs, CPUs and memory. With queue.clusterQueue
+// (a queue the stack does not make) only what queue.quota says is known.
+func (c *Config) QueueQuota() map[string]string {
+	q := c.Queue.Quota
+	out := map[string]string{}
+	if c.Queue.ClusterQueue == "" {
+		gpus, cpus := 0, 0
+		mem := resource.Quantity{}
+		for _, p := range c.NodePools {
+			n := max(p.Nodes, p.MaxNodes)
+			gpus += n * p.GPUsPerNode
+			cpus += n * p.CPUs
+			if m, err := resource.ParseQuantity(p.Memory); err == nil {
+				for range n {
+					mem.Add(m)
+				}
+			}
+		}
+		out["cpu"] = fmt.Sprint(cpus)
+		out["memory"] = mem.String()
+		out[meta.GPUResource] = fmt.Sprint(gpus)
+		if f := c.towerFabric(); f.Resource != "" {
+			out[f.Resource] = fmt.Sprint(c.Towers.Count * f.PerTower)
+		}
+	}
+	if q.GPUs > 0 {
+		out[meta.GPUResource] = fmt.Sprint(q.GPUs)
+	}
+	if q.CPU != "" {
+		out["cpu"] = q.CPU
+	}
+	if q.Memory != "" {
+		out["memory"] = q.Memory
+	}
+	return out
+}
+
+// TowersNeed is what the ring asks its queue for at once: every tower's requests and the
+// launcher's (Kueue sums the pod group's requests).
+func (c *Config) TowersNeed() map[string]string {
+	t := c.Towers
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	for range t.Count {
+		addQuantity(&cpu, t.CPU)
+		addQuantity(&mem, t.Memory)
+	}
+	addQuantity(&cpu, t.LauncherCPU)
+	addQuantity(&mem, t.LauncherMemory)
+	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(t.Count * t.GPUsPerTower)}
+}
+
+func addQuantity(sum *resource.Quantity, s string) {
+	if q, err := resource.ParseQuantity(s); err == nil {
+		sum.Add(q)
+	}
+}
+
+// towersGang is the ring's pod group when the stack queues it: the towers and the launcher, one
+// group per run.
+func (c *Config) towersGang() *meta.Gang {
+	if !c.Queue.On() {
+		return nil
+	}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TowerName, c.Towers.Run), Total: c.Towers.Count + 1}
+	if _, ok := c.Queue.Priorities["towers"]; ok {
+		g.Priority = queue.PriorityClass(c.Namespace, "towers")
+	}
+	return g
+}
+
+// tfGang is the TF cluster's pod group when the stack queues it: every task of every type (the
+// evaluator too: it is placed with the cluster or not at all).
+func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
+	if !c.Queue.On() {
+		return nil
+	}
+	total := 0
+	for _, t := range tasks {
+		total += t.Count
+	}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TFGroupName, ""), Total: total}
+	if _, ok := c.Queue.Priorities["tfcluster"]; ok {
+		g.Priority = queue.PriorityClass(c.Namespace, "tfcluster")
+	}
+	return g
+}
+
+// TFGroupName is the TF cluster's pod group (and Kueue Workload) name.
+const TFGroupName = "tfcluster"
+
+// TFNeed is what the TF cluster asks its queue for at once: every task's requests.
+func (c *Config) TFNeed() map[string]string {
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	gpus := 0
+	for _, t := range c.TFCluster.Tasks(func(tfcluster.Role) string { return "" }) {
+		for range t.Count {
+			addQuantity(&cpu, t.CPU)
+			addQuantity(&mem, t.Memory)
+		}
+		gpus += t.Count * t.GPUs
+	}
+	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(gpus)}
+}
+
+// QueueArgs is the queue's configuration, less its namespace input.
+func QueueArgs(c *Config) *queue.Args {
+	a := &queue.Args{
+		Config: c.Queue, NamespaceDNS: c.Namespace, Labels: stackLabels(c),
+		Check: c.Cloud == CloudExisting || c.Cloud == CloudSimulated,
+	}
+	if c.Queue.ClusterQueue == "" {
+		a.Quota = c.QueueQuota()
+	}
+	return a
+}
+
+// deployQueue registers the stack's queue when it has one; what queued pods wait for.
+func deployQueue(ctx *pulumi.Context, c *Config, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) ([]pulumi.Resource, error) {
+	if !c.Queue.On() {
+		return nil, nil
+	}
+	a := QueueArgs(c)
+	a.Namespace = namespace
+	q, err := queue.New(ctx, "queue", a, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return q.Ready, nil
+}
+
+// QueueOutputs are the stack's queue outputs (none without a queue).
+func QueueOutputs(c *Config, kube KubeAccess) pulumi.Map {
+	if !c.Queue.On() {
+		return nil
+	}
+	cq := c.Queue.ClusterQueue
+	if cq == "" {
+		cq = c.Namespace
+	}
+	return pulumi.Map{"queue": queue.Outputs(c.Queue, cq, c.Namespace, kube.Kubectlf)}
+}

@@ -1,0 +1,305 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// TestQueueGangAdmission: two stacks on simulated GPU pools share one Kueue ClusterQueue (the
+// real Kueue, run by hack/cluster.sh). Stack A's ring (2 towers × 8 GPUs and its launcher) takes
+// the whole quota of 16 GPUs, which A's ClusterQueue derives from A's pools; stack B names A's
+// ClusterQueue (queue.clusterQueue), and its ring does not fit beside A's. B's `pulumi up` ends
+// (its towers are not awaited), and B's ring is held as one unit: every pod of it gated, none
+// bound to a node, A's pods untouched. When A's run ends with onSuccess: release (the launcher's
+// release account scales A's towers to zero), A's pod group is finished, B is admitted, and B's
+// launcher succeeds.
+//
+// On kwok nodes nothing runs: a Job's pod succeeds as soon as it runs (hack/kwokctl.yaml's
+// pod-complete stage), so the launcher's release step, a scale of the towers to zero by the
+// launcher's own account, is done here with that account (impersonated), as the launcher's
+// release.py does it. TestQueueRealNode runs the whole ring for real.
+func TestQueueGangAdmission(t *testing.T) {
+	suffix := randomHex(t, 3)
+	quiet := map[string]any{
+		"carriers":   map[string]any{"enabled": false},
+		"sentinels":  map[string]any{"enabled": false},
+		"entrypoint": map[string]any{"jupyter": false, "tensorboard": false, "daskDashboard": false},
+	}
+	with := func(extra map[string]any) map[string]any {
+		o := map[string]any{}
+		for k, v := range quiet {
+			o[k] = v
+		}
+		for k, v := range extra {
+			o[k] = v
+		}
+		return o
+	}
+	aName, bName := "qa-"+suffix, "qb-"+suffix
+	aNS, bNS := "kolotoc-"+aName, "kolotoc-"+bName
+	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", with(map[string]any{
+		"queue":  map[string]any{"type": "kueue"},
+		"towers": map[string]any{"count": 2, "gpusPerTower": 8, "pool": "gpu", "run": "a1", "onSuccess": "release"},
+	}))
+	start := time.Now()
+	a.up()
+	t.Logf("stack A up in %s", time.Since(start).Round(time.Second))
+	waitFor(t, "A's ring admitted and running", 3*time.Minute, func() (bool, string) {
+		w := workload(t, a, aNS, "tower-a1")
+		pods := podsOf(t, a, aNS)
+		return w.admitted() && len(pods) == 2 && pods.bound() == 2 && pods.running() == 2,
+			fmt.Sprintf("workload %s; %d tower pods, %d bound, %d running", w, len(pods), pods.bound(), pods.running())
+	})
+	t.Logf("A's Workload admitted %s after its creation", workload(t, a, aNS, "tower-a1").latency)
+	a.waitJob(t, aNS, "launcher", 2*time.Minute)
+	// The queue's objects read back as written: a second up would change nothing. (The check of
+	// Kueue's CRD is a read at every preview, which changes nothing: `pulumi preview
+	// --expect-no-changes` passes with it.)
+	steps, _ := a.preview()
+	for urn, op := range steps {
+		if op == "read" {
+			delete(steps, urn)
+		}
+	}
+	if len(steps) != 0 {
+		t.Errorf("preview of stack A with nothing changed: %s, want no change", fmtMap(steps))
+	}
+	aPods := podsOf(t, a, aNS)
+	outs := a.outputs()
+	q, _ := outs["queue"].(map[string]any)
+	if q["clusterQueue"] != aNS || !strings.Contains(fmt.Sprint(q["workloads"]), "get workloads.kueue.x-k8s.io") {
+		t.Errorf("A's queue outputs %v: want its ClusterQueue %s and how to see its workloads", q, aNS)
+	}
+
+	// B: its own pools (room on its nodes), A's ClusterQueue (no quota left).
+	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", with(map[string]any{
+		"queue":  map[string]any{"type": "kueue", "clusterQueue": aNS},
+		"towers": map[string]any{"count": 1, "gpusPerTower": 8, "pool": "gpu"},
+	}))
+	start = time.Now()
+	b.up() // ends although B's towers are held: they are not awaited
+	t.Logf("stack B up (held) in %s", time.Since(start).Round(time.Second))
+	waitFor(t, "B's ring held as one unit", 2*time.Minute, func() (bool, string) {
+		w := workload(t, b, bNS, "tower")
+		all := allQueued(t, b, bNS)
+		return w.exists() && !w.admitted() && len(all) == 2 && all.gated() == 2,
+			fmt.Sprintf("workload %s; %d queued pods, %d gated", w, len(all), all.gated())
+	})
+	// Held a while: still no pod of B on a node, A's pods where they were.
+	time.Sleep(10 * time.Second)
+	if all := allQueued(t, b, bNS); all.bound() != 0 || len(all) != 2 {
+		t.Errorf("B held: %d of its %d pods bound to a node, want none", all.bound(), len(all))
+	}
+	if w := workload(t, b, bNS, "tower"); w.admitted() {
+		t.Errorf("B's ring admitted beside A's: %s", w)
+	}
+	if now := podsOf(t, a, aNS); !samePlacement(aPods, now) {
+		t.Errorf("A's towers moved while B waited: %s, then %s", aPods, now)
+	}
+
+	// A's run ends: its release account scales its towers to zero (onSuccess: release).
+	_, restCfg := localCluster(t)
+	asAccount := rest.CopyConfig(restCfg)
+	asAccount.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + aNS + ":launcher-release"}
+	release, err := kubernetes.NewForConfig(asAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	if _, err := release.AppsV1().StatefulSets(aNS).Patch(context.Background(), "tower", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}, "scale"); err != nil {
+		t.Fatalf("A's release: %v", err)
+	}
+	waitFor(t, "B admitted after A's release", 3*time.Minute, func() (bool, string) {
+		w := workload(t, b, bNS, "tower")
+		all := allQueued(t, b, bNS)
+		return w.admitted() && all.gated() == 0, fmt.Sprintf("workload %s; A's %s; %d of B's pods gated",
+			w, workload(t, a, aNS, "tower-a1"), all.gated())
+	})
+	t.Logf("B admitted %s after A's release", time.Since(released).Round(100*time.Millisecond))
+	if job := b.waitJob(t, bNS, "launcher", 3*time.Minute); job.Status.Succeeded == 0 {
+		t.Errorf("B's launcher did not succeed: %+v", job.Status)
+	}
+	if w := workload(t, a, aNS, "tower-a1"); !w.finished() {
+		t.Errorf("A's workload after its release: %s, want finished", w)
+	}
+}
+
+// kueueWorkload is what the test reads of a Kueue Workload.
+type kueueWorkload struct {
+	found      bool
+	conditions map[string]string
+	// latency: from the Workload's creation (once all the group's pods exist) to its Admitted
+	// condition, what Kueue adds before the scheduler sees the pods (whole seconds: the API's
+	// resolution).
+	latency time.Duration
+}
+
+func (w kueueWorkload) exists() bool   { return w.found }
+func (w kueueWorkload) admitted() bool { return w.conditions["Admitted"] == "True" }
+func (w kueueWorkload) finished() bool { return w.conditions["Finished"] == "True" }
+func (w kueueWorkload) String() string {
+	if !w.found {
+		return "(none)"
+	}
+	return fmt.Sprint(w.conditions)
+}
+
+// workload reads the Workload of a pod group (its name is the group's).
+func workload(t *testing.T, s *stack, ns, name string) kueueWorkload {
+	t.Helper()
+	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads", name).DoRaw(context.Background())
+	if err != nil {
+		return kueueWorkload{}
+	}
+	var wl struct {
+		Metadata struct{ CreationTimestamp time.Time }
+		Status   struct {
+			Conditions []struct {
+				Type, Status       string
+				LastTransitionTime time.Time
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &wl); err != nil {
+		t.Fatal(err)
+	}
+	w := kueueWorkload{found: true, conditions: map[string]string{}}
+	for _, c := range wl.Status.Conditions {
+		w.conditions[c.Type] = c.Status
+		if c.Type == "Admitted" && c.Status == "True" {
+			w.latency = c.LastTransitionTime.Sub(wl.Metadata.CreationTimestamp)
+		}
+	}
+	return w
+}
+
+type podList []corev1.Pod
+
+func (p podList) bound() (n int) {
+	for _, x := range p {
+		if x.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (p podList) running() (n int) {
+	for _, x := range p {
+		if x.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// gated counts the pods Kueue holds (its admission scheduling gate).
+func (p podList) gated() (n int) {
+	for _, x := range p {
+		for _, g := range x.Spec.SchedulingGates {
+			if g.Name == "kueue.x-k8s.io/admission" {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func (p podList) String() string {
+	var b strings.Builder
+	for _, x := range p {
+		fmt.Fprintf(&b, "%s@%s ", x.Name, x.Spec.NodeName)
+	}
+	return b.String()
+}
+
+// samePlacement: the same pods (by UID) on the same nodes.
+func samePlacement(before, after podList) bool {
+	if len(before) != len(after) {
+		return false
+	}
+	at := map[types.UID]string{}
+	for _, x := range before {
+		at[x.UID] = x.Spec.NodeName
+	}
+	for _, x := range after {
+		if n, ok := at[x.UID]; !ok || n != x.Spec.NodeName {
+			return false
+		}
+	}
+	return true
+}
+
+// podsOf are the stack's tower pods.
+func podsOf(t *testing.T, s *stack, ns string) podList {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()+",app.kubernetes.io/component=tower"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return podList(pods.Items)
+}
+
+// allQueued are the stack's pods that name a queue (towers and launcher).
+func allQueued(t *testing.T, s *stack, ns string) podList {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()+",kueue.x-k8s.io/queue-name"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return podList(pods.Items)
+}
+
+// TestQueueRealNode: the dev stack's CPU ring, admitted through Kueue on the real node (kubelet
+// and containerd), still runs its MPI allreduce; with onSuccess: release its towers go, the
+// real kubelet stops them, and the pod group's Workload is finished (its quota freed).
+func TestQueueRealNode(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
+	towers["run"], towers["onSuccess"] = "q1", "release"
+	s := newStack(t, "e2e-queue-dev", "dev", map[string]any{
+		"towers":    towers,
+		"queue":     map[string]any{"type": "kueue"},
+		"carriers":  map[string]any{"enabled": false},
+		"sentinels": map[string]any{"enabled": false},
+	})
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	start := time.Now()
+	s.up()
+	t.Logf("up in %s", time.Since(start).Round(time.Second))
+	waitFor(t, "the ring admitted", 2*time.Minute, func() (bool, string) {
+		w := workload(t, s, ns, "tower-q1")
+		return w.admitted(), w.String()
+	})
+	t.Logf("ring admitted %s after the up began; its Workload %s after its creation", time.Since(start).Round(100*time.Millisecond),
+		workload(t, s, ns, "tower-q1").latency)
+	job := s.waitJob(t, ns, "launcher", 6*time.Minute)
+	logs := s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
+	if job.Status.Succeeded == 0 {
+		t.Fatalf("the queued launcher failed: %+v\n%s", job.Status, tail(logs))
+	}
+	if !strings.Contains(logs, "allreduce: sum=3 expected=3 ranks=2") {
+		t.Fatalf("launcher log has no allreduce over the two towers:\n%s", tail(logs))
+	}
+	waitFor(t, "the towers released and the group finished", 3*time.Minute, func() (bool, string) {
+		w := workload(t, s, ns, "tower-q1")
+		n := len(podsOf(t, s, ns))
+		return n == 0 && w.finished(), fmt.Sprintf("%d tower pods, workload %s", n, w)
+	})
+}

@@ -1,0 +1,231 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/queue"
+	"kolotoc/stacks"
+)
+
+// kolotoc:queue (issue 29): where Kueue comes from on each cloud, and what the stack writes.
+
+const (
+	tRelease       = "kubernetes:helm.sh/v3:Release"
+	tCRD           = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+	tClusterQueue  = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+	tLocalQueue    = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
+	tFlavor        = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+	tPriorityClass = "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass"
+)
+
+var queueOn = map[string]string{"queue": `{"type":"kueue","priorities":{"towers":100}}`}
+
+// TestQueueCloudInstall: on gcp, aws and azure the stack installs Kueue: the upstream chart from
+// its OCI registry at the pinned version, the controller image from the upstream registry by tag
+// (the chart's own default is a staging image), in kueue-system
+// (https://github.com/kubernetes-sigs/kueue/blob/v0.17.0/charts/kueue/README.md). The queue's
+// objects wait for it; nothing reads the cluster for a Kueue of its own.
+func TestQueueCloudInstall(t *testing.T) {
+	for _, name := range []string{"prod", "aws", "azure"} {
+		t.Run(name, func(t *testing.T) {
+			r := cloudRec(t, name, queueOn)
+			rel := r.one(t, tRelease, "queue-kueue")
+			in := inputs(rel)
+			for path, want := range map[string]any{
+				"chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.17.0", "namespace": "kueue-system",
+				"createNamespace": true, "atomic": true,
+			} {
+				if got := get(in, path); got != want {
+					t.Errorf("Kueue's release %s = %v, want %v", path, got, want)
+				}
+			}
+			img := get(in, "values", "controllerManager", "manager", "image")
+			if get(img, "repository") != "registry.k8s.io/kueue/kueue" || get(img, "tag") != "v0.17.0" {
+				t.Errorf("Kueue's image %v, want registry.k8s.io/kueue/kueue:v0.17.0", img)
+			}
+			if r.ofType(tCRD) != nil {
+				t.Errorf("the stack reads a Kueue CRD on %s, where it installs Kueue itself", name)
+			}
+			for _, kind := range []string{tClusterQueue, tLocalQueue, tFlavor, tPriorityClass} {
+				for _, o := range r.ofType(kind) {
+					if !slices.Contains(o.DependsOn, "queue-kueue") {
+						t.Errorf("%s %s does not wait for Kueue's release (depends on %v)", kind, o.Name, o.DependsOn)
+					}
+				}
+			}
+			checkQueued(t, r)
+		})
+	}
+}
+
+// checkQueued: the stack's ClusterQueue holds its pools' quota, its LocalQueue feeds it, and the
+// towers and launcher are one pod group in it, the towers not awaited.
+func checkQueued(t *testing.T, r *recorder) {
+	t.Helper()
+	cq := inputs(r.one(t, tClusterQueue, "queue-cluster"))
+	ns := get(cq, "metadata", "name")
+	res, _ := get(cq, "spec", "resourceGroups", "[0]", "flavors", "[0]", "resources").([]any)
+	quota := map[string]any{}
+	for _, x := range res {
+		quota[fmt.Sprint(get(x, "name"))] = get(x, "nominalQuota")
+	}
+	if quota["nvidia.com/gpu"] == nil || quota["nvidia.com/gpu"] == "0" || quota["cpu"] == nil || quota["memory"] == nil {
+		t.Errorf("ClusterQueue quota %v: want the pools' GPUs, CPUs and memory", quota)
+	}
+	if get(cq, "spec", "namespaceSelector") == nil {
+		t.Error("ClusterQueue without a namespaceSelector admits no namespace")
+	}
+	lq := inputs(r.one(t, tLocalQueue, "queue"))
+	if get(lq, "metadata", "name") != queue.DefaultLocalQueue || get(lq, "spec", "clusterQueue") != ns {
+		t.Errorf("LocalQueue %v feeding %v, want %s feeding %v", get(lq, "metadata", "name"), get(lq, "spec", "clusterQueue"), queue.DefaultLocalQueue, ns)
+	}
+	pc := inputs(r.one(t, tPriorityClass, "queue-priority-towers"))
+	if get(pc, "value") != 100.0 || get(pc, "metadata", "name") != fmt.Sprint(ns)+"-towers" {
+		t.Errorf("towers' WorkloadPriorityClass %v = %v", get(pc, "metadata", "name"), get(pc, "value"))
+	}
+	sts := inputs(r.one(t, tStatefulSet, "towers"))
+	job := inputs(r.one(t, tJob, "towers-launcher"))
+	towers := get(sts, "spec", "replicas").(float64)
+	for what, tmpl := range map[string]any{"towers": get(sts, "spec", "template"), "launcher": get(job, "spec", "template")} {
+		labels, ann := get(tmpl, "metadata", "labels"), get(tmpl, "metadata", "annotations")
+		if get(labels, "kueue.x-k8s.io/queue-name") != queue.DefaultLocalQueue || get(labels, "kueue.x-k8s.io/pod-group-name") != "tower" ||
+			get(labels, "kueue.x-k8s.io/priority-class") != fmt.Sprint(ns)+"-towers" {
+			t.Errorf("%s' pods: labels %v, want the queue, the pod group tower and the towers' priority class", what, labels)
+		}
+		if get(ann, "kueue.x-k8s.io/pod-group-total-count") != fmt.Sprint(int(towers)+1) || get(ann, "kueue.x-k8s.io/retriable-in-group") != "false" {
+			t.Errorf("%s' pods: annotations %v, want the group of %d towers and the launcher, not retriable", what, ann, int(towers))
+		}
+	}
+	if get(sts, "metadata", "annotations", "pulumi.com/skipAwait") != "true" {
+		t.Error("queued towers are awaited: a held ring would fail `pulumi up` after awaitTimeout")
+	}
+	// Neither owner names the queue: Kueue's Job and StatefulSet integrations leave them alone.
+	for what, o := range map[string]any{"StatefulSet": sts, "Job": job} {
+		if get(o, "metadata", "labels", "kueue.x-k8s.io/queue-name") != nil {
+			t.Errorf("the %s names the queue: Kueue would admit it on its own, apart from the group", what)
+		}
+	}
+}
+
+// kueueCluster is the recorder on a cluster that runs Kueue (its ClusterQueue CRD serves the
+// versions given) or none (versions nil): what the provider's read of the CRD returns.
+type kueueCluster struct {
+	*recorder
+	versions []string
+}
+
+func (k kueueCluster) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	if args.TypeToken == tCRD && args.ID == queue.CheckedCRD {
+		k.recorder.NewResource(args) // recorded, so the test sees the read
+		if k.versions == nil {
+			return "", nil, errors.New(`customresourcedefinitions.apiextensions.k8s.io "clusterqueues.kueue.x-k8s.io" not found`)
+		}
+		var vs []any
+		for _, v := range k.versions {
+			vs = append(vs, map[string]any{"name": v, "served": true, "storage": v == k.versions[len(k.versions)-1]})
+		}
+		return args.ID, resource.NewPropertyMapFromMap(map[string]any{"spec": map[string]any{"versions": vs}}), nil
+	}
+	return k.recorder.NewResource(args)
+}
+
+// deployOn deploys the prod stack on an existing cluster that runs Kueue of these versions.
+func deployOn(t *testing.T, versions []string, overrides map[string]string) (*recorder, error) {
+	t.Helper()
+	ov := onExistingCluster(t, map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","path":"/exports"}`})
+	for k, v := range overrides {
+		ov[k] = v
+	}
+	raw := stackRaw(t, "prod", ov)
+	cfg, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	err = pulumi.RunErr(func(ctx *pulumi.Context) error { return stacks.Deploy(ctx, cfg) },
+		pulumi.WithMocks(raw.Project, raw.Stack, kueueCluster{rec, versions}))
+	return rec, err
+}
+
+// TestQueueExisting: on an existing cluster the stack installs nothing and uses the cluster's own
+// Kueue: it reads Kueue's ClusterQueue CRD, and stops with a message naming what is missing when
+// the cluster has no Kueue, or one too old to serve the v1beta2 API Kolotoc writes.
+func TestQueueExisting(t *testing.T) {
+	r, err := deployOn(t, []string{"v1beta1", "v1beta2"}, queueOn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.ofType(tRelease)); n != 0 {
+		t.Errorf("%d Helm releases on an existing cluster: its own Kueue is used", n)
+	}
+	if crd := r.one(t, tCRD, "queue-kueue-api"); crd.Name == "" {
+		t.Error("the cluster's Kueue was not checked")
+	}
+	checkQueued(t, r)
+
+	// A ClusterQueue of the cluster's own: the stack makes only its LocalQueue.
+	r, err = deployOn(t, []string{"v1beta2"}, map[string]string{"queue": `{"type":"kueue","clusterQueue":"team-a"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.ofType(tClusterQueue)) + len(r.ofType(tFlavor)); n != 0 {
+		t.Errorf("%d ClusterQueues and flavors made beside the named clusterQueue team-a", n)
+	}
+	if got := get(inputs(r.one(t, tLocalQueue, "queue")), "spec", "clusterQueue"); got != "team-a" {
+		t.Errorf("LocalQueue feeds %v, want team-a", got)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		versions []string
+		want     string
+	}{
+		{"no Kueue", nil, "clusterqueues.kueue.x-k8s.io"},
+		{"Kueue before v1beta2", []string{"v1beta1"}, "does not serve kueue.x-k8s.io/v1beta2"},
+	} {
+		if _, err := deployOn(t, tc.versions, queueOn); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: deploy error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestQueueTFCluster: a queued TF cluster is one pod group across its task types (chief, workers,
+// parameter servers, evaluator), admitted at once or not at all, its StatefulSets not awaited.
+func TestQueueTFCluster(t *testing.T) {
+	r := cloudRec(t, "prod", map[string]string{"queue": `{"type":"kueue","priorities":{"tfcluster":7}}`,
+		"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`, "tfcluster": `{"enabled":true,"chief":{"count":1},"workers":{"count":2},"ps":{"count":1}}`})
+	total, sets := 0, 0
+	var groups []any
+	for _, s := range r.ofType(tStatefulSet) {
+		if !strings.HasPrefix(s.Name, "tfcluster-") {
+			continue
+		}
+		sets++
+		in := inputs(s)
+		total += int(get(in, "spec", "replicas").(float64))
+		md := get(in, "spec", "template", "metadata")
+		groups = append(groups, get(md, "labels", "kueue.x-k8s.io/pod-group-name"), get(md, "annotations", "kueue.x-k8s.io/pod-group-total-count"))
+		if get(md, "labels", "kueue.x-k8s.io/queue-name") != queue.DefaultLocalQueue || get(md, "labels", "kueue.x-k8s.io/priority-class") == nil {
+			t.Errorf("%s: pod labels %v, want the queue and the TF cluster's priority class", s.Name, get(md, "labels"))
+		}
+		if get(in, "metadata", "annotations", "pulumi.com/skipAwait") != "true" {
+			t.Errorf("%s is awaited: a held TF cluster would fail `pulumi up`", s.Name)
+		}
+	}
+	if sets < 3 {
+		t.Fatalf("%d TF StatefulSets", sets)
+	}
+	for i := 0; i < len(groups); i += 2 {
+		if groups[i] != stacks.TFGroupName || groups[i+1] != fmt.Sprint(total) {
+			t.Errorf("TF task type %d: group %v of %v pods, want %s of %d (every task of every type)", i/2, groups[i], groups[i+1], stacks.TFGroupName, total)
+		}
+	}
+	r.one(t, tPriorityClass, "queue-priority-tfcluster")
+}
