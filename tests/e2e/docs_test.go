@@ -49,10 +49,16 @@ func TestDocCommands(t *testing.T) {
 				}
 			}
 			env = append(env, "PATH="+strings.Join(keep, string(os.PathListSeparator)))
+		case strings.HasPrefix(kv, "KOLOTOC_REAL_NODE="):
 		default:
 			env = append(env, kv)
 		}
 	}
+	// The suite's real node is up already (hack/cluster.sh up started it). The copy's `make up`
+	// must not set it up again: hack/node.sh would rewrite the node's configuration with the
+	// copy's paths and restart its daemons under the other tests' pods, and those paths vanish
+	// with the copy (seen: every sandbox after the test failed on the pause image).
+	env = append(env, "KOLOTOC_REAL_NODE=0")
 	// Whatever happens, the copy's stacks are destroyed; `make down` is not used for that, as it
 	// would stop the suite's cluster once no stack of the copy is left.
 	t.Cleanup(func() {
