@@ -89,7 +89,9 @@ type Args struct {
 	SSHKeySeed   pulumi.StringInput     // secret seed the ssh keys derive from
 	KeyBinding   Binding                // what the keys are bound to (project, stack, namespace)
 	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
-	Fabric       Fabric                 // the towers' pool's fast network between nodes; zero: none
+	// ShareProcesses puts the tower and its sidecars in one process namespace (sentinels.watchProcesses).
+	ShareProcesses bool
+	Fabric         Fabric // the towers' pool's fast network between nodes; zero: none
 }
 
 // Fabric is what the towers take of their pool's fabric: a device each tower requests beside its
@@ -296,6 +298,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	if a.HostNetwork {
 		spec.HostNetwork = pulumi.Bool(true)
 		spec.DnsPolicy = pulumi.String("ClusterFirstWithHostNet")
+	}
+	if a.ShareProcesses && len(a.Sidecars) > 0 {
+		spec.ShareProcessNamespace = pulumi.Bool(true)
 	}
 	md := a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent)
 	if a.releases() && a.Run != "" {
