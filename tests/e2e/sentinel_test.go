@@ -15,11 +15,12 @@ func TestSentinelWatchesTowerForReal(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
 	overrides := workloadOnly(t, "towers", map[string]any{
-		"count": 1, "gpusPerTower": 0, "pool": "node", "cpu": "100m", "memory": "256Mi",
+		"image": localImage(t, "mpi"), "count": 1, "gpusPerTower": 0, "pool": "node", "cpu": "100m", "memory": "256Mi",
 		"launcherCpu": "100m", "launcherMemory": "128Mi", "command": []string{"true"},
 	})
+	overrides["carriers"] = map[string]any{"enabled": false, "image": localImage(t, "dask")} // the sentinels' image
 	overrides["sentinels"] = map[string]any{"enabled": true, "watchProcesses": true, "threads": 1, "cpu": "100m", "memory": "512Mi"}
-	s := newStack(t, "e2e-sentinel", "dev", overrides)
+	s := newStack(t, "e2e-watch", "dev", overrides)
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
 	s.up()
