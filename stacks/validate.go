@@ -297,6 +297,8 @@ func (c *Config) validateTowers(v *validator) {
 		c.Sentinels.Validate(v) // the sentinels' own settings (components/dask/config.go)
 		v.quantity("sentinels.memory", c.Sentinels.Memory)
 		v.quantity("sentinels.cpu", c.Sentinels.CPU)
+	} else if c.Sentinels.WatchProcesses {
+		v.add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
 	}
 }
 

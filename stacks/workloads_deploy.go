@@ -177,6 +177,7 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
 			entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
+		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
 	a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}

@@ -185,3 +185,20 @@ func TestDataInJob(t *testing.T) {
 		}
 	}
 }
+
+// TestSentinelsWatchProcesses: sentinels.watchProcesses puts each tower and its sentinel in one
+// process namespace (shareProcessNamespace), so that the sentinel sees the tower's processes, as
+// the old chart's sentinels watched the machine; by default the tower pod is as before.
+func TestSentinelsWatchProcesses(t *testing.T) {
+	raw := layoutRaw(t, 1)
+	raw.Values["kolotoc:sentinels"] = `{"enabled":true,"watchProcesses":true}`
+	spec := get(inputs(deploy(t, raw).one(t, tStatefulSet, "towers")), "spec", "template", "spec")
+	if get(spec, "shareProcessNamespace") != true || len(get(spec, "containers").([]any)) != 2 {
+		t.Errorf("towers with watching sentinels: shareProcessNamespace %v, %d containers", get(spec, "shareProcessNamespace"), len(get(spec, "containers").([]any)))
+	}
+	raw = layoutRaw(t, 1)
+	raw.Values["kolotoc:sentinels"] = `{"enabled":true}`
+	if got := get(inputs(deploy(t, raw).one(t, tStatefulSet, "towers")), "spec", "template", "spec", "shareProcessNamespace"); got != nil {
+		t.Errorf("shareProcessNamespace %v by default", got)
+	}
+}

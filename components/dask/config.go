@@ -36,6 +36,10 @@ type SentinelsConfig struct {
 	Threads int    `json:"threads"` // threads per sentinel worker; default 2
 	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
 	CPU     string `json:"cpu"`     // CPU request per sentinel as a quantity (the limit is threads cores); default 500m
+	// WatchProcesses shares the tower pod's process namespace with its sentinel, so that the
+	// sentinel sees the tower's processes (the old chart's sentinels watched the machine during
+	// training); default false. What else it then sees: docs/migrating-features.md.
+	WatchProcesses bool `json:"watchProcesses"`
 }
 
 // DefaultImage is the carriers' and the sentinels' image when carriers.image is empty, pinned by

@@ -89,7 +89,9 @@ type Args struct {
 	SSHKeySeed   pulumi.StringInput     // secret seed the ssh keys derive from
 	KeyBinding   Binding                // what the keys are bound to (project, stack, namespace)
 	Sidecars     []corev1.ContainerArgs // extra containers beside each tower (Dask sentinels)
-	Fabric       Fabric                 // the towers' pool's fast network between nodes; zero: none
+	// ShareProcesses puts the tower and its sidecars in one process namespace (sentinels.watchProcesses).
+	ShareProcesses bool
+	Fabric         Fabric // the towers' pool's fast network between nodes; zero: none
 	// Gang admits the towers and the launcher as one Kueue pod group (kolotoc:queue); nil: each
 	// pod is scheduled as it comes. Its Total is the towers plus the launcher.
 	Gang *meta.Gang
@@ -299,6 +301,9 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	if a.HostNetwork {
 		spec.HostNetwork = pulumi.Bool(true)
 		spec.DnsPolicy = pulumi.String("ClusterFirstWithHostNet")
+	}
+	if a.ShareProcesses && len(a.Sidecars) > 0 {
+		spec.ShareProcessNamespace = pulumi.Bool(true)
 	}
 	md := a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent)
 	if a.Gang != nil {
