@@ -338,6 +338,10 @@ print("RESULT " + json.dumps({"names": sorted(w["name"] for w in workers.values(
 					return true, ""
 				})
 				stop()
+			case strings.Contains(cmd, " logs -f "):
+				// A followed log never ends: the same command without -f shows the same pod and
+				// container's log and returns.
+				s.shell(t, strings.Replace(cmd, " logs -f ", " logs ", 1), "")
 			default:
 				// exec -it commands get a shell that reads `exit 0` from stdin.
 				s.shell(t, cmd, "exit 0\n")
