@@ -63,54 +63,54 @@ type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
 
-	Cloud          string  // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
-	Namespace      string  // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
-	AdoptNamespace bool    // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
-	Cluster        Cluster // kolotoc:cluster
+	Cloud          string  `key:"cloud"`          // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Namespace      string  `key:"namespace"`      // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
+	AdoptNamespace bool    `key:"adoptNamespace"` // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
+	Cluster        Cluster `key:"cluster"`        // kolotoc:cluster
 
-	NodePools  []NodePool // kolotoc:nodePools — at least one
-	Storage    Storage    // kolotoc:storage
-	Towers     Towers     // kolotoc:towers
-	Carriers   Carriers   // kolotoc:carriers
-	Sentinels  Sentinels  // kolotoc:sentinels
-	Entrypoint Entrypoint // kolotoc:entrypoint
+	NodePools  []NodePool `key:"nodePools"`  // kolotoc:nodePools — at least one
+	Storage    Storage    `key:"storage"`    // kolotoc:storage
+	Towers     Towers     `key:"towers"`     // kolotoc:towers
+	Carriers   Carriers   `key:"carriers"`   // kolotoc:carriers
+	Sentinels  Sentinels  `key:"sentinels"`  // kolotoc:sentinels
+	Entrypoint Entrypoint `key:"entrypoint"` // kolotoc:entrypoint
 
-	DevicePlugin DevicePlugin   // kolotoc:devicePlugin
-	Fabric       FabricSettings // kolotoc:fabric — what runs the pools' fabric (fabric.go)
+	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin
+	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the pools' fabric (fabric.go)
 
 	// Optional training workloads, each off unless enabled (types in workloads.go).
-	Etcd       Etcd       // kolotoc:etcd — rendezvous store for elastic
-	Elastic    Elastic    // kolotoc:elastic — torchrun workers
-	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
-	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	Etcd       Etcd       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
+	Elastic    Elastic    `key:"elastic"`    // kolotoc:elastic — torchrun workers
+	TFCluster  TFCluster  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
+	Monitoring Monitoring `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
 	// before any training pod starts (components/datain); off by default.
-	DataIn datain.Config
-	Queue  Queue // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
+	DataIn datain.Config `key:"dataIn"`
+	Queue  Queue         `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
 	// claim's root (runas.go); 0 keeps each image's own user; default 0.
-	RunAsUser int
+	RunAsUser int `key:"runAsUser"`
 
-	Code    Code // kolotoc:code — a git repository cloned into every training pod (runs.go)
-	Suspend bool // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
+	Code    Code `key:"code"`    // kolotoc:code — a git repository cloned into every training pod (runs.go)
+	Suspend bool `key:"suspend"` // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
 
 	// AwaitTimeout (kolotoc:awaitTimeout): how long `pulumi up` waits for each awaited workload,
 	// Service and claim (Pulumi customTimeouts), and the launcher for its towers; a Go duration
 	// of whole seconds, 1m to 24h; default 30m, 10m on the simulated cloud (timeouts.go).
-	AwaitTimeout string
+	AwaitTimeout string `key:"awaitTimeout"`
 
-	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
-	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
-	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
-	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
+	JupyterPassword  Secret `key:"jupyterPassword"`  // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
+	SSHKeySeed       Secret `key:"sshKeySeed"`       // kolotoc:sshKeySeed — secret; required when towers.count > 0
+	GrafanaPassword  Secret `key:"grafanaPassword"`  // kolotoc:grafanaPassword — secret; required when monitoring is enabled
+	EntrypointTLSKey Secret `key:"entrypointTLSKey"` // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
-	PreviewOf         string            // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
-	Fit               bool              // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
-	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
-	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
-	StorageAccountKey Secret            // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
+	PreviewOf         string            `key:"previewOf"`         // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
+	Fit               bool              `key:"fit"`               // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
+	Registries        []Registry        `key:"registries"`        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
+	RegistryPasswords map[string]Secret `key:"registryPasswords"` // kolotoc:registryPasswords — secret; registry server → password or token
+	StorageAccountKey Secret            `key:"storageAccountKey"` // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
