@@ -110,7 +110,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Compact: f.PlacementGroup, GVNIC: f.GVNIC,
 			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
-			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == ScratchEmptyDir, Labels: labels,
+			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == storage.ScratchEmptyDir, Labels: labels,
 			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
 		}
 	}
@@ -125,7 +125,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, cl.Project)}
-	if s := c.Storage; s.Type == StorageFilestore {
+	if s := c.Storage; s.Type == storage.TypeFilestore {
 		location := s.Zone
 		if s.Tier == FilestoreRegional {
 			location = k.Region
@@ -204,7 +204,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
-	if s := c.Storage; s.Type == StorageEFS {
+	if s := c.Storage; s.Type == storage.TypeEFS {
 		nodes := []pulumi.Resource{cl.PodIdentity}
 		for _, ng := range cl.NodeGroups {
 			nodes = append(nodes, ng)
@@ -269,10 +269,10 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
-	if s := c.Storage; s.Type == StorageAzureFiles && s.Share != "" {
+	if s := c.Storage; s.Type == storage.TypeAzureFiles && s.Share != "" {
 		// An existing share: nothing to create, AKS mounts it with its built-in driver (storage_existing.go).
 		res.outputs["storageAccount"] = pulumi.String(s.Account)
-	} else if s.Type == StorageAzureFiles {
+	} else if s.Type == storage.TypeAzureFiles {
 		nfs := s.Protocol == AzureFilesNFS
 		protocol := aks.SMB
 		if nfs {

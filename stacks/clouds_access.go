@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kolotoc/components/meta"
+	"kolotoc/components/storage"
 )
 
 // Defaults of the clouds' control-plane and storage access. Each says its unit and why.
@@ -47,7 +48,7 @@ func (c *Config) applyAccessDefaults() {
 	if len(w.Days) == 0 {
 		w.Days = slices.Clone(defaultMaintenanceDays)
 	}
-	if s := &c.Storage; s.Type == StorageFilestore && len(s.ClientRanges) == 0 && c.Cluster.Network == defaultGCPNetwork {
+	if s := &c.Storage; s.Type == storage.TypeFilestore && len(s.ClientRanges) == 0 && c.Cluster.Network == defaultGCPNetwork {
 		s.ClientRanges = []string{gcpAutoModeRange}
 	}
 }
@@ -72,7 +73,7 @@ func (c *Config) validateAccess(v *validator) {
 	}
 
 	s := c.Storage
-	if s.Type != StorageFilestore {
+	if s.Type != storage.TypeFilestore {
 		if len(s.ClientRanges) > 0 {
 			v.add("storage.clientRanges", strings.Join(s.ClientRanges, ","), "only for storage.type filestore")
 		}

@@ -40,7 +40,7 @@ var (
 // SMB otherwise, as before the key existed. Zero values only.
 func (c *Config) applyAzureDefaults() {
 	s := &c.Storage
-	if s.Type != StorageAzureFiles || s.Protocol != "" || s.Share != "" { // an existing share's protocol is named (storage_existing.go)
+	if s.Type != storage.TypeAzureFiles || s.Protocol != "" || s.Share != "" { // an existing share's protocol is named (storage_existing.go)
 		return
 	}
 	s.Protocol = AzureFilesSMB
@@ -129,12 +129,12 @@ func (c *Config) validateAzureNetwork(v *validator) {
 	if s.PrivateDNSZoneID != "" && !s.PrivateEndpoint {
 		v.add("storage.privateDnsZoneId", s.PrivateDNSZoneID, "only with storage.privateEndpoint: true")
 	}
-	if s.Type != StorageAzureFiles || s.Share != "" {
+	if s.Type != storage.TypeAzureFiles || s.Share != "" {
 		if s.PrivateEndpoint {
 			v.add("storage.privateEndpoint", "true", "only for a share the stack creates (storage.type azurefiles without storage.share)")
 		}
 	}
-	if s.Type != StorageAzureFiles {
+	if s.Type != storage.TypeAzureFiles {
 		if s.Protocol != "" {
 			v.add("storage.protocol", s.Protocol, "only for storage.type azurefiles")
 		}

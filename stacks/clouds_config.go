@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/components/meta"
+	"kolotoc/components/storage"
 )
 
 // Filestore tiers for `kolotoc:storage.tier` with storage.type filestore.
@@ -112,11 +113,11 @@ func IsCloud(cloud string) bool { return cloud == CloudGCP || cloud == CloudAWS 
 // storageCloud is the cloud a storage type belongs to, or "" for the cloud-independent ones.
 func storageCloud(t string) string {
 	switch t {
-	case StorageFilestore:
+	case storage.TypeFilestore:
 		return CloudGCP
-	case StorageEFS:
+	case storage.TypeEFS:
 		return CloudAWS
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		return CloudAzure
 	}
 	return ""
@@ -142,7 +143,7 @@ func (c *Config) applyCloudDefaults() {
 
 	s := &c.Storage
 	switch s.Type {
-	case StorageFilestore:
+	case storage.TypeFilestore:
 		meta.Fill(&s.Tier, defaultFilestoreTier)
 		if s.Size == "" {
 			if min, ok := filestoreMinGiB[s.Tier]; ok {
@@ -157,14 +158,14 @@ func (c *Config) applyCloudDefaults() {
 				}
 			}
 		}
-	case StorageEFS:
+	case storage.TypeEFS:
 		if s.Tier == "" && s.FileSystemID == "" { // an existing file system's throughput is its own
 			s.Tier = defaultEFSThroughput
 		}
 		if s.FileSystemID == "" {
 			meta.Fill(&s.PerformanceMode, EFSGeneralPurpose)
 		}
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		if s.Share != "" {
 			break // an existing share: its account, tier and protocol are named, never derived
 		}
@@ -278,16 +279,10 @@ func (c *Config) validateCloud(v *validator) {
 
 // validateAzureSpot refuses Spot for the pools Kolotoc's workloads run on: AKS taints every Spot
 // node kubernetes.azure.com/scalesetpriority=spot:NoSchedule, and the workloads tolerate only the
-// GPU taint, so their pods would stay Pending. Spot pools for other jobs are fine.
+// GPU taint, so their pods would stay Pending. Every enabled workload's pools count (workloads.go);
+// Spot pools for other jobs are fine.
 func (c *Config) validateAzureSpot(v *validator) {
-	users := map[string][]string{}
-	if c.Towers.Enabled {
-		users[c.Towers.Pool] = append(users[c.Towers.Pool], "towers")
-	}
-	if c.Carriers.Enabled {
-		users[c.Carriers.Pool] = append(users[c.Carriers.Pool], "carriers")
-	}
-	users[c.Entrypoint.Pool] = append(users[c.Entrypoint.Pool], "the entrypoint")
+	users := c.workloadPools()
 	for i, p := range c.NodePools {
 		if p.Spot && len(users[p.Name]) > 0 {
 			v.add(fmt.Sprintf("nodePools[%d].spot", i), "true", fmt.Sprintf(
@@ -433,14 +428,14 @@ func (c *Config) validateCloudStorage(v *validator) {
 		v.add("storage.type", s.Type, fmt.Sprintf("needs cloud %s (a simulated stack stands it in with an in-cluster NFS server); allowed on %s: %s",
 			want, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
 	}
-	if s.Type == StorageLocal && IsCloud(c.Cloud) {
+	if s.Type == storage.TypeLocal && IsCloud(c.Cloud) {
 		v.add("storage.type", s.Type, fmt.Sprintf("a directory of one node, for the local cluster or an existing one-node cluster; allowed on %s: %s",
 			c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
 	}
 	size, sizeErr := resource.ParseQuantity(s.Size)
 	gib := (size.Value() + (1<<30 - 1)) >> 30 // rounded up
 	switch s.Type {
-	case StorageFilestore:
+	case storage.TypeFilestore:
 		v.oneOf("storage.tier", s.Tier, allowedFilestoreTiers)
 		if min, ok := filestoreMinGiB[s.Tier]; ok && sizeErr == nil {
 			if gib < min || gib > filestoreMaxGiB[s.Tier] {
@@ -455,7 +450,7 @@ func (c *Config) validateCloudStorage(v *validator) {
 				v.add("storage.zone", s.Zone, fmt.Sprintf("not a zone of region %s; allowed: %s-a, %s-b, …", c.Cluster.Region, c.Cluster.Region, c.Cluster.Region))
 			}
 		}
-	case StorageEFS:
+	case storage.TypeEFS:
 		if s.FileSystemID == "" {
 			v.oneOf("storage.tier", s.Tier, allowedEFSThroughput)
 			v.oneOf("storage.performanceMode", s.PerformanceMode, allowedEFSPerformance)
@@ -473,7 +468,7 @@ func (c *Config) validateCloudStorage(v *validator) {
 		} else if s.PerformanceMode != "" || s.ThroughputMibps != 0 {
 			v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "an existing file system (storage.fileSystemId) keeps its own modes; leave storage.performanceMode and storage.throughputMibps unset")
 		}
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		if s.Share != "" {
 			break // an existing share (validateExistingStorage)
 		}
@@ -494,12 +489,12 @@ func (c *Config) validateCloudStorage(v *validator) {
 			v.add("storage.tier", s.Tier, "only for storage.type filestore, efs or azurefiles")
 		}
 	}
-	if s.Type != StorageEFS && (s.PerformanceMode != "" || s.ThroughputMibps != 0) {
+	if s.Type != storage.TypeEFS && (s.PerformanceMode != "" || s.ThroughputMibps != 0) {
 		v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "storage.performanceMode and storage.throughputMibps are for storage.type efs")
 	}
-	if s.Type != StorageAzureFiles && s.ShareName != "" {
+	if s.Type != storage.TypeAzureFiles && s.ShareName != "" {
 		v.add("storage.shareName", s.ShareName, "only for storage.type azurefiles")
-	} else if s.Type == StorageAzureFiles && s.Share != "" && s.ShareName != "" {
+	} else if s.Type == storage.TypeAzureFiles && s.Share != "" && s.ShareName != "" {
 		v.add("storage.shareName", s.ShareName, "names the share Kolotoc creates; with storage.share (an existing share) leave it unset")
 	}
 	c.validateExistingStorage(v)
@@ -507,12 +502,12 @@ func (c *Config) validateCloudStorage(v *validator) {
 
 // storageTypesFor lists the storage types a stack's cloud can use.
 func (c *Config) storageTypesFor() []string {
-	out := []string{StorageNFS}
+	out := []string{storage.TypeNFS}
 	if !IsCloud(c.Cloud) {
 		// On a cloud the in-cluster server's emptyDir would hold the only copy of the checkpoints.
-		out = []string{StorageInClusterNFS, StorageNFS, StorageLocal}
+		out = []string{storage.TypeInClusterNFS, storage.TypeNFS, storage.TypeLocal}
 	}
-	for _, t := range []string{StorageFilestore, StorageEFS, StorageAzureFiles} {
+	for _, t := range []string{storage.TypeFilestore, storage.TypeEFS, storage.TypeAzureFiles} {
 		if storageCloud(t) == c.Cloud {
 			out = append(out, t)
 		}
@@ -527,5 +522,5 @@ func (c *Config) storageTypesFor() []string {
 // for, or in place of a cloud file store on the simulated cloud (so a simulated copy of a
 // cloud stack runs with the same storage keys).
 func (c *Config) InClusterNFS() bool {
-	return c.Storage.Type == StorageInClusterNFS || (c.Cloud == CloudSimulated && storageCloud(c.Storage.Type) != "")
+	return c.Storage.Type == storage.TypeInClusterNFS || (c.Cloud == CloudSimulated && storageCloud(c.Storage.Type) != "")
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"kolotoc/components/meta"
+	"kolotoc/components/storage"
 )
 
 // How a cloud pool is replaced (`kolotoc:nodePools[i].replace`).
@@ -50,7 +51,7 @@ func (c *Config) applyRecoveryDefaults() {
 		}
 		meta.Fill(&p.Replace, ReplaceCreateFirst)
 	}
-	if b := &c.Storage.Backup; b.Enabled && c.Storage.Type == StorageAzureFiles {
+	if b := &c.Storage.Backup; b.Enabled && c.Storage.Type == storage.TypeAzureFiles {
 		meta.Fill(&b.RetentionDays, defaultShareRetentionDays)
 	}
 }
@@ -103,24 +104,24 @@ func (c *Config) validateBackup(v *validator) {
 	}
 	existing := s.FileSystemID != "" || s.Share != ""
 	switch {
-	case s.Type == StorageFilestore:
+	case s.Type == storage.TypeFilestore:
 		v.add("storage.backup.enabled", "true", "Kolotoc cannot schedule Filestore backups: pulumi-gcp v7 declares one-off backups only, "+
 			"and a backup taken at each `pulumi up` is not a schedule (docs/recovery.md says how to schedule them); allowed with storage.type filestore: false")
-	case s.Type != StorageEFS && s.Type != StorageAzureFiles:
+	case s.Type != storage.TypeEFS && s.Type != storage.TypeAzureFiles:
 		v.add("storage.backup.enabled", "true", fmt.Sprintf("storage.type %s is not a file store Kolotoc creates on a cloud; allowed: false "+
 			"(or storage.type efs or azurefiles)", s.Type))
 	case existing:
 		v.add("storage.backup.enabled", "true", "the existing store (storage.fileSystemId or storage.share) is not Kolotoc's: its backups are its owner's; allowed with it: false")
-	case s.Type == StorageEFS && b.RetentionDays != 0:
+	case s.Type == storage.TypeEFS && b.RetentionDays != 0:
 		v.add("storage.backup.retentionDays", strconv.Itoa(b.RetentionDays),
 			"EFS automatic backups keep AWS Backup's default plan (daily, kept 35 days); allowed with storage.type efs: unset")
-	case s.Type == StorageAzureFiles && (b.RetentionDays < 1 || b.RetentionDays > maxShareRetentionDays):
+	case s.Type == storage.TypeAzureFiles && (b.RetentionDays < 1 || b.RetentionDays > maxShareRetentionDays):
 		v.add("storage.backup.retentionDays", strconv.Itoa(b.RetentionDays), fmt.Sprintf("allowed: 1..%d (days a deleted share is kept)", maxShareRetentionDays))
 	}
 }
 
 // backupDays is the Azure Files share soft delete retention (days), 0 without a backup.
-func backupDays(s Storage) int {
+func backupDays(s storage.Config) int {
 	if !s.Backup.Enabled {
 		return 0
 	}

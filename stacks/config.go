@@ -6,10 +6,15 @@ package stacks
 import (
 	"kolotoc/components/dask"
 	"kolotoc/components/datain"
+	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/etcd"
 	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/queue"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
+	"kolotoc/components/tfcluster"
 )
 
 // Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
@@ -30,34 +35,6 @@ const (
 	CloudAzure     = "azure"
 )
 
-// Storage types a stack can name in `kolotoc:storage.type`: the storage package's.
-const (
-	StorageInClusterNFS = storage.TypeInClusterNFS
-	StorageNFS          = storage.TypeNFS
-	StorageFilestore    = storage.TypeFilestore
-	StorageEFS          = storage.TypeEFS
-	StorageAzureFiles   = storage.TypeAzureFiles
-	StorageLocal        = storage.TypeLocal
-)
-
-// Jupyter front ends for `kolotoc:entrypoint.jupyterUI`: the entrypoint's.
-const (
-	JupyterLab      = entrypoint.UILab      // JupyterLab (jupyter_server), start-notebook.py of the Jupyter docker stacks
-	JupyterNotebook = entrypoint.UINotebook // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
-)
-
-// Scratch types for `kolotoc:storage.scratch.type`: the storage package's.
-const (
-	ScratchEmptyDir = storage.ScratchEmptyDir
-	ScratchHostPath = storage.ScratchHostPath
-)
-
-// Entrypoint Service types for `kolotoc:entrypoint.serviceType`: the entrypoint's.
-const (
-	ServiceClusterIP    = entrypoint.ServiceClusterIP
-	ServiceLoadBalancer = entrypoint.ServiceLoadBalancer
-)
-
 // Config is one environment, as validated. Field comments give the config key, unit and default.
 type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
@@ -68,25 +45,25 @@ type Config struct {
 	AdoptNamespace bool    `key:"adoptNamespace"` // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
 	Cluster        Cluster `key:"cluster"`        // kolotoc:cluster
 
-	NodePools  []NodePool `key:"nodePools"`  // kolotoc:nodePools — at least one
-	Storage    Storage    `key:"storage"`    // kolotoc:storage
-	Towers     Towers     `key:"towers"`     // kolotoc:towers
-	Carriers   Carriers   `key:"carriers"`   // kolotoc:carriers
-	Sentinels  Sentinels  `key:"sentinels"`  // kolotoc:sentinels
-	Entrypoint Entrypoint `key:"entrypoint"` // kolotoc:entrypoint
+	NodePools  []NodePool           `key:"nodePools"`  // kolotoc:nodePools — at least one
+	Storage    storage.Config       `key:"storage"`    // kolotoc:storage
+	Towers     ring.Config          `key:"towers"`     // kolotoc:towers
+	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers
+	Sentinels  dask.SentinelsConfig `key:"sentinels"`  // kolotoc:sentinels
+	Entrypoint entrypoint.Config    `key:"entrypoint"` // kolotoc:entrypoint
 
 	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin
 	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the pools' fabric (fabric.go)
 
-	// Optional training workloads, each off unless enabled (types in workloads.go).
-	Etcd       Etcd       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
-	Elastic    Elastic    `key:"elastic"`    // kolotoc:elastic — torchrun workers
-	TFCluster  TFCluster  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
-	Monitoring Monitoring `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	// Optional training workloads, each off unless enabled (each workload_<key>.go).
+	Etcd       etcd.Config       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
+	Elastic    elastic.Config    `key:"elastic"`    // kolotoc:elastic — torchrun workers
+	TFCluster  tfcluster.Config  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
+	Monitoring monitoring.Config `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
 	// before any training pod starts (components/datain); off by default.
 	DataIn datain.Config `key:"dataIn"`
-	Queue  Queue         `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
+	Queue  queue.Config  `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
@@ -235,30 +212,6 @@ type Taint struct {
 	Value  string `json:"value"`
 	Effect string `json:"effect"` // NoSchedule | PreferNoSchedule | NoExecute
 }
-
-// Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
-// (kolotoc:storage): the section's type is the storage package's own. The stack selects the
-// store (which types a cloud allows, the cloud stores' settings: clouds_config.go,
-// storage_existing.go).
-type Storage = storage.Config
-
-// Scratch is per-pod fast local space (kolotoc:storage.scratch): the storage package's.
-type Scratch = storage.ScratchConfig
-
-// Towers are the MPI/Horovod ranks (kolotoc:towers): the section's type is the ring's own.
-type Towers = ring.Config
-
-// Carriers are Dask worker pods on a CPU pool (kolotoc:carriers): the section's type is the
-// dask package's own.
-type Carriers = dask.CarriersConfig
-
-// Sentinels are Dask workers running beside each tower (kolotoc:sentinels): the section's type is
-// the dask package's own.
-type Sentinels = dask.SentinelsConfig
-
-// Entrypoint is the scheduler node: dask-scheduler, Jupyter, TensorBoard, Dask dashboard
-// (kolotoc:entrypoint): the section's type is the entrypoint package's own.
-type Entrypoint = entrypoint.Config
 
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
 type DevicePlugin struct {

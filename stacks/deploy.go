@@ -11,7 +11,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cluster"
-	"kolotoc/components/datain"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/fabric"
@@ -128,7 +127,7 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
 		Owner: c.storageOwner(),
 	}
-	if s.Type == StorageLocal {
+	if s.Type == storage.TypeLocal {
 		storageArgs.HostPath = s.Path
 	}
 	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
@@ -163,44 +162,20 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	site := workloadSite(c)
 	site.Namespace = namespace
 
-	entryArgs := EntrypointArgs(c)
-	entryArgs.Site = site.WithPodDeps(mount...)
-	if c.Entrypoint.Jupyter {
-		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
-	}
-	if c.EntrypointTLSKey.IsSet() {
-		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
-	}
-	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withDeps)
-	if err != nil {
-		return err
-	}
-
-	// The data-in Job fills the store before the training pods start: they wait for it, the
-	// provider awaiting the Job until it completes.
-	workloadMount := mount
-	if c.DataIn.Enabled {
-		a := DataInArgs(c)
-		a.Site = site.WithPodDeps(mount...)
-		job, err := datain.New(ctx, "data-in", a, k8s, withDeps)
-		if err != nil {
-			return err
-		}
-		workloadMount = append(append([]pulumi.Resource{}, mount...), job)
-	}
-
-	if err := deployWorkloads(ctx, c, &wiring{
-		site: site, pools: pools, mount: workloadMount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
+	// The workloads, the entrypoint and the data-in Job first (workloads.go).
+	w := &wiring{
+		site: site, pools: pools, mount: mount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
 		opts: []pulumi.ResourceOption{k8s, withDeps},
-	}); err != nil {
+	}
+	if err := deployWorkloads(ctx, c, w); err != nil {
 		return err
 	}
 
 	for _, outs := range []pulumi.Map{
-		StackOutputs(c, entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
-		kube.outputs(),                  // kubeContext, kubeconfigCommand
-		publicOutputs(entry, entryArgs), // the LoadBalancer's address
-		cloud.exports(),                 // clusterName, kubeconfig (a secret), the file store
+		StackOutputs(c, w.entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
+		kube.outputs(),                      // kubeContext, kubeconfigCommand
+		publicOutputs(w.entry, w.entryArgs), // the LoadBalancer's address
+		cloud.exports(),                     // clusterName, kubeconfig (a secret), the file store
 	} {
 		for k, v := range outs {
 			export(k, v)
@@ -226,23 +201,6 @@ func stackLabels(c *Config) meta.Labels {
 		}
 	}
 	return l
-}
-
-// EntrypointArgs is the entrypoint's configuration, less its site's namespace input and PodDeps
-// and its secrets.
-func EntrypointArgs(c *Config) *entrypoint.Args {
-	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName, LoadBalancer: publicLoadBalancer(c)}
-}
-
-// publicLoadBalancer is the load balancer the stack's cluster puts in front of a LoadBalancer
-// Service: on aws the in-tree controller's (a Classic ELB unless told nlb), elsewhere one that
-// passes client addresses through. An existing cluster is taken as the latter: on an existing
-// EKS cluster jupyter-public would refuse every user (docs/operating/security.md, "The entrypoint from outside").
-func publicLoadBalancer(c *Config) string {
-	if c.Cloud == CloudAWS {
-		return entrypoint.LoadBalancerAWSInTree
-	}
-	return entrypoint.LoadBalancerPassthrough
 }
 
 // workloadSite is what every workload takes from the stack (meta.Site), less the namespace input

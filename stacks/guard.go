@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"kolotoc/components/storage"
 )
 
 // StorageIdentityOutput is the stack output recording which shared storage the stack runs on:
@@ -49,21 +51,21 @@ func StorageIdentity(c *Config) map[string]string {
 		"storage.protect": strconv.FormatBool(s.Protect),
 	}
 	switch s.Type {
-	case StorageNFS:
+	case storage.TypeNFS:
 		id["storage.server"], id["storage.path"] = s.Server, s.Path
-	case StorageLocal:
+	case storage.TypeLocal:
 		id["storage.path"] = s.Path
-	case StorageFilestore:
+	case storage.TypeFilestore:
 		id["cluster.region"], id["cluster.project"], id["cluster.network"] = c.Cluster.Region, c.Cluster.Project, c.Cluster.Network
 		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone
-	case StorageEFS:
+	case storage.TypeEFS:
 		id["cluster.region"] = c.Cluster.Region
 		if s.PerformanceMode != "" && s.PerformanceMode != EFSGeneralPurpose {
 			// Fixed when the file system is created. Recorded only when not the default, so
 			// that the identity of a stack from before the key is unchanged.
 			id["storage.performanceMode"] = s.PerformanceMode
 		}
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
 		id["storage.protocol"] = s.Protocol
 		if s.ShareName != "" && s.ShareName != defaultAzureShareName {
@@ -153,7 +155,7 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 // olderIdentity fills in what an update by an older version did not record but deployed all the
 // same: Azure Files shares were SMB before storage.protocol existed.
 func olderIdentity(previous map[string]string) map[string]string {
-	if previous["storage.type"] != StorageAzureFiles || previous["storage.protocol"] != "" {
+	if previous["storage.type"] != storage.TypeAzureFiles || previous["storage.protocol"] != "" {
 		return previous
 	}
 	filled := make(map[string]string, len(previous)+1)

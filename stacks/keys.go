@@ -63,7 +63,9 @@ var configKeys, secretKeys = func() (map[string]configKey, []string) {
 }()
 
 // field is the Config field behind the key, in c.
-func (k configKey) field(c *Config) any { return reflect.ValueOf(c).Elem().Field(k.index).Addr().Interface() }
+func (k configKey) field(c *Config) any {
+	return reflect.ValueOf(c).Elem().Field(k.index).Addr().Interface()
+}
 
 // requiredKeys have no default: Pulumi.yaml declares them without one, so the Pulumi CLI itself
 // refuses a stack that does not set them.

@@ -8,12 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"kolotoc/components/dask"
-	"kolotoc/components/elastic"
-	"kolotoc/components/entrypoint"
-	"kolotoc/components/ring"
-	"kolotoc/components/tfcluster"
 )
 
 // Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
@@ -78,15 +72,8 @@ func Load(raw Raw) (*Config, error) {
 // newConfig is a Config whose switches that default to on are on; decoding then only turns off
 // what the stack turns off, and absent keys keep their default.
 func newConfig(project, stack string) *Config {
-	c := &Config{
-		Project:    project,
-		Stack:      stack,
-		Towers:     ring.NewConfig(),
-		Carriers:   dask.NewCarriersConfig(),
-		Elastic:    elastic.NewConfig(),
-		TFCluster:  tfcluster.NewConfig(),
-		Entrypoint: entrypoint.NewConfig(),
-	}
+	c := &Config{Project: project, Stack: stack}
+	presetWorkloads(c) // workloads.go
 	return c
 }
 

@@ -3,10 +3,13 @@ package stacks
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 const (
@@ -72,11 +75,11 @@ func TestDevDefaults(t *testing.T) {
 	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != ring.DefaultCPUTowerSlots || t0.SSHPort != ring.DefaultSSHPort {
 		t.Errorf("towers = %+v", c.Towers)
 	}
-	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
+	if c.Storage.Type != storage.TypeLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
 		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
-	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "node" ||
-		c.Entrypoint.JupyterUI != JupyterNotebook || c.Carriers.Pool != "node" {
+	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
+		c.Entrypoint.JupyterUI != entrypoint.UINotebook || c.Carriers.Pool != "node" {
 		t.Errorf("cluster %+v entrypoint %+v carriers %+v", c.Cluster, c.Entrypoint, c.Carriers)
 	}
 	if *c.DevicePlugin.Enabled {
@@ -536,5 +539,35 @@ func TestCodeTransportsAccepted(t *testing.T) {
 		if c.validateCodeTransport(v); len(v.errs) > 0 {
 			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
 		}
+	}
+}
+
+// TestProblemsInPipelineOrder: the problems are listed in the order the checks run: the
+// stack-wide keys (runAsUser), then each workload in the order they are registered (workloads.go:
+// the towers, …, the data-in Job last), then what the workloads ask of a pool together (the GPU
+// budget). Before the workloads were registered once, runAsUser came after the towers and the
+// GPU budget before the data-in Job.
+func TestProblemsInPipelineOrder(t *testing.T) {
+	raw := gpuRaw(t)
+	raw.Values["kolotoc:runAsUser"] = "-1"
+	raw.Values["kolotoc:towers"] = `{"count":2,"gpusPerTower":8,"image":"horovod/horovod"}` // unpinned
+	raw.Values["kolotoc:elastic"] = `{"enabled":true,"minNodes":2,"command":["python","train.py"]}`
+	raw.Values["kolotoc:dataIn"] = `{"enabled":true,"image":"alpine:3.20","command":[""]}`
+	_, err := Load(raw)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v", err)
+	}
+	got := ce.Keys()
+	at := func(key string) int {
+		i := slices.Index(got, key)
+		if i < 0 {
+			t.Fatalf("no problem with %s in %v", key, got)
+		}
+		return i
+	}
+	if !(at("kolotoc:runAsUser") < at("kolotoc:towers.image") && at("kolotoc:towers.image") < at("kolotoc:dataIn.command[0]") &&
+		at("kolotoc:dataIn.command[0]") < at("kolotoc:nodePools[0].maxNodes")) {
+		t.Errorf("problems out of the pipeline's order: %v", got)
 	}
 }

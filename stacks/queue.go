@@ -8,20 +8,12 @@ import (
 
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
+	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
 
 // The stack's queue (kolotoc:queue, components/queue): which workloads join it, the quota it
 // derives from the pools, and the checks of each queued workload against that quota.
-
-// Queue is the stack's queue (kolotoc:queue): the queue package's section type.
-type Queue = queue.Config
-
-// Queue types for kolotoc:queue.type: the queue package's.
-const (
-	QueueOff   = queue.TypeOff
-	QueueKueue = queue.TypeKueue
-)
 
 // applyQueueDefaults fills the queue's defaults: Kolotoc installs Kueue on the clouds it makes.
 func (c *Config) applyQueueDefaults() { c.Queue.Default(IsCloud(c.Cloud)) }
@@ -40,11 +32,13 @@ func (c *Config) validateQueue(v *validator) {
 	if q.Image != "" {
 		v.image("queue.image", q.Image)
 	}
-	if c.Towers.Enabled && c.Towers.Count > 0 {
-		c.checkGang(v, "towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed())
-	}
-	if c.TFCluster.Enabled {
-		c.checkGang(v, "tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed())
+	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (workload_<key>.go)
+		if wl.gang == nil {
+			continue
+		}
+		if g := wl.gang(c); g != nil {
+			c.checkGang(v, g.key, g.value, g.what, g.need)
+		}
 	}
 }
 
@@ -138,7 +132,7 @@ func (c *Config) towersGang() *meta.Gang {
 	if !c.Queue.On() {
 		return nil
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TowerName, c.Towers.Run), Total: c.Towers.Count + 1}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ring.Name, c.Towers.Run), Total: c.Towers.Count + 1}
 	if _, ok := c.Queue.Priorities["towers"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "towers")
 	}

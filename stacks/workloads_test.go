@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kolotoc/components/elastic"
+	"kolotoc/components/etcd"
 	"kolotoc/components/tfcluster"
 )
 
@@ -40,7 +41,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	if tf.Chief.Count != 1 || tf.Evaluator.Count != 1 || tf.PS.Pool != "cpu" || tf.Workers.Pool != "gpu" || tf.Workers.GPUs != 4 || tf.Port != tfcluster.DefaultPort {
 		t.Errorf("tfcluster = %+v", tf)
 	}
-	if c.Etcd.Pool != "cpu" || c.Etcd.Image != DefaultEtcdImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
+	if c.Etcd.Pool != "cpu" || c.Etcd.Image != etcd.DefaultImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
 		t.Errorf("etcd %+v monitoring %+v", c.Etcd, c.Monitoring)
 	}
 	again := *c
@@ -100,10 +101,10 @@ func TestPackGPUs(t *testing.T) {
 		capacity int
 		want     bool
 	}{
-		{"exact", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}}, 3, 8, true},
-		{"one GPU too many", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}, {"c", 1, 1}}, 3, 8, false},
-		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6}, {"b", 2, 4}}, 2, 8, false},
-		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6}, {"b", 4, 1}}, 2, 8, true},
+		{"exact", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}}, 3, 8, true},
+		{"one GPU too many", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}, {"c", 1, 1, ""}}, 3, 8, false},
+		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6, ""}, {"b", 2, 4, ""}}, 2, 8, false},
+		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6, ""}, {"b", 4, 1, ""}}, 2, 8, true},
 	} {
 		if got := packGPUs(tc.demands, tc.nodes, tc.capacity); got != tc.want {
 			t.Errorf("%s: packGPUs = %v, want %v", tc.name, got, tc.want)
