@@ -120,22 +120,10 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	// storage and what it truly needs.
 	workloadDeps := append(append(append([]pulumi.Resource{ns}, clusterDeps...), policies...), pullSecrets...)
 
-	s := c.Storage
-	storageArgs := &storage.Args{
-		Namespace: namespace, NamespaceDNS: c.Namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
-		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
-		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
-		Owner: c.storageOwner(),
-	}
-	if s.Type == storage.TypeLocal {
-		storageArgs.HostPath = s.Path
-	}
-	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
-	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
-	applyExistingStorage(c, storageArgs)
 	// The store's own pods (the in-cluster server, the owner Job) pull images and wait for their
 	// pool only: the server is made while the GPU pools' nodes are, not after them.
-	storageArgs.PodDeps = append(append([]pulumi.Resource{}, pullSecrets...), sim.PoolOf(c.Entrypoint.Pool)...)
+	storageArgs := StorageArgs(c, namespace, labels, cloud.volume(),
+		append(append([]pulumi.Resource{}, pullSecrets...), sim.PoolOf(c.Entrypoint.Pool)...))
 	shared, err := storage.New(ctx, "storage", storageArgs, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...)))
 	if err != nil {
 		return err

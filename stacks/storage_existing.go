@@ -33,14 +33,6 @@ var (
 	mountOption = regexp.MustCompile(`^[a-z0-9_]+(=[A-Za-z0-9_.:/-]+)?$`)
 )
 
-// ExistingStore reports whether the shared storage is a store the stack mounts but does not own:
-// an external NFS export, an existing EFS file system or Azure Files share. Its volume keeps it
-// (Retain) whatever happens to the claim or the stack.
-func (c *Config) ExistingStore() bool {
-	s := c.Storage
-	return s.Type == storage.TypeNFS || (s.Type == storage.TypeEFS && s.FileSystemID != "") || (s.Type == storage.TypeAzureFiles && s.Share != "")
-}
-
 // mountsExistingStore reports whether an existing cluster mounts an existing cloud file store,
 // which it may whatever cloud the store lives in, the CSI driver being the cluster's.
 func (c *Config) mountsExistingStore() bool {
