@@ -1,6 +1,3 @@
-// Package stacks turns one Pulumi stack's configuration into a training environment: it loads the
-// `kolotoc:*` keys into a typed Config, fills defaults, validates the whole, wires the components
-// together and exports the stack outputs. It is the one place that decides what an environment is.
 package stacks
 
 import (

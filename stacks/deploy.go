@@ -201,14 +201,9 @@ func workloadSite(c *Config) meta.Site {
 }
 
 // deployCluster returns the Kubernetes provider of the stack's simulated or existing cluster
-// (the simulated cloud's Nodes come later: deploySimulatedNodes).
+// (the simulated cloud's Nodes come later: deploySimulatedNodes); deployClusterOrCloud calls it
+// for every cloud but the ones Kolotoc creates, and Validate allows no other.
 func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error) {
-	switch c.Cloud {
-	case CloudSimulated, CloudExisting:
-	default:
-		return nil, fmt.Errorf("%s:cloud = %s: not supported yet; this version deploys to %s and %s",
-			ConfigNamespace, c.Cloud, CloudSimulated, CloudExisting)
-	}
 	kubeconfig, err := os.ReadFile(c.Cluster.Kubeconfig)
 	if err != nil {
 		hint := ""

@@ -3,6 +3,8 @@ package stacks
 import (
 	"reflect"
 	"strings"
+
+	"kolotoc/components/meta"
 )
 
 // Key is one top-level config key (kolotoc:<Name>) as Pulumi.yaml declares it and the
@@ -74,7 +76,7 @@ var requiredKeys = map[string]bool{"cloud": true}
 // Keys returns every top-level key the program reads, sorted by name.
 func Keys() []Key {
 	out := make([]Key, 0, len(configKeys))
-	for _, name := range sortedKeys(configKeys) {
+	for _, name := range meta.SortedKeys(configKeys) {
 		k := configKeys[name]
 		out = append(out, Key{Name: name, Secret: k.secret, Field: k.field})
 	}

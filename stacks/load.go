@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"kolotoc/components/meta"
 )
 
 // Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
@@ -42,7 +44,7 @@ func Load(raw Raw) (*Config, error) {
 				what = "a key with no name"
 			}
 			errs = append(errs, FieldError{Key: key, Value: "(set)",
-				Msg: what + "; allowed: " + strings.Join(sortedKeys(configKeys), ", ")})
+				Msg: what + "; allowed: " + strings.Join(meta.SortedKeys(configKeys), ", ")})
 			continue
 		}
 		if d, ok := projectDefaults[key]; ok && raw.Values[full] == d {
@@ -139,13 +141,4 @@ func abbreviate(s string) string {
 		return s[:57] + "..."
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

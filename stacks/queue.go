@@ -45,7 +45,7 @@ func (c *Config) validateQueue(v *validator) {
 // checkGang refuses a gang whose need exceeds the queue's quota in any resource.
 func (c *Config) checkGang(v *validator, key, value, what string, need map[string]string) {
 	quota := c.QueueQuota()
-	for _, r := range sortedKeys(need) {
+	for _, r := range meta.SortedKeys(need) {
 		have, known := quota[r]
 		if !known {
 			continue // an existing ClusterQueue's quota Kolotoc does not know (queue.quota)

@@ -148,7 +148,7 @@ func (c *Config) validateExistingShare(v *validator) {
 	}
 }
 
-// existingStoreIdentity adds, to the storage's identity (guard.go), the keys that name an existing
+// existingStoreIdentity adds, to the storage's identity (StorageIdentity, storage.go), the keys that name an existing
 // store: another file system, access point, subdirectory or share is another volume. Absent keys
 // are left out, so the identity of a created store is what it was.
 func existingStoreIdentity(c *Config, id map[string]string) {
