@@ -32,7 +32,14 @@ var elasticWorkload = &workload{
 	gpus: func(c *Config) []gpuDemand {
 		return []gpuDemand{{who: "elastic", pods: c.Elastic.Nodes, gpus: c.Elastic.GPUsPerNode, pool: c.Elastic.Pool}}
 	},
-	env:   func(c *Config) []envSetting { return []envSetting{{"elastic.env", c.Elastic.Env}} },
+	env: func(c *Config) []envSetting { return []envSetting{{"elastic.env", c.Elastic.Env}} },
+	gang: func(c *Config) *gangNeed {
+		if c.Elastic.MinNodes < 1 {
+			return nil
+		}
+		return &gangNeed{"elastic.minNodes", fmt.Sprint(c.Elastic.MinNodes),
+			fmt.Sprintf("the elastic workers' group (minNodes = %d workers, admitted together)", c.Elastic.MinNodes), c.ElasticNeed()}
+	},
 	image: func(c *Config) string { return c.Elastic.Image },
 	dirs: func(c *Config) []string {
 		if c.Elastic.RdzvID == "" {
@@ -65,6 +72,7 @@ func ElasticArgs(c *Config) *elastic.Args {
 		CPULimit:      gpuShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 	}
+	a.Gang, a.ExtraPriority = c.elasticGang() // queue.go
 	if el.RdzvBackend != elastic.BackendC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(etcd.Name, c.Namespace)
 	}
