@@ -65,13 +65,7 @@ func (c *Config) Validate() []FieldError {
 	}
 
 	if c.Entrypoint.Jupyter {
-		switch {
-		case !c.JupyterPassword.IsSet():
-			v.add("jupyterPassword", "(unset)", "required when entrypoint.jupyter is on (there is no default password); "+
-				"run `pulumi config set --secret kolotoc:jupyterPassword <password>`")
-		case len(c.JupyterPassword.Reveal()) < minPasswordLength:
-			v.add("jupyterPassword", "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))
-		}
+		v.password("jupyterPassword", c.JupyterPassword, "when entrypoint.jupyter is on (there is no default password)")
 	}
 	if c.Towers.Enabled && !c.SSHKeySeed.IsSet() {
 		v.add("sshKeySeed", "(unset)", "required when towers are enabled (the towers' ssh keys derive from it); "+
@@ -162,6 +156,16 @@ func (c *Config) validateRealPool(v *validator, k string, p NodePool) {
 }
 
 type validator struct{ errs []FieldError }
+
+// password checks a password key: set (required when, says when) and long enough.
+func (v *validator) password(key string, p Secret, when string) {
+	switch {
+	case !p.IsSet():
+		v.add(key, "(unset)", "required "+when+"; run `pulumi config set --secret "+ConfigNamespace+":"+key+" <password>`")
+	case len(p.Reveal()) < minPasswordLength:
+		v.add(key, "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))
+	}
+}
 
 func (v *validator) add(key, value, msg string) {
 	v.errs = append(v.errs, FieldError{Key: key, Value: value, Msg: msg})

@@ -77,11 +77,5 @@ func (c *Config) validateMonitoring(v *validator) {
 		return // nor an image, nor a password
 	}
 	v.image("monitoring.grafanaImage", m.GrafanaImage)
-	switch {
-	case !c.GrafanaPassword.IsSet():
-		v.add("grafanaPassword", "(unset)", "required when monitoring is enabled with Grafana (its admin password; there is no default); "+
-			"run `pulumi config set --secret kolotoc:grafanaPassword <password>`")
-	case len(c.GrafanaPassword.Reveal()) < minPasswordLength:
-		v.add("grafanaPassword", "[secret]", fmt.Sprintf("too short; at least %d characters", minPasswordLength))
-	}
+	v.password("grafanaPassword", c.GrafanaPassword, "when monitoring is enabled with Grafana (its admin password; there is no default)")
 }

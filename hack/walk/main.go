@@ -2,7 +2,7 @@
 // a change of layout can be judged by figures rather than by eye. It is a measuring tool of the
 // test bed, not part of the product; it reads the module's source and writes a report:
 //
-//	go run ./hack/walk [-dir DIR] [-from kolotoc/stacks.Deploy] [-v]
+//	go run ./hack/walk [-dir DIR] [-from kolotoc/stacks.Deploy] [-v] [-trace <package>.<Type>.<Field>]...
 //
 // It type-checks every package of the module under stacks/ and components/ (the standard
 // library's go/types; the dependencies' export data from `go list -export`), then reports:
@@ -10,13 +10,16 @@
 //   - the walk: a depth-first walk of the static references from -from, in source order, each
 //     function (or package-level variable with an initializer) entered once. A reference is a
 //     call, a function used as a value or a package variable read (its initializer's closures are
-//     walked: a table of functions is walked through). Each step moves into the callee's file and,
+//     walked: a table of functions is walked through, each function of it where its field is
+//     read, wl.deploy, not where the table is written). Each step moves into the callee's file and,
 //     when the callee is done, back into the caller's. "down" counts calls from stacks/ into
 //     components/, "up" the returns from components/ back into stacks/, "revisits" every step
 //     (call or return) into a file the walk had been in and left before.
 //   - the files of the -from package: a file depends on another when one of its declarations
 //     names one declared there. "floors" is the longest chain of dependencies once cycles are
 //     folded; "back edges" the dependencies between files that depend on each other (a cycle).
+//   - traces (-trace): the functions that read a field of a config section and those that pass
+//     the section on, by file: e.g. kolotoc:towers.count is kolotoc/components/ring.Config.Count.
 //   - lists: the declarations of the -from package (tests aside) that name three or more
 //     workloads (a Config section or the workload's package), each a list of workloads.
 //
@@ -33,9 +36,11 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -44,8 +49,13 @@ func main() {
 	dir := flag.String("dir", ".", "the module's directory")
 	from := flag.String("from", "kolotoc/stacks.Deploy", "where the walk starts: <package>.<function>")
 	verbose := flag.Bool("v", false, "print the walk step by step")
+	var traces []string
+	flag.Func("trace", "a field to trace, <package>.<Type>.<Field> (repeatable), e.g. kolotoc/components/ring.Config.Count", func(s string) error {
+		traces = append(traces, s)
+		return nil
+	})
 	flag.Parse()
-	if err := run(os.Stdout, *dir, *from, *verbose); err != nil {
+	if err := run(os.Stdout, *dir, *from, *verbose, traces); err != nil {
 		fmt.Fprintln(os.Stderr, "walk:", err)
 		os.Exit(1)
 	}
@@ -67,12 +77,16 @@ type node struct {
 }
 
 type world struct {
-	fset  *token.FileSet
-	root  string
-	nodes map[types.Object]*node
-	info  *types.Info
-	pkgs  map[string]*types.Package
-	files map[string][]*ast.File // package → files
+	// fieldVals are the functions a struct literal gives a field of function type (a table's
+	// entries): the walk steps into them where the field is read (wl.deploy), not where the
+	// table is written, so that a table of every phase is walked phase by phase.
+	fieldVals map[*types.Var][]*node
+	fset      *token.FileSet
+	root      string
+	nodes     map[types.Object]*node
+	info      *types.Info
+	pkgs      map[string]*types.Package
+	files     map[string][]*ast.File // package → files
 }
 
 func load(dir string) (*world, error) {
@@ -100,10 +114,10 @@ func load(dir string) (*world, error) {
 	for _, p := range all {
 		exports[p.ImportPath] = p.Export
 	}
-	w := &world{fset: token.NewFileSet(), root: root, nodes: map[types.Object]*node{}, pkgs: map[string]*types.Package{},
+	w := &world{fieldVals: map[*types.Var][]*node{}, fset: token.NewFileSet(), root: root, nodes: map[types.Object]*node{}, pkgs: map[string]*types.Package{},
 		files: map[string][]*ast.File{},
 		info: &types.Info{Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{},
-			Selections: map[*ast.SelectorExpr]*types.Selection{}}}
+			Selections: map[*ast.SelectorExpr]*types.Selection{}, Types: map[ast.Expr]types.TypeAndValue{}}}
 	gc := importer.ForCompiler(w.fset, "gc", func(path string) (io.ReadCloser, error) {
 		if exports[path] == "" {
 			return nil, fmt.Errorf("no export data for %s", path)
@@ -133,7 +147,38 @@ func load(dir string) (*world, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.ImportPath, err)
 		}
+		// A variable set in an init function (a table that refers back to functions reading it)
+		// is walked through that assignment, as an initializer would be.
+		var inits []*ast.FuncDecl
+		defer func() {
+			for _, d := range inits {
+				for _, st := range d.Body.List {
+					if as, ok := st.(*ast.AssignStmt); ok {
+						for _, l := range as.Lhs {
+							if id, ok := l.(*ast.Ident); ok {
+								if n := w.nodes[w.info.Uses[id]]; n != nil {
+									n.body = as
+								}
+							}
+						}
+					}
+				}
+			}
+		}()
 		w.pkgs[p.ImportPath] = tp
+		for _, f := range files {
+			rel, _ := filepath.Rel(root, w.fset.Position(f.Pos()).Filename)
+			ast.Inspect(f, func(x ast.Node) bool {
+				kv, ok := x.(*ast.KeyValueExpr)
+				if !ok {
+					return true
+				}
+				if fv := funcField(w.info, kv); fv != nil {
+					w.fieldVals[fv] = append(w.fieldVals[fv], &node{p.ImportPath, rel, kv.Value})
+				}
+				return true
+			})
+		}
 		w.files[p.ImportPath] = files
 		for _, f := range files {
 			rel, _ := filepath.Rel(root, w.fset.Position(f.Pos()).Filename)
@@ -142,6 +187,9 @@ func load(dir string) (*world, error) {
 				case *ast.FuncDecl:
 					if d.Body != nil {
 						w.nodes[w.info.Defs[d.Name]] = &node{p.ImportPath, rel, d}
+					}
+					if d.Name.Name == "init" && d.Recv == nil && d.Body != nil {
+						inits = append(inits, d)
 					}
 				case *ast.GenDecl:
 					for _, s := range d.Specs {
@@ -156,6 +204,22 @@ func load(dir string) (*world, error) {
 		}
 	}
 	return w, nil
+}
+
+// funcField is the struct field of function type a key of a struct literal names, or nil.
+func funcField(info *types.Info, kv *ast.KeyValueExpr) *types.Var {
+	id, ok := kv.Key.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok || !v.IsField() {
+		return nil
+	}
+	if _, fn := v.Type().Underlying().(*types.Signature); !fn {
+		return nil
+	}
+	return v
 }
 
 type importerFunc func(string) (*types.Package, error)
@@ -226,18 +290,31 @@ func (w *world) walk(out io.Writer, start *node, verbose bool) walkStats {
 		st.nodes++
 		st.files[n.file] = true
 		st.pkgs[n.pkg] = true
-		ast.Inspect(n.body, func(x ast.Node) bool {
-			id, ok := x.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			t := w.target(id)
+		step := func(t *node) {
 			if t == nil || seen[t] {
-				return true
+				return
 			}
 			move(t, depth+1, false)
 			visit(t, depth+1)
 			move(n, depth, true)
+		}
+		ast.Inspect(n.body, func(x ast.Node) bool {
+			switch x := x.(type) {
+			case *ast.KeyValueExpr:
+				if funcField(w.info, x) != nil {
+					return false // entered where the field is read
+				}
+			case *ast.SelectorExpr:
+				if sel := w.info.Selections[x]; sel != nil {
+					if v, ok := sel.Obj().(*types.Var); ok {
+						for _, t := range w.fieldVals[v.Origin()] {
+							step(t)
+						}
+					}
+				}
+			case *ast.Ident:
+				step(w.target(x))
+			}
 			return true
 		})
 	}
@@ -344,14 +421,7 @@ func boolKeys(g map[string]map[string]bool) map[string]bool {
 	return m
 }
 
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedSet(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 // floors is the longest chain in the graph of components.
 func floors(g map[string]map[string]bool, comp map[string]int) int {
@@ -461,7 +531,103 @@ func declName(d ast.Decl) string {
 	return "?"
 }
 
-func run(out io.Writer, dir, from string, verbose bool) error {
+// trace reports the functions that read a field (a selector of it) and those that pass the
+// struct holding it on (an argument, a struct field's value or a return value of that struct's
+// type, or a pointer to it), by file: the trace of a config key from the decoded Config to the
+// components. The decoding itself (Load's reflection over Config's key tags) is not seen.
+func (w *world) trace(out io.Writer, spec string) error {
+	i := strings.LastIndex(spec, ".")
+	j := strings.LastIndex(spec[:i], ".")
+	pkg, typ, field := spec[:j], spec[j+1:i], spec[i+1:]
+	tp := w.pkgs[pkg]
+	if tp == nil {
+		return fmt.Errorf("trace %s: no package %s", spec, pkg)
+	}
+	tn, ok := tp.Scope().Lookup(typ).(*types.TypeName)
+	if !ok {
+		return fmt.Errorf("trace %s: no type %s", spec, typ)
+	}
+	st, ok := tn.Type().Underlying().(*types.Struct)
+	if !ok {
+		return fmt.Errorf("trace %s: %s is not a struct", spec, typ)
+	}
+	var fieldObj *types.Var
+	for k := range st.NumFields() {
+		if st.Field(k).Name() == field {
+			fieldObj = st.Field(k)
+		}
+	}
+	if fieldObj == nil {
+		return fmt.Errorf("trace %s: no field %s", spec, field)
+	}
+	isSection := func(t types.Type) bool {
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		return types.Identical(t, tn.Type())
+	}
+	reads, passes := map[string]map[string]bool{}, map[string]map[string]bool{}
+	add := func(m map[string]map[string]bool, file, fn string) {
+		if m[file] == nil {
+			m[file] = map[string]bool{}
+		}
+		m[file][fn] = true
+	}
+	for _, path := range slices.Sorted(maps.Keys(w.files)) {
+		for _, f := range w.files[path] {
+			rel, _ := filepath.Rel(w.root, w.fset.Position(f.Pos()).Filename)
+			for _, d := range f.Decls {
+				fn := declName(d)
+				ast.Inspect(d, func(x ast.Node) bool {
+					switch x := x.(type) {
+					case *ast.SelectorExpr:
+						if sel := w.info.Selections[x]; sel != nil && sel.Obj() == fieldObj {
+							add(reads, rel, fn)
+						}
+					case *ast.CallExpr:
+						for _, a := range x.Args {
+							if isSection(w.info.Types[a].Type) {
+								add(passes, rel, fn)
+							}
+						}
+					case *ast.KeyValueExpr:
+						if isSection(w.info.Types[x.Value].Type) {
+							add(passes, rel, fn)
+						}
+					case *ast.ReturnStmt:
+						for _, r := range x.Results {
+							if isSection(w.info.Types[r].Type) {
+								add(passes, rel, fn)
+							}
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	count := func(m map[string]map[string]bool) (files, fns int) {
+		for _, fs := range m {
+			files++
+			fns += len(fs)
+		}
+		return
+	}
+	rf, rn := count(reads)
+	pf, pn := count(passes)
+	fmt.Fprintf(out, "trace %s: read in %d functions of %d files; the %s passed on in %d functions of %d files\n", spec, rn, rf, typ, pn, pf)
+	for _, m := range []struct {
+		what string
+		m    map[string]map[string]bool
+	}{{"reads", reads}, {"passes", passes}} {
+		for _, file := range slices.Sorted(maps.Keys(m.m)) {
+			fmt.Fprintf(out, "  %s %s: %s\n", m.what, file, strings.Join(slices.Sorted(maps.Keys(m.m[file])), "; "))
+		}
+	}
+	return nil
+}
+
+func run(out io.Writer, dir, from string, verbose bool, traces []string) error {
 	w, err := load(dir)
 	if err != nil {
 		return err
@@ -501,6 +667,12 @@ func run(out io.Writer, dir, from string, verbose bool) error {
 	}
 	fmt.Fprintf(out, "files of %s: %d files, %d dependencies between them, %d floors, %d back edges (in cycles), largest cycle %d files\n",
 		pkg, len(g), edges, floors(g, comp), back, largest)
+
+	for _, t := range traces {
+		if err := w.trace(out, t); err != nil {
+			return err
+		}
+	}
 
 	ls := w.lists(pkg)
 	fmt.Fprintf(out, "lists of workloads in %s (declarations naming 3 or more): %d\n", pkg, len(ls))
