@@ -10,6 +10,7 @@ import (
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
+	"kolotoc/components/ring"
 )
 
 // The monitoring (kolotoc:monitoring): Prometheus, Grafana and the DCGM exporter
@@ -56,7 +57,11 @@ var monitoringWorkload = &workload{
 // MonitoringArgs is the monitoring's configuration, less its site's namespace input and PodDeps,
 // the agents' namespace input and Grafana's password.
 func MonitoringArgs(c *Config) *monitoring.Args {
-	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
+	a := &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
+	if c.nodeGPUMetrics() != "" {
+		a.NodeWatchers = []string{ring.TowerComponent} // the sentinels run in the towers' pods
+	}
+	return a
 }
 
 func (c *Config) validateMonitoring(v *validator) {

@@ -60,7 +60,7 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 	a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
-			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site))
+			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, c.nodeGPUMetrics()))
 		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
