@@ -111,3 +111,24 @@ func TestPackGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadsRegisteredOnce: each workload's entry names a key of the Config once, and the
+// phases reach every entry: its preset and defaults run in Load, its check in Validate.
+func TestWorkloadsRegisteredOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, wl := range workloads {
+		if seen[wl.key] {
+			t.Errorf("workload %s registered twice", wl.key)
+		}
+		seen[wl.key] = true
+		if _, ok := configKeys[wl.key]; !ok {
+			t.Errorf("workload %s is no key of Config", wl.key)
+		}
+		if wl.check == nil {
+			t.Errorf("workload %s has no check: nothing of it would be validated in the stack's context", wl.key)
+		}
+	}
+	if len(workloads) == 0 {
+		t.Fatal("no workload registered")
+	}
+}
