@@ -16,6 +16,8 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
+	"kolotoc/components/storage"
 	"kolotoc/stacks"
 )
 
@@ -170,11 +172,11 @@ var allowList = []privilege{
 	// onSuccess release: the token may patch the scale of the run's own StatefulSets, nothing else
 	// (meta.NewReleaser; TestRuns checks the roles).
 	{"launcher", "", "service account token", "towers.onSuccess release: the launcher scales the towers to zero",
-		func(c *stacks.Config) bool { return c.Towers.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.Towers.OnSuccess == meta.OnSuccessRelease }},
 	{"elastic", "", "service account token", "elastic.onSuccess release: a worker scales the workers to zero",
-		func(c *stacks.Config) bool { return c.Elastic.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.Elastic.OnSuccess == meta.OnSuccessRelease }},
 	{"tf-chief", "", "service account token", "tfcluster.onSuccess release: the chief scales the task types to zero",
-		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == meta.OnSuccessRelease }},
 }
 
 // runsAsNonRoot are the containers (component/container) that run as a user other than root in
@@ -210,8 +212,8 @@ func enabledTraining(c *stacks.Config) []string {
 	add(c.Carriers.Enabled, "carrier/dask-worker")
 	add(c.Elastic.Enabled && !c.Suspend, "elastic/worker")
 	add(c.TFCluster.Enabled && !c.Suspend, "tf-worker/worker")
-	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI == stacks.JupyterNotebook, "entrypoint/jupyter")
-	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI != stacks.JupyterNotebook, "entrypoint/jupyterlab")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI == entrypoint.UINotebook, "entrypoint/jupyter")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI != entrypoint.UINotebook, "entrypoint/jupyterlab")
 	return out
 }
 
@@ -228,7 +230,7 @@ func rootTowers(c *stacks.Config) bool { return c.Towers.Enabled && c.RunAsUser 
 
 // scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.
 func scratchHostPath(c *stacks.Config, path string) bool {
-	return c.Storage.Scratch.Type == stacks.ScratchHostPath && path == c.Storage.Scratch.Path
+	return c.Storage.Scratch.Type == storage.ScratchHostPath && path == c.Storage.Scratch.Path
 }
 
 func allowed(c *stacks.Config, component, container, what string) bool {
@@ -535,7 +537,7 @@ func TestNetworkPolicies(t *testing.T) {
 				return out
 			}
 			lb := cfg.Entrypoint.SourceRanges
-			if cfg.Entrypoint.ServiceType != stacks.ServiceLoadBalancer {
+			if cfg.Entrypoint.ServiceType != entrypoint.ServiceLoadBalancer {
 				lb = nil
 			}
 
@@ -559,7 +561,7 @@ func TestNetworkPolicies(t *testing.T) {
 			// The entrypoint's user-facing ports are the ones its Service offers besides the scheduler.
 			var uiPorts []int
 			for _, r := range rec.ofType(tService) {
-				if in := inputs(r); get(in, "metadata", "name") == stacks.EntryName && get(in, "metadata", "namespace") == ns {
+				if in := inputs(r); get(in, "metadata", "name") == entrypoint.Name && get(in, "metadata", "namespace") == ns {
 					list, _ := get(in, "spec", "ports").([]any)
 					for _, sp := range list {
 						if n, _ := get(sp, "port").(float64); get(sp, "name") != "scheduler" {
@@ -773,20 +775,20 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 			continue
 		}
 		switch get(in, "metadata", "name") {
-		case stacks.EntryName:
+		case entrypoint.Name:
 			internal = in.(map[string]any)
-		case stacks.EntryName + "-public":
+		case entrypoint.Name + "-public":
 			public = in.(map[string]any)
 		}
-		if typ := get(in, "spec", "type"); typ == "LoadBalancer" && get(in, "metadata", "name") != stacks.EntryName+"-public" {
+		if typ := get(in, "spec", "type"); typ == "LoadBalancer" && get(in, "metadata", "name") != entrypoint.Name+"-public" {
 			t.Errorf("Service %v is a LoadBalancer", get(in, "metadata", "name"))
 		}
 	}
 	if public == nil || internal == nil {
-		t.Fatalf("want Services %s and %s-public; internal %v, public %v", stacks.EntryName, stacks.EntryName, internal != nil, public != nil)
+		t.Fatalf("want Services %s and %s-public; internal %v, public %v", entrypoint.Name, entrypoint.Name, internal != nil, public != nil)
 	}
 	if typ := get(internal, "spec", "type"); typ != "ClusterIP" {
-		t.Errorf("Service %s type %v, want ClusterIP", stacks.EntryName, typ)
+		t.Errorf("Service %s type %v, want ClusterIP", entrypoint.Name, typ)
 	}
 	ports, _ := get(public, "spec", "ports").([]any)
 	if len(ports) != 1 || get(ports[0], "port") != float64(443) || get(ports[0], "targetPort") != float64(8888) {
@@ -841,7 +843,7 @@ func TestPublicLoadBalancerPerCloud(t *testing.T) {
 				"entrypointTLSKey": testTLSKey(t),
 			})
 			raw.Secrets["kolotoc:entrypointTLSKey"] = true
-			in := inputs(deploy(t, raw).one(t, tService, stacks.EntryName+"-public"))
+			in := inputs(deploy(t, raw).one(t, tService, entrypoint.Name+"-public"))
 			got := []any{get(in, "spec", "externalTrafficPolicy"), get(in, "metadata", "annotations", entrypoint.AWSLoadBalancerTypeAnnotation)}
 			if fmt.Sprint(got) != fmt.Sprint([]any{"Local", want[s.cloud]}) {
 				t.Errorf("%s: externalTrafficPolicy, %s = %v, want [Local %v]", s.cloud, entrypoint.AWSLoadBalancerTypeAnnotation, got, want[s.cloud])
