@@ -49,12 +49,12 @@ func connect(kubeconfig string) (*kubernetes.Clientset, error) {
 }
 
 // poolsServed checks that the cluster serves the simulated node pools' kind, which the pool
-// controller (hack/simpool, started by hack/cluster.sh) installs: without it the mirror's pools
+// controller (testbed/cluster/simpool, started by testbed/cluster/cluster.sh) installs: without it the mirror's pools
 // could not be made, or would never have nodes.
 func poolsServed(kube *kubernetes.Clientset) error {
 	if _, err := kube.Discovery().ServerResourcesForGroupVersion(simapi.APIVersion); err != nil {
 		return fmt.Errorf("the local cluster does not serve %s (%v): its node-pool controller, simpool, has not run on it.\n"+
-			"Start it with `make cluster` (hack/cluster.sh up starts simpool on a running cluster too), then run make fit again", simapi.CRDName, err)
+			"Start it with `make cluster` (testbed/cluster/cluster.sh up starts simpool on a running cluster too), then run make fit again", simapi.CRDName, err)
 	}
 	return nil
 }

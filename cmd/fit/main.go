@@ -5,13 +5,13 @@
 // The stack's own file and state are only read (the file) or never touched (the state).
 //
 //	make fit STACK=<stack name | path of a stack file>
-//	go run ./hack/fit [-wait 60s] <stack name | path of a stack file>   (after eval "$(hack/stack.sh env)")
+//	go run ./cmd/fit [-wait 60s] <stack name | path of a stack file>   (after eval "$(testbed/stack/stack.sh env)")
 //
 // A stack name is Pulumi.<name>.yaml in the project, else examples/<name>/Pulumi.<name>.yaml.
 // Exit status: 0 every pod placed; 1 it does not fit (pods Pending, or the program refuses the
 // configuration); 2 the check could not run (no local cluster, no tools, a failed deploy).
 //
-// The environment is `hack/stack.sh env`'s: pulumi and its plugins on PATH, KOLOTOC_KUBECONFIG.
+// The environment is `testbed/stack/stack.sh env`'s: pulumi and its plugins on PATH, KOLOTOC_KUBECONFIG.
 // Everything the check writes lives under .kolotoc/fit/ and is removed afterwards, but for the
 // log of its last run (.kolotoc/fit/<mirror>.log).
 package main
@@ -33,7 +33,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"kolotoc/hack/throwaway"
+	"kolotoc/cmd/throwaway"
 )
 
 // Exit statuses.
@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	wait := fs.Duration("wait", defaultWait, "how long the scheduler gets to decide every pod")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: go run ./hack/fit [-wait 60s] <stack name | stack file>   (make fit STACK=<name>)")
+		fmt.Fprintln(stderr, "usage: go run ./cmd/fit [-wait 60s] <stack name | stack file>   (make fit STACK=<name>)")
 		return exitCannot
 	}
 	root, err := os.Getwd()
@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitCannot
 	}
 	if _, err := exec.LookPath("pulumi"); err != nil {
-		fmt.Fprintln(stderr, "fit: pulumi is not on PATH: run it as `make fit` (or after `eval \"$(hack/stack.sh env)\"`), once `make tools` has built it")
+		fmt.Fprintln(stderr, "fit: pulumi is not on PATH: run it as `make fit` (or after `eval \"$(testbed/stack/stack.sh env)\"`), once `make tools` has built it")
 		return exitCannot
 	}
 	src, err := os.ReadFile(filepath.Join(root, source))
@@ -110,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &check{root: root, m: m, kube: kube, out: stdout, errw: stderr}
 	c.dir = filepath.Join(root, ".kolotoc", "fit", m.Name)
 	c.st = &throwaway.Stack{Root: root, Dir: c.dir, Name: m.Name,
-		Description: fmt.Sprintf("make fit's throw-away mirror of stack %s (hack/fit), destroyed after the check", m.Stack)}
+		Description: fmt.Sprintf("make fit's throw-away mirror of stack %s (cmd/fit), destroyed after the check", m.Stack)}
 	if err := c.lock(); err != nil {
 		fmt.Fprintf(stderr, "fit: %v\n", err)
 		return exitCannot

@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/cmd/throwaway"
 	"kolotoc/components/meta"
-	"kolotoc/hack/throwaway"
 )
 
 // ns is the program's config namespace (stacks.ConfigNamespace; not imported: package stacks

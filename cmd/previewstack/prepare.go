@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"kolotoc/hack/throwaway"
+	"kolotoc/cmd/throwaway"
 )
 
 // previewOfKey tells the program that this stack is the preview copy of another: it names its

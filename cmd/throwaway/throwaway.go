@@ -2,7 +2,7 @@
 // (make fit's mirror, bench/scale's sizes): a project directory of its own under .kolotoc/ whose
 // Pulumi.yaml names the program in the project root, a file backend and a random passphrase of
 // its own, and throw-away secrets. The project's stacks, their files and their state are never
-// touched. The environment is `hack/stack.sh env`'s (pulumi and its plugins on PATH).
+// touched. The environment is `testbed/stack/stack.sh env`'s (pulumi and its plugins on PATH).
 package throwaway
 
 import (
@@ -171,7 +171,7 @@ func (s *Stack) Env() []string {
 	env = append(env,
 		"PULUMI_BACKEND_URL=file://"+filepath.Join(s.Dir, "state"),
 		"PULUMI_CONFIG_PASSPHRASE_FILE="+filepath.Join(s.Dir, "passphrase"),
-		// The test bed's Go language host (v3.66, hack/tools.sh) builds the program with `go
+		// The test bed's Go language host (v3.66, testbed/tools/tools.sh) builds the program with `go
 		// build` at every command, which links it again (about 40 s); with this it uses `go run`,
 		// whose executable Go caches, so only the first command after a change pays the link.
 		"PULUMI_GO_USE_RUN=true",

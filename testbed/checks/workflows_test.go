@@ -1,4 +1,4 @@
-package hack
+package checks
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ import (
 //     not used at all.
 
 // workflowsDir: the workflows, relative to this package.
-const workflowsDir = "../.github/workflows"
+const workflowsDir = "../../.github/workflows"
 
 // previewEnvPrefix: the environments a pull request's jobs may run in. The deploy environments
 // (`prod`, …) are for the default branch only.
@@ -496,7 +496,7 @@ func deployRefreshesPreviewCopy(wf workflowFile) []string {
 			}
 		}
 		if up {
-			problems = append(problems, fmt.Sprintf("%s: job %s deploys without refreshing the preview copy afterwards (go run ./hack/previewstack copy --stack S)", wf.path, name))
+			problems = append(problems, fmt.Sprintf("%s: job %s deploys without refreshing the preview copy afterwards (go run ./cmd/previewstack copy --stack S)", wf.path, name))
 		}
 	}
 	return problems
@@ -529,17 +529,17 @@ func TestPreviewRulesCatch(t *testing.T) {
 		{"copy previewed without prepare",
 			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: pulumi preview --stack \"$STACK-preview\"\n", previewProgramCredentials, 1},
 		{"token handed to the program",
-			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: go run ./hack/previewstack prepare --stack s\n      - run: pulumi preview --stack s-preview\n        env:\n          GITHUB_TOKEN: ${{ github.token }}\n",
+			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: go run ./cmd/previewstack prepare --stack s\n      - run: pulumi preview --stack s-preview\n        env:\n          GITHUB_TOKEN: ${{ github.token }}\n",
 			previewProgramCredentials, 1},
 		{"up on a pull request",
 			"on: pull_request\njobs:\n  p:\n    steps:\n      - run: pulumi up --yes --stack s-preview\n", previewProgramCredentials, 1},
 		{"the split as committed",
-			"on: pull_request\njobs:\n  p:\n    permissions:\n      contents: read\n      id-token: write\n    steps:\n      - uses: " + pa + "\n        with:\n          pulumi-version: 3.250.0\n      - run: |\n          go run ./hack/previewstack prepare --stack \"$STACK\"\n          pulumi preview --diff --stack \"$STACK-preview\"\n  comment:\n    permissions:\n      pull-requests: write\n    steps:\n      - run: gh api x\n        env:\n          GH_TOKEN: ${{ github.token }}\n",
+			"on: pull_request\njobs:\n  p:\n    permissions:\n      contents: read\n      id-token: write\n    steps:\n      - uses: " + pa + "\n        with:\n          pulumi-version: 3.250.0\n      - run: |\n          go run ./cmd/previewstack prepare --stack \"$STACK\"\n          pulumi preview --diff --stack \"$STACK-preview\"\n  comment:\n    permissions:\n      pull-requests: write\n    steps:\n      - run: gh api x\n        env:\n          GH_TOKEN: ${{ github.token }}\n",
 			previewProgramCredentials, 0},
 		{"deploy without the copy",
 			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n", deployRefreshesPreviewCopy, 1},
 		{"deploy, then the copy",
-			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n      - run: go run ./hack/previewstack copy --stack \"$STACK\"\n", deployRefreshesPreviewCopy, 0},
+			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n      - run: go run ./cmd/previewstack copy --stack \"$STACK\"\n", deployRefreshesPreviewCopy, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wf, err := parseWorkflow(tc.name+".yml", []byte(tc.yaml))

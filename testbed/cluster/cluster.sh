@@ -1,60 +1,56 @@
 #!/usr/bin/env bash
 # The test bed's local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok (playing the simulated nodes' kubelets), started as plain processes by
-# `kwokctl --runtime binary`; simpool (hack/simpool: the simulated cloud's node pools, making
-# each SimulatedNodePool's Nodes); Kueue (hack/tools/kueue: queues, quotas and gang admission,
+# `kwokctl --runtime binary`; simpool (testbed/cluster/simpool: the simulated cloud's node pools, making
+# each SimulatedNodePool's Nodes); Kueue (testbed/tools/kueue: queues, quotas and gang admission,
 # docs/queueing.md), a process in the namespace whose webhooks the API server calls on the
-# namespace's loopback (hack/kueuelocal); and the real node (hack/node.sh: kubelet, kube-proxy, containerd,
+# namespace's loopback (testbed/cluster/kueuelocal); and the real node (testbed/node/node.sh: kubelet, kube-proxy, containerd,
 # CoreDNS) where pods run for real.
 #
 # Network confinement: the whole cluster lives in a network namespace of its own,
 # kolotoc-<cluster> (/run/netns/kolotoc-<cluster>): its loopback carries the control plane, its
 # bridge the pods. It has no interface, route or NAT towards the machine's network. The only way
-# in is nsbridge (hack/nsbridge), which listens on the host's 127.0.0.1 at the API server's port
+# in is nsbridge (testbed/cluster/nsbridge), which listens on the host's 127.0.0.1 at the API server's port
 # and dials the API server on the namespace's own loopback: kubectl, pulumi and
 # `kubectl port-forward` work from the host as before, and nothing else of the cluster is
 # reachable from the machine, nor the machine from the cluster.
 #
-#   hack/cluster.sh up          start the cluster, or reuse it when it already runs; wait until the
+#   testbed/cluster/cluster.sh up          start the cluster, or reuse it when it already runs; wait until the
 #                               API server is ready and the default ServiceAccount exists; write
 #                               the kubeconfig; then the real node (KOLOTOC_REAL_NODE=0: without)
-#   hack/cluster.sh stop        stop its processes, keep its data (`up` starts it again)
-#   hack/cluster.sh down        delete the cluster: its processes, listeners and files
-#   hack/cluster.sh status      say whether it runs; exit 0 when it serves, 1 when it is stopped,
+#   testbed/cluster/cluster.sh stop        stop its processes, keep its data (`up` starts it again)
+#   testbed/cluster/cluster.sh down        delete the cluster: its processes, listeners and files
+#   testbed/cluster/cluster.sh status      say whether it runs; exit 0 when it serves, 1 when it is stopped,
 #                               3 when there is no such cluster
-#   hack/cluster.sh kubeconfig  print the kubeconfig's path (rewritten from the running cluster)
-#   hack/cluster.sh with CMD... run CMD with the cluster up, then put the cluster back as it was
+#   testbed/cluster/cluster.sh kubeconfig  print the kubeconfig's path (rewritten from the running cluster)
+#   testbed/cluster/cluster.sh with CMD... run CMD with the cluster up, then put the cluster back as it was
 #                               (left running, stopped, or deleted); exit with CMD's status
 #
 # Environment:
 #   KOLOTOC_CLUSTER     cluster name (default kolotoc)
 #   KOLOTOC_KUBECONFIG  where the kubeconfig is written (default .kolotoc/kubeconfig)
 #   KOLOTOC_REAL_NODE   1 (default): start the real node with the cluster; 0: simulated nodes only
-#   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built (hack/tools.sh kueue);
+#   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built (testbed/tools/tools.sh kueue);
 #                       0: without (its webhooks and CRDs are then removed)
 #
-# Binaries come from .kolotoc/bin (hack/tools.sh). The cluster's files live under .kolotoc/kwok
+# Binaries come from .kolotoc/bin (testbed/tools/tools.sh). The cluster's files live under .kolotoc/kwok
 # (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The kwokctl
 # configuration, including the stage that gives simulated GPU nodes their capacity, is
-# hack/kwokctl.yaml.
+# testbed/cluster/kwokctl.yaml.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin_dir=$root/.kolotoc/bin
-template=$root/hack/kwokctl.yaml
-# shellcheck source=hack/local.env
-. "$root/hack/local.env"
-name=${KOLOTOC_CLUSTER:-kolotoc}
+log_tag=cluster
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# name, netns, netns_path, KWOK_WORKDIR, cluster_dir; NODE_IP, POD_SUBNET, SERVICE_CIDR
+cluster_env
+logs=$cluster_dir/logs  # named when a wait times out
+template=$testbed/cluster/kwokctl.yaml
 real_node=${KOLOTOC_REAL_NODE:-1}
 kueue_on=${KOLOTOC_KUEUE:-1}
-netns=kolotoc-$name
-netns_path=/run/netns/$netns
-kubeconfig=${KOLOTOC_KUBECONFIG:-$root/.kolotoc/kubeconfig}
-export KWOK_WORKDIR=$root/.kolotoc/kwok
 # kubectl's discovery cache (default ~/.kube/cache), for ours and the one kwokctl runs.
 export KUBECACHEDIR=${KUBECACHEDIR:-$root/.kolotoc/kube-cache}
-cluster_dir=$KWOK_WORKDIR/clusters/$name
-# hack/kwokctl.yaml with this cluster's paths filled in (@CLUSTER_DIR@).
+# testbed/cluster/kwokctl.yaml with this cluster's paths filled in (@CLUSTER_DIR@).
 config=$KWOK_WORKDIR/$name.kwokctl.yaml
 bridge_pid=$KWOK_WORKDIR/$name.nsbridge.pid
 bridge_log=$KWOK_WORKDIR/$name.nsbridge.log
@@ -73,24 +69,6 @@ kwokctl_log=$KWOK_WORKDIR/$name.kwokctl.log
 # How long to wait for the API server and for the default ServiceAccount (seconds).
 READY_TIMEOUT=120
 
-log() { printf '[cluster] %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-
-# tool NAME: absolute path of a built tool, symlinks resolved (kwokctl wants plain paths). Only
-# ever used in a plain assignment, so that a missing tool stops the script under set -e.
-tool() {
-  local path
-  path=$(readlink -f "$bin_dir/$1" 2>/dev/null || true)
-  if [ -z "$path" ] || [ ! -x "$path" ]; then
-    die "$1 is missing from $bin_dir: run 'make tools' (hack/tools.sh) first"
-  fi
-  printf '%s\n' "$path"
-}
-
-# now_ms: wall clock in milliseconds, for the timings printed.
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
-
 kwokctl_bin=$(tool kwokctl)
 kubectl_bin=$(tool kubectl)
 # kwokctl runs inside the cluster's namespace: the processes it starts stay there. (Without the
@@ -102,7 +80,6 @@ kwokctl() {
     "$kwokctl_bin" --name "$name" "$@"
   fi
 }
-kubectl() { "$kubectl_bin" --kubeconfig "$kubeconfig" "$@"; }
 
 exists() { [ -f "$cluster_dir/kwok.yaml" ]; }
 
@@ -119,20 +96,10 @@ write_kubeconfig() {
   mv "$tmp" "$kubeconfig"
 }
 
-# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
-wait_for() {
-  local seconds=$1 what=$2; shift 2
-  local limit=$(($(now_ms) + seconds * 1000))
-  until "$@"; do
-    [ "$(now_ms)" -lt "$limit" ] || die "timed out after $seconds s waiting for $what (logs: $cluster_dir/logs)"
-    sleep 0.2
-  done
-}
-
 default_sa() { kubectl -n default get serviceaccount default --request-timeout=2s >/dev/null 2>&1; }
 
 # check_loopback: fails when a process of the control plane listens anywhere but 127.0.0.1 of the
-# namespace (what hack/kwokctl.yaml's bindAddress promises; the API server's own port excepted,
+# namespace (what testbed/cluster/kwokctl.yaml's bindAddress promises; the API server's own port excepted,
 # which pods reach inside the namespace), or nsbridge anywhere but the host's 127.0.0.1. Skipped
 # where ss(8) is not installed.
 check_loopback() {
@@ -143,7 +110,7 @@ check_loopback() {
   if [ -n "$pids" ]; then
     bad=$(nsenter --net="$netns_path" -- ss -Hltunp | grep -E "pid=($pids)," \
       | awk -v api=":$(api_port)$" '$5 !~ /^127\.0\.0\.1:/ && !(/"kube-apiserver"/ && $5 ~ api)' || true)
-    [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'hack/cluster.sh down'):"$'\n'"$bad"
+    [ -z "$bad" ] || die "cluster $name listens beyond 127.0.0.1 (run 'testbed/cluster/cluster.sh down'):"$'\n'"$bad"
   fi
   bad=$(ss -Hltnp | grep -F "pid=$(cat "$bridge_pid" 2>/dev/null || echo none)," | awk '$4 !~ /^127\.0\.0\.1:/' || true)
   [ -z "$bad" ] || die "nsbridge listens beyond 127.0.0.1:"$'\n'"$bad"
@@ -159,12 +126,8 @@ ensure_netns() {
 
 api_port() { kwokctl get kubeconfig 2>/dev/null | sed -n 's#^ *server: https\{0,1\}://127\.0\.0\.1:\([0-9]*\).*#\1#p' | head -n1; }
 
-# bridge_alive: nsbridge runs (a zombie, left for whatever adopted it to reap, does not count).
-bridge_alive() {
-  local p
-  p=$(cat "$bridge_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
-    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
-}
+# bridge_alive: nsbridge runs.
+bridge_alive() { pid_alive "$bridge_pid"; }
 
 # free_api_port: a port nothing listens on at the host's 127.0.0.1, counting down from 32700.
 # kwokctl gives a new cluster's components the first free ports below 32768 of the namespace it
@@ -196,24 +159,17 @@ start_bridge() {
   bridge_alive || { tail -n 5 "$bridge_log" >&2; die "nsbridge could not listen on the host's 127.0.0.1:$port (in use?)"; }
 }
 
-stop_bridge() {
-  if bridge_alive; then kill "$(cat "$bridge_pid")" 2>/dev/null || true; fi
-  rm -f "$bridge_pid"
-}
+stop_bridge() { stop_pid "$bridge_pid" 5; }
 
-# simpool_alive: the node-pool controller runs (not a zombie).
-simpool_alive() {
-  local p
-  p=$(cat "$simpool_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
-    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
-}
+# simpool_alive: the node-pool controller runs.
+simpool_alive() { pid_alive "$simpool_pid"; }
 
 pool_kind_served() {
   [ "$(kubectl get crd simulatednodepools.kolotoc.dev --request-timeout=2s \
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]
 }
 
-# start_simpool: the simulated node pools' controller (hack/simpool), inside the cluster's
+# start_simpool: the simulated node pools' controller (testbed/cluster/simpool), inside the cluster's
 # namespace like the control plane; it installs the SimulatedNodePool kind, then makes each pool's
 # Nodes. Started again when its binary is newer than the running one.
 start_simpool() {
@@ -227,20 +183,10 @@ start_simpool() {
   simpool_alive || { tail -n 5 "$simpool_log" >&2; die "simpool exited (log: $simpool_log)"; }
 }
 
-stop_simpool() {
-  if simpool_alive; then
-    kill "$(cat "$simpool_pid")" 2>/dev/null || true
-    for _ in $(seq 50); do simpool_alive || break; sleep 0.1; done
-  fi
-  rm -f "$simpool_pid"
-}
+stop_simpool() { stop_pid "$simpool_pid" 5; }
 
-# kueue_alive: Kueue runs (not a zombie).
-kueue_alive() {
-  local p
-  p=$(cat "$kueue_pid" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
-    && [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" != Z ]
-}
+# kueue_alive: Kueue runs.
+kueue_alive() { pid_alive "$kueue_pid"; }
 
 # kueue_serving: Kueue's webhooks answer: a server-side dry run of a ResourceFlavor goes through
 # its mutating and validating webhooks (failurePolicy Fail), so it succeeds only once they serve.
@@ -277,8 +223,8 @@ start_kueue() {
   kueue_bin=$(tool kueue)
   if kueue_alive && [ ! "$kueue_bin" -nt "$kueue_pid" ] && kueue_serving; then return 0; fi
   stop_kueue
-  module=$("$root/hack/tools.sh" --kueue-module)
-  [ -d "$module" ] || die "the Kueue module is not in the module cache: hack/tools.sh kueue"
+  module=$("$testbed/tools/tools.sh" --kueue-module)
+  [ -d "$module" ] || die "the Kueue module is not in the module cache: testbed/tools/tools.sh kueue"
   "$(tool kueuelocal)" -module "$module" -out "$kueue_dir" -port "$KUEUE_WEBHOOK_PORT"
   kubectl apply --server-side --force-conflicts --field-manager=kolotoc-cluster -f "$kueue_dir/manifests.yaml" >/dev/null
   wait_for 60 "Kueue's CustomResourceDefinitions" kueue_crds_established
@@ -297,13 +243,7 @@ start_kueue() {
   log "Kueue $(basename "$(dirname "$kueue_bin")") serving in $(secs $(($(now_ms) - start))) s"
 }
 
-stop_kueue() {
-  if kueue_alive; then
-    kill "$(cat "$kueue_pid")" 2>/dev/null || true
-    for _ in $(seq 100); do kueue_alive || break; sleep 0.1; done
-  fi
-  rm -f "$kueue_pid"
-}
+stop_kueue() { stop_pid "$kueue_pid" 10; }
 
 # remove_kueue_webhooks: with Kueue off, its webhooks would refuse every queued object.
 remove_kueue_webhooks() {
@@ -323,7 +263,7 @@ render_config() {
 
 # created_from: the inputs that shape a new cluster; compared with the stamp of a running one.
 created_from() {
-  cat "$template" "$root/hack/local.env" | sha256sum | cut -d' ' -f1
+  cat "$template" "$testbed/cluster/local.env" | sha256sum | cut -d' ' -f1
   printf '%s\n' "$apiserver" "$controller_manager" "$scheduler" "$kwok" "$etcd"
 }
 
@@ -365,7 +305,7 @@ cmd_up() {
       --etcd-binary "$etcd" \
       >"$kwokctl_log" 2>&1; then
       tail -n 20 "$kwokctl_log" >&2
-      die "kwokctl could not start cluster $name (log: $kwokctl_log, components' logs: $cluster_dir/logs; 'hack/cluster.sh down' starts afresh)"
+      die "kwokctl could not start cluster $name (log: $kwokctl_log, components' logs: $cluster_dir/logs; 'testbed/cluster/cluster.sh down' starts afresh)"
     fi
     if $created; then created_from >"$stamp"; fi
   fi
@@ -379,10 +319,10 @@ cmd_up() {
   start_kueue
   log "cluster $name ready in $(secs $(($(now_ms) - start))) s (API server /readyz ok after $(secs $((t_ready - start))) s, default ServiceAccount $(secs $(($(now_ms) - t_ready))) s later)"
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
-    log "warning: hack/kwokctl.yaml or a binary changed since cluster $name was created; run 'hack/cluster.sh down' then 'up' to apply it"
+    log "warning: testbed/cluster/kwokctl.yaml or a binary changed since cluster $name was created; run 'testbed/cluster/cluster.sh down' then 'up' to apply it"
   fi
   log "kubeconfig: $kubeconfig  (server $(kubectl config view -o jsonpath='{.clusters[0].cluster.server}'), through nsbridge into netns $netns)"
-  if [ "$real_node" = 1 ]; then "$root/hack/node.sh" up; fi
+  if [ "$real_node" = 1 ]; then "$testbed/node/node.sh" up; fi
 }
 
 # remove_netns: the namespace goes last, once no process is left in it.
@@ -395,7 +335,7 @@ remove_netns() {
 }
 
 cmd_down() {
-  "$root/hack/node.sh" down
+  "$testbed/node/node.sh" down
   stop_simpool
   stop_kueue
   if exists; then
@@ -418,7 +358,7 @@ cmd_down() {
 }
 
 cmd_stop() {
-  "$root/hack/node.sh" down
+  "$testbed/node/node.sh" down
   stop_simpool
   stop_kueue
   if exists; then
@@ -468,12 +408,12 @@ cmd_status() {
       return 0
     fi
   fi
-  log "cluster $name: stopped (files in $cluster_dir; 'hack/cluster.sh up' starts it again)"
+  log "cluster $name: stopped (files in $cluster_dir; 'testbed/cluster/cluster.sh up' starts it again)"
   return 1
 }
 
 cmd_kubeconfig() {
-  exists || die "cluster $name does not exist: run 'hack/cluster.sh up'"
+  exists || die "cluster $name does not exist: run 'testbed/cluster/cluster.sh up'"
   write_kubeconfig
   printf '%s\n' "$kubeconfig"
 }

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real node's container images from Debian packages, with no image registry.
 #
-#   hack/images.sh build [NAME...]          build what is missing (all images when none is named)
-#   hack/images.sh ref NAME                 print the image reference, kolotoc.local/NAME:TAG
-#   hack/images.sh path NAME                print the image's tarball path in the cache
-#   hack/images.sh list                     print "NAME REF PATH" per image
-#   hack/images.sh import SOCKET [NAME...]  import the built images into the containerd at unix
+#   testbed/images/images.sh build [NAME...]          build what is missing (all images when none is named)
+#   testbed/images/images.sh ref NAME                 print the image reference, kolotoc.local/NAME:TAG
+#   testbed/images/images.sh path NAME                print the image's tarball path in the cache
+#   testbed/images/images.sh list                     print "NAME REF PATH" per image
+#   testbed/images/images.sh import SOCKET [NAME...]  import the built images into the containerd at unix
 #                                           socket SOCKET (namespace k8s.io), skipping those present
 #
-# Recipes. Every directory hack/images/NAME/ holding a config.json is an image; adding one is
+# Recipes. Every directory testbed/images/NAME/ holding a config.json is an image; adding one is
 # adding a directory. config.json is the OCI image config fragment (Entrypoint, Cmd, Env,
 # WorkingDir, User, ...). Then either
 #   - packages: Debian package names, one a line, '#' comments. The rootfs is `mmdebstrap
@@ -25,29 +25,28 @@
 #     recipe's go.mod requires, pinned by its go.sum) is built as PATH instead.
 #
 # Tag = the first 12 hex digits of the SHA-256 of the recipe directory: for each regular file under
-# hack/images/NAME/, in byte-wise sorted order of its path relative to that directory (slash
-# separated, no leading ./), the bytes  <relpath> NUL <file content> NUL.  (hack/images/tag_test.go
+# testbed/images/NAME/, in byte-wise sorted order of its path relative to that directory (slash
+# separated, no leading ./), the bytes  <relpath> NUL <file content> NUL.  (testbed/images/tag_test.go
 # recomputes it.) Ref = kolotoc.local/NAME:TAG. The image is an OCI image-layout tarball (one gzip
 # layer; index.json annotated with io.containerd.image.name = the ref) at
 #   ${KOLOTOC_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kolotoc}/images/NAME-TAG.tar
 # written under a temporary name and renamed, so a killed build leaves no partial image. A built
 # image is never rebuilt; changing its recipe changes its tag. Needs root for mmdebstrap (installed
-# with apt-get when missing), Go for the OCI writer (hack/images/ocitar/) and Go recipes, and ctr
+# with apt-get when missing), Go for the OCI writer (testbed/images/ocitar/) and Go recipes, and ctr
 # (Debian's containerd package) for import. Logs go to stderr as [images] lines.
 #
 # The mmdebstrap hooks below are single-quoted on purpose: sh expands them, with the rootfs as $1.
 # shellcheck disable=SC2016
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-recipes=${KOLOTOC_IMAGES_DIR:-$root/hack/images}   # another recipe directory: for tests
-ocitar=$root/hack/images/ocitar
-cache=${KOLOTOC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kolotoc}/images
+log_tag=images
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
+recipes=${KOLOTOC_IMAGES_DIR:-$testbed/images}   # another recipe directory: for tests
+cache=$cache_dir/images
 registry=kolotoc.local
 suite=${KOLOTOC_IMAGES_SUITE:-bookworm}
 
-log() { printf '[images] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 # indent: a command's output as [images] lines.
 indent() { sed 's/^/[images]   /' >&2; }
 now() { printf '%s' "$EPOCHREALTIME"; }
@@ -172,7 +171,7 @@ build_one() {
   tag=$(tag "$name")
   dest=$(path "$name" "$tag") ref=$(ref "$name" "$tag")
   [ -f "$dest" ] && return 0
-  command -v go >/dev/null || die "go is missing (the OCI writer hack/images/ocitar is Go)"
+  command -v go >/dev/null || die "go is missing (the OCI writer testbed/images/ocitar is Go)"
   mkdir -p "$cache"
   tmp=$(mktemp -d "$cache/.build-$name.XXXXXX")
   # shellcheck disable=SC2064
@@ -188,7 +187,7 @@ build_one() {
     die "$name: the recipe has neither packages nor go.mod"
   fi
   t1=$(now)
-  summary=$(cd "$ocitar" && GOWORK=off go run . -config "$recipes/$name/config.json" \
+  summary=$(cd "$root" && GOWORK=off go run ./testbed/images/ocitar -config "$recipes/$name/config.json" \
     -ref "$ref" -out "$tmp/image.tar" <"$tmp/rootfs.tar" 2>&1) || {
     log "$name: writing the OCI image failed:"; printf '%s\n' "$summary" | indent; return 1
   }
@@ -205,7 +204,7 @@ cmd_build() {
   if [ $# -eq 0 ]; then mapfile -t all < <(names); set -- "${all[@]}"; fi
   for name in "$@"; do check "$name"; done
   # One build at a time per cache: `make test` starts one in the background while the Go code
-  # compiles, and hack/node.sh's own build then waits here and finds the images built.
+  # compiles, and testbed/node/node.sh's own build then waits here and finds the images built.
   mkdir -p "$cache"
   exec 9>"$cache/.build.lock"
   flock 9
@@ -213,7 +212,7 @@ cmd_build() {
 }
 
 cmd_import() {
-  [ $# -ge 1 ] || die "usage: hack/images.sh import SOCKET [NAME...]"
+  [ $# -ge 1 ] || die "usage: testbed/images/images.sh import SOCKET [NAME...]"
   local sock=$1 name tag ref dest present start t0 all out missing=0; shift
   if [ $# -eq 0 ]; then mapfile -t all < <(names); set -- "${all[@]}"; fi
   for name in "$@"; do check "$name"; done
@@ -226,7 +225,7 @@ cmd_import() {
     if grep -qxF "$ref" <<<"$present"; then
       log "$name: $ref already present"
     elif [ ! -f "$dest" ]; then
-      log "$name: $ref is not built (hack/images.sh build $name)"; missing=1
+      log "$name: $ref is not built (testbed/images/images.sh build $name)"; missing=1
     else
       start=$(now)
       out=$(ctr --address "$sock" -n k8s.io images import "$dest" 2>&1) || {
@@ -242,8 +241,8 @@ cmd_import() {
 main() {
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
-    ref) [ $# -eq 2 ] || die "usage: hack/images.sh ref NAME"; check "$2"; ref "$2" "$(tag "$2")"; echo ;;
-    path) [ $# -eq 2 ] || die "usage: hack/images.sh path NAME"; check "$2"; path "$2" "$(tag "$2")"; echo ;;
+    ref) [ $# -eq 2 ] || die "usage: testbed/images/images.sh ref NAME"; check "$2"; ref "$2" "$(tag "$2")"; echo ;;
+    path) [ $# -eq 2 ] || die "usage: testbed/images/images.sh path NAME"; check "$2"; path "$2" "$(tag "$2")"; echo ;;
     list)
       names | while read -r name; do
         t=$(tag "$name"); printf '%s %s %s\n' "$name" "$(ref "$name" "$t")" "$(path "$name" "$t")"

@@ -1,4 +1,4 @@
-// Package images holds the recipes of the real node's images (hack/images.sh); this test checks
+// Package images holds the recipes of the real node's images (testbed/images/images.sh); this test checks
 // the script's content tag against an independent implementation of its documented algorithm.
 package images
 
@@ -72,7 +72,7 @@ func TestImageTags(t *testing.T) {
 	}
 	for _, want := range []string{"dask", "mpi", "pause"} {
 		if !slices.Contains(names, want) {
-			t.Errorf("no recipe hack/images/%s/ (recipes: %v)", want, names)
+			t.Errorf("no recipe testbed/images/%s/ (recipes: %v)", want, names)
 		}
 	}
 	// The cache must not matter: point it at an empty directory.
@@ -80,7 +80,7 @@ func TestImageTags(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command("bash", "../images.sh", "ref", name)
+			cmd := exec.Command("bash", "images.sh", "ref", name)
 			cmd.Env = env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -114,7 +114,7 @@ func TestImageTagOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("bash", "../images.sh", "ref", "tricky")
+	cmd := exec.Command("bash", "images.sh", "ref", "tricky")
 	cmd.Env = append(os.Environ(), "KOLOTOC_IMAGES_DIR="+dir, "KOLOTOC_CACHE_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -147,12 +147,12 @@ func TestGoRecipeBuildsNamedPackage(t *testing.T) {
 		}
 	}
 	env := append(os.Environ(), "KOLOTOC_IMAGES_DIR="+dir, "KOLOTOC_CACHE_DIR="+t.TempDir())
-	build := exec.Command("bash", "../images.sh", "build", "gob")
+	build := exec.Command("bash", "images.sh", "build", "gob")
 	build.Env = env
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("images.sh build gob: %v\n%s", err, out)
 	}
-	path := exec.Command("bash", "../images.sh", "path", "gob")
+	path := exec.Command("bash", "images.sh", "path", "gob")
 	path.Env = env
 	out, err := path.Output()
 	if err != nil {
@@ -222,7 +222,7 @@ func TestStacksUseCurrentLocalImages(t *testing.T) {
 		}
 		for _, m := range found {
 			if want := recipeTag(t, m[1]); m[2] != want {
-				t.Errorf("%s: %s, but recipe hack/images/%s/ is tagged %s", file, m[0], m[1], want)
+				t.Errorf("%s: %s, but recipe testbed/images/%s/ is tagged %s", file, m[0], m[1], want)
 			}
 		}
 	}

@@ -3,13 +3,13 @@
 # Debian's containerd + runc and CNI plugins, and CoreDNS as the cluster DNS. CPU pods of stacks
 # whose pools say `real: true` run here for real; GPU shapes stay on kwok's simulated nodes.
 #
-#   hack/node.sh up       start the node (after hack/cluster.sh up), import the local images,
+#   testbed/node/node.sh up       start the node (after testbed/cluster/cluster.sh up), import the local images,
 #                         wait until the Node is Ready
-#   hack/node.sh down     stop every process of the node, its containers, mounts and cgroups
-#   hack/node.sh status   exit 0 when the node's processes run, 1 otherwise
-#   hack/node.sh packages install the Debian packages the node needs (apt; once per machine)
+#   testbed/node/node.sh down     stop every process of the node, its containers, mounts and cgroups
+#   testbed/node/node.sh status   exit 0 when the node's processes run, 1 otherwise
+#   testbed/node/node.sh packages install the Debian packages the node needs (apt; once per machine)
 #
-# Confinement: everything runs inside the cluster's network namespace (hack/cluster.sh creates
+# Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh creates
 # it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods' bridge
 # and veths live in it, and it has no route anywhere else: pods reach the node, the control plane,
 # one another and nothing outside. The processes enter the namespace with nsenter(1), which keeps
@@ -18,22 +18,20 @@
 # node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
 # `down` finds every process to stop and every cgroup to remove.
 #
-# Environment: KOLOTOC_CLUSTER (default kolotoc), as hack/cluster.sh.
+# Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin_dir=$root/.kolotoc/bin
-name=${KOLOTOC_CLUSTER:-kolotoc}
-netns=kolotoc-$name
-netns_path=/run/netns/$netns
-export KWOK_WORKDIR=$root/.kolotoc/kwok
-cluster_dir=$KWOK_WORKDIR/clusters/$name
+log_tag=node
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# name, netns, netns_path, cluster_dir; the addresses NODE_IP, POD_SUBNET, SERVICE_CIDR
+cluster_env
 node_dir=$root/.kolotoc/node/$name
+logs=$node_dir/logs  # named when a wait times out
 # Sockets and containerd's state: short paths (a unix socket path has at most 107 bytes).
 run_dir=/run/kolotoc-$name
 # containerd's root (content store and unpacked image layers) outlives the cluster: importing the
 # images again on every `up` would cost a minute. Only unmounted snapshots live there.
-cache_dir=${KOLOTOC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kolotoc}
 # One per cluster: two containerds cannot share a root (its metadata database is locked), and
 # make test's cluster (e2e) runs beside the user's (kolotoc).
 containerd_root=$cache_dir/containerd-root
@@ -42,9 +40,6 @@ containerd_root=$cache_dir/containerd-root
 # The node's name and the label that real-node pools select (components/meta).
 NODE_NAME=kolotoc-node
 REAL_NODE_LABEL=kolotoc.dev/real-node
-# Addresses, all inside the cluster's network namespace (NODE_IP, POD_SUBNET, SERVICE_CIDR).
-# shellcheck source=hack/local.env
-. "$root/hack/local.env"
 BRIDGE=kolotoc0
 # Ports inside the namespace.
 KUBELET_PORT=10250
@@ -61,25 +56,13 @@ READY_TIMEOUT=120
 
 # The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins,
 # the packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
-# mmdebstrap, which builds the local images (hack/images.sh), jq, with which hack/stack.sh
+# mmdebstrap, which builds the local images (testbed/images/images.sh), jq, with which testbed/stack/stack.sh
 # reads the CLI's JSON (`make down` keeps a cluster other stacks still use), and openssh-server,
 # whose sshd the ring's tests run on loopback with the towers' own configuration
 # (components/ring/sshd_test.go; its service is never started, as for every package here).
 PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq openssh-server)
 
-log() { printf '[node] %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
-
 in_ns() { nsenter --net="$netns_path" -- "$@"; }
-
-tool() {
-  local path
-  path=$(readlink -f "$bin_dir/$1" 2>/dev/null || true)
-  if [ -z "$path" ] || [ ! -x "$path" ]; then die "$1 is missing from $bin_dir: run 'make tools' (hack/tools.sh) first"; fi
-  printf '%s\n' "$path"
-}
 
 cmd_packages() {
   local missing=() p
@@ -124,7 +107,7 @@ write_configs() {
   mkdir -p "$node_dir"/{cni,kubelet,logs,pod-logs,ipam} "$run_dir" "$containerd_root"
   (umask 077 && put kubeconfig kubelet kube-proxy coredns <"$cluster_dir/kubeconfig.yaml")
   put containerd.toml containerd <<EOF
-# containerd of the local real node (hack/node.sh). Everything under the node's own paths.
+# containerd of the local real node (testbed/node/node.sh). Everything under the node's own paths.
 version = 2
 root = "$containerd_root"
 state = "$run_dir/containerd"
@@ -134,7 +117,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [ttrpc]
   address = "$run_dir/containerd.sock.ttrpc"
 [plugins."io.containerd.grpc.v1.cri"]
-  # Local images only: the pause image is built here (hack/images.sh); registries are unreachable.
+  # Local images only: the pause image is built here (testbed/images/images.sh); registries are unreachable.
   sandbox_image = "$pause_ref"
   # Processes here lack CAP_SYS_RESOURCE: without this, runc fails every sandbox while trying
   # to lower oom_score_adj below containerd's own.
@@ -187,7 +170,7 @@ port: $KUBELET_PORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $KUBELET_HEALTHZ_PORT
-# The API server presents the cluster's admin certificate (hack/kwokctl.yaml); nothing else may
+# The API server presents the cluster's admin certificate (testbed/cluster/kwokctl.yaml); nothing else may
 # use the kubelet's API (pods can reach NODE_IP, but have no certificate of the cluster's CA).
 authentication:
   anonymous: {enabled: false}
@@ -242,13 +225,8 @@ EOF
 # ---- processes -------------------------------------------------------------------------------
 
 pidfile() { echo "$node_dir/$1.pid"; }
-# alive NAME: its process runs (a zombie does not count: the daemons' parent is gone, and what
-# adopted them may be slow to reap).
-alive() {
-  local p
-  p=$(cat "$(pidfile "$1")" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null \
-    && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null
-}
+# alive NAME: the daemon runs.
+alive() { pid_alive "$(pidfile "$1")"; }
 
 # cgroup_dirs NAME: the v1 hierarchies' directories of a cgroup of ours.
 cgroup_dirs() {
@@ -260,13 +238,7 @@ cgroup_dirs() {
 }
 
 # stop NAME: SIGTERM, then wait (10 s at most) until it is gone.
-stop() {
-  local p
-  p=$(cat "$(pidfile "$1")" 2>/dev/null) || return 0
-  kill -TERM "$p" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-  rm -f "$(pidfile "$1")"
-}
+stop() { stop_pid "$(pidfile "$1")" 10; }
 
 # daemon_cgroups: the cgroups of the node's daemons. pids finds every process to stop (shims and
 # containers of a daemon that died included); memory measures what the node costs.
@@ -303,29 +275,16 @@ make_pod_cgroup_root() {
   done
 }
 
-# wait_for SECONDS WHAT CMD...
-wait_for() {
-  local seconds=$1 what=$2; shift 2
-  local limit=$(($(now_ms) + seconds * 1000))
-  until "$@" >/dev/null 2>&1; do
-    if [ "$(now_ms)" -ge "$limit" ]; then
-      die "timed out after $seconds s waiting for $what (logs: $node_dir/logs)"
-    fi
-    sleep 0.3
-  done
-}
-
 http_ok() { in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET $2 HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3 | grep -q ' 200 '"; }
 
-# The cluster's kubeconfig as hack/cluster.sh writes it: KOLOTOC_KUBECONFIG names it for a cluster
-# other than the default (make test's e2e), whose node must be the one checked.
-kubectl() { "$kubectl_bin" --kubeconfig "${KOLOTOC_KUBECONFIG:-$root/.kolotoc/kubeconfig}" "$@"; }
-
+# kubectl (testbed/lib.sh) reads the cluster's kubeconfig as testbed/cluster/cluster.sh writes it:
+# KOLOTOC_KUBECONFIG names it for a cluster other than the default (make test's e2e), whose node
+# must be the one checked.
 node_ready() {
   [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
-# serve_code: the demo repository (hack/demo-code, one commit on branch main, the same commit id
+# serve_code: the demo repository (testbed/node/demo-code, one commit on branch main, the same commit id
 # on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for kolotoc:code.
 # git daemon runs as nobody, inside the namespace, on the node's address: pods reach it, nothing
 # outside does.
@@ -334,14 +293,14 @@ serve_code() {
   rm -rf "$git_dir"
   mkdir -p "$git_dir"
   work=$(mktemp -d)
-  cp -a "$root/hack/demo-code/." "$work/"
+  cp -a "$testbed/node/demo-code/." "$work/"
   (
     cd "$work"
     export GIT_AUTHOR_NAME=Kolotoc GIT_AUTHOR_EMAIL=testbed@kolotoc.invalid GIT_AUTHOR_DATE=2026-01-01T00:00:00Z
     export GIT_COMMITTER_NAME=Kolotoc GIT_COMMITTER_EMAIL=testbed@kolotoc.invalid GIT_COMMITTER_DATE=2026-01-01T00:00:00Z
     git init -q -b main .
     git add -A
-    git -c commit.gpgsign=false commit -q -m "Kolotoc demo code (hack/demo-code)"
+    git -c commit.gpgsign=false commit -q -m "Kolotoc demo code (testbed/node/demo-code)"
   )
   git clone -q --bare "$work" "$git_dir/demo.git"
   rm -rf "$work"
@@ -354,8 +313,8 @@ serve_code() {
 cmd_up() {
   local start_ms
   start_ms=$(now_ms)
-  [ -e "$netns_path" ] || die "network namespace $netns is missing: run 'hack/cluster.sh up' first"
-  [ -f "$cluster_dir/kubeconfig.yaml" ] || die "cluster $name has no kubeconfig: run 'hack/cluster.sh up' first"
+  [ -e "$netns_path" ] || die "network namespace $netns is missing: run 'testbed/cluster/cluster.sh up' first"
+  [ -f "$cluster_dir/kubeconfig.yaml" ] || die "cluster $name has no kubeconfig: run 'testbed/cluster/cluster.sh up' first"
   cmd_packages
   # Leftovers of a node whose processes were killed (a session or machine that stopped without
   # `down`): clear them before starting anew.
@@ -368,15 +327,15 @@ cmd_up() {
   kubelet=$(tool kubelet)
   kube_proxy=$(tool kube-proxy)
   coredns=$(tool coredns)
-  "$root/hack/images.sh" build
-  write_configs "$("$root/hack/images.sh" ref pause)"
+  "$testbed/images/images.sh" build
+  write_configs "$("$testbed/images/images.sh" ref pause)"
   # Forwarding and bridged traffic through iptables (kube-proxy's ClusterIPs between pods on one
   # bridge): both settings are the namespace's own.
   in_ns sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
   start containerd containerd --config "$node_dir/containerd.toml"
   wait_for 30 "containerd's socket" test -S "$run_dir/containerd.sock"
   wait_for 30 "containerd to serve" ctr --address "$run_dir/containerd.sock" version
-  "$root/hack/images.sh" import "$run_dir/containerd.sock"
+  "$testbed/images/images.sh" import "$run_dir/containerd.sock"
   start coredns "$coredns" -conf "$node_dir/Corefile"
   make_pod_cgroup_root
   start kubelet "$kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubeconfig" \

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Runs the Pulumi program against the local test bed, with no account and no network:
 #
-#   hack/stack.sh up        create/select the stack, set its dev secrets once, pulumi up, outputs
-#   hack/stack.sh preview   pulumi preview --diff
-#   hack/stack.sh outputs   pulumi stack output
-#   hack/stack.sh down      pulumi destroy, then hack/cluster.sh down
-#   hack/stack.sh config    the stack's effective config (committed file + secrets), secrets hidden
-#   hack/stack.sh secret K  set secret K (kolotoc:<key>, or a path in it) of the stack from stdin
-#   hack/stack.sh env       print the environment these use, as shell exports:
-#                           eval "$(hack/stack.sh env)" && pulumi stack ls
+#   testbed/stack/stack.sh up        create/select the stack, set its dev secrets once, pulumi up, outputs
+#   testbed/stack/stack.sh preview   pulumi preview --diff
+#   testbed/stack/stack.sh outputs   pulumi stack output
+#   testbed/stack/stack.sh down      pulumi destroy, then testbed/cluster/cluster.sh down
+#   testbed/stack/stack.sh config    the stack's effective config (committed file + secrets), secrets hidden
+#   testbed/stack/stack.sh secret K  set secret K (kolotoc:<key>, or a path in it) of the stack from stdin
+#   testbed/stack/stack.sh env       print the environment these use, as shell exports:
+#                           eval "$(testbed/stack/stack.sh env)" && pulumi stack ls
 #
 # STACK selects the stack (default dev). State is a local file backend under .kolotoc/state; its
 # secrets are encrypted with a passphrase generated once into .kolotoc/passphrase. The cluster
-# itself is hack/cluster.sh's; `up` and `preview` do not start it (make up and make preview do).
+# itself is testbed/cluster/cluster.sh's; `up` and `preview` do not start it (make up and make preview do).
 #
 # Committed stack files stay untouched. With the passphrase provider, Pulumi writes a per-machine
 # `encryptionsalt` and the `secure:` ciphertexts into the stack's config file, and v3.250.0 has no
@@ -32,7 +32,9 @@
 set -euo pipefail
 umask 077  # the passphrase, state and secrets files are for this user only
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+log_tag=stack
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
 # pulumi finds the project (Pulumi.yaml) from its working directory: run from the checkout,
 # wherever the script is called from.
 cd "$root"
@@ -48,11 +50,8 @@ prepared_stamp=$shadow/prepared  # what the last completed prepare was built fro
 # printed): the entrypoint's Jupyter password, the seed the ring's ssh keys are derived from and
 # Grafana's admin password (kolotoc:monitoring). A stack that does not use one ignores it. The
 # secrets only the user has (registry passwords, a storage account key, a TLS key) are set with
-# `hack/stack.sh secret <key>` (cmd_secret), into the same secrets file.
+# `testbed/stack/stack.sh secret <key>` (cmd_secret), into the same secrets file.
 SECRET_KEYS=(kolotoc:jupyterPassword kolotoc:sshKeySeed kolotoc:grafanaPassword)
-
-log() { printf '[stack] %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
 
 # random_hex BYTES: BYTES random bytes from the kernel, hex-encoded.
 random_hex() { head -c "$1" /dev/urandom | od -An -v -tx1 | tr -d ' \n'; }
@@ -68,7 +67,7 @@ setup_env() {
     log "generated the state passphrase in $state_dir/passphrase"
   fi
   # .kolotoc/bin first, once, however often this environment is re-entered.
-  PATH=$state_dir/bin:$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$state_dir/bin" | paste -sd: -)
+  PATH=$bin_dir:$(path_without "$bin_dir")
   export PATH
   export PULUMI_BACKEND_URL=file://$state_dir/state
   export PULUMI_CONFIG_PASSPHRASE_FILE=$state_dir/passphrase
@@ -80,17 +79,17 @@ setup_env() {
   # The Go language host the test bed builds (v3.66) links the program anew at every command
   # (`go build`, 25-40 s on 2 cores); `go run` caches the executable between commands.
   export PULUMI_GO_USE_RUN=true
-  export KOLOTOC_KUBECONFIG=${KOLOTOC_KUBECONFIG:-$state_dir/kubeconfig}
+  export KOLOTOC_KUBECONFIG=$kubeconfig
   export KUBECONFIG=$KOLOTOC_KUBECONFIG
   export KUBECACHEDIR=${KUBECACHEDIR:-$state_dir/kube-cache}
-  # The Kubernetes provider into this PULUMI_HOME's plugin cache (hack/tools.sh: not on PATH, where
+  # The Kubernetes provider into this PULUMI_HOME's plugin cache (testbed/tools/tools.sh: not on PATH, where
   # the CLI would warn about it on every command); need_pulumi says so when it is not built yet.
-  "$root/hack/tools.sh" --install-plugins "$PULUMI_HOME" 2>/dev/null || true
+  "$testbed/tools/tools.sh" --install-plugins "$PULUMI_HOME" 2>/dev/null || true
 }
 
 need_pulumi() {
   command -v pulumi >/dev/null || die "pulumi is missing from $state_dir/bin: run 'make tools' first"
-  "$root/hack/tools.sh" --install-plugins "$PULUMI_HOME" || die "the Kubernetes provider plugin is not built: run 'make tools' first"
+  "$testbed/tools/tools.sh" --install-plugins "$PULUMI_HOME" || die "the Kubernetes provider plugin is not built: run 'make tools' first"
 }
 
 stack_exists() { pulumi stack select "$stack" >/dev/null 2>&1; }
@@ -195,7 +194,7 @@ prepare() {
 # cluster_uid: the identity of the local cluster now running (its kube-system namespace's UID):
 # a cluster created anew has another, even under the same name and port.
 cluster_uid() {
-  kubectl --kubeconfig "$KOLOTOC_KUBECONFIG" get namespace kube-system -o jsonpath='{.metadata.uid}' --request-timeout=5s 2>/dev/null || true
+  kubectl get namespace kube-system -o jsonpath='{.metadata.uid}' --request-timeout=5s 2>/dev/null || true
 }
 
 # forget_old_cluster: the stack's objects live in one cluster. When the local cluster was deleted
@@ -245,17 +244,17 @@ cmd_outputs() {
 cmd_down() {
   need_pulumi
   local cluster_state=0
-  "$root/hack/cluster.sh" status 2>/dev/null || cluster_state=$?
+  "$testbed/cluster/cluster.sh" status 2>/dev/null || cluster_state=$?
   if stack_exists; then
     if [ "$cluster_state" != 3 ]; then  # 3: no cluster at all
       # The cluster holds the resources: start it again if it was stopped, so destroy can reach it.
-      "$root/hack/cluster.sh" up
+      "$testbed/cluster/cluster.sh" up
       prepare
       log "pulumi destroy (stack $stack)"
       pulumi destroy --yes --stack "$stack" --config-file "$effective"
     else
       log "no local cluster: nothing to destroy. Stack $stack's state may still list resources of a deleted cluster;"
-      log "forget them with: eval \"\$(hack/stack.sh env)\" && pulumi stack rm --force --preserve-config $stack"
+      log "forget them with: eval \"\$(testbed/stack/stack.sh env)\" && pulumi stack rm --force --preserve-config $stack"
     fi
   else
     log "stack $stack does not exist"
@@ -273,7 +272,7 @@ cmd_down() {
     log "keeping the local cluster: stack(s) $others still deployed in it ('make down STACK=<name>' for each, or 'make cluster-down' to delete it with them)"
     return
   fi
-  "$root/hack/cluster.sh" down
+  "$testbed/cluster/cluster.sh" down
 }
 
 # cmd_secret KEY: sets a secret of the stack from stdin (never argv, never the terminal's echo)

@@ -1,4 +1,4 @@
-package hack
+package stack
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// fakePulumi plays the CLI for hack/stack.sh: like the real one it needs Pulumi.yaml in its
+// fakePulumi plays the CLI for testbed/stack/stack.sh: like the real one it needs Pulumi.yaml in its
 // working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
 const fakePulumi = `#!/usr/bin/env bash
 echo "pulumi $*" >>"$FAKE_LOG"
@@ -20,29 +20,60 @@ esac
 exit 0
 `
 
-// fakeTools plays hack/tools.sh: it records its calls (the stack installs the provider plugin
+// fakeTools plays testbed/tools/tools.sh: it records its calls (the stack installs the provider plugin
 // into its PULUMI_HOME before running pulumi) and succeeds.
 const fakeTools = `#!/usr/bin/env bash
 echo "tools $*" >>"$FAKE_LOG"
 exit 0
 `
 
-// fakeCluster plays hack/cluster.sh: it records its calls; the cluster runs (status 0).
+// fakeCluster plays testbed/cluster/cluster.sh: it records its calls; the cluster runs (status 0).
 const fakeCluster = `#!/usr/bin/env bash
 echo "cluster $*" >>"$FAKE_LOG"
 exit 0
 `
 
-// TestDownKeepsSharedCluster: `make down` (hack/stack.sh down) destroys its stack and deletes the
+// fakeCheckout writes a checkout under root in which stack.sh (with the test bed's lib.sh) runs
+// against fakePulumi, fakeTools and fakeCluster, plus the extra files (paths relative to root,
+// or absolute).
+func fakeCheckout(t *testing.T, root string, extra map[string]string) {
+	t.Helper()
+	files := map[string]string{
+		"testbed/cluster/cluster.sh": fakeCluster,
+		"testbed/tools/tools.sh":     fakeTools,
+		".kolotoc/bin/pulumi":        fakePulumi,
+		"Pulumi.yaml":                "name: kolotoc\nruntime: go\n",
+	}
+	for path, src := range map[string]string{"testbed/stack/stack.sh": "stack.sh", "testbed/lib.sh": "../lib.sh"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = string(b)
+	}
+	for path, content := range extra {
+		files[path] = content
+	}
+	for path, content := range files {
+		p := path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDownKeepsSharedCluster: `make down` (testbed/stack/stack.sh down) destroys its stack and deletes the
 // local cluster only when no other stack still has resources in it, wherever it is run from; when
 // it cannot tell (the stack list fails), the cluster stays.
 func TestDownKeepsSharedCluster(t *testing.T) {
-	script, err := os.ReadFile("stack.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := exec.LookPath("jq"); err != nil {
-		t.Fatal("jq is not installed: hack/stack.sh needs it; `make unit` installs it (hack/node.sh packages)")
+		t.Fatal("jq is not installed: testbed/stack/stack.sh needs it; `make unit` installs it (testbed/node/node.sh packages)")
 	}
 	for _, tc := range []struct {
 		name, stacks string
@@ -55,23 +86,9 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			for path, content := range map[string]string{
-				"hack/stack.sh":       string(script),
-				"hack/cluster.sh":     fakeCluster,
-				"hack/tools.sh":       fakeTools,
-				".kolotoc/bin/pulumi": fakePulumi,
-				"Pulumi.yaml":         "name: kolotoc\nruntime: go\n",
-			} {
-				p := filepath.Join(root, path)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			fakeCheckout(t, root, nil)
 			log := filepath.Join(root, "calls.log")
-			cmd := exec.Command("bash", filepath.Join(root, "hack", "stack.sh"), "down")
+			cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "down")
 			cmd.Dir = t.TempDir() // not the checkout: the script must find its project itself
 			cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS="+tc.stacks, "KOLOTOC_KUBECONFIG=")
 			if tc.lsFails {
@@ -96,50 +113,30 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 	}
 }
 
-// TestPreviewReusesPreparedConfig: a second `hack/stack.sh preview` with nothing changed makes one
+// TestPreviewReusesPreparedConfig: a second `testbed/stack/stack.sh preview` with nothing changed makes one
 // Pulumi CLI call, the preview itself: the stack's effective config is rebuilt (five CLI calls,
 // about 3 s of every preview and up) only when the committed stack file or the secrets file
 // changed, or the stack is gone from the state.
 func TestPreviewReusesPreparedConfig(t *testing.T) {
-	script, err := os.ReadFile("stack.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
 	state := filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json")
-	for path, content := range map[string]string{
-		"hack/stack.sh":       string(script),
-		"hack/cluster.sh":     fakeCluster,
-		"hack/tools.sh":       fakeTools,
-		".kolotoc/bin/pulumi": fakePulumi,
-		"Pulumi.yaml":         "name: kolotoc\nruntime: go\n",
+	fakeCheckout(t, root, map[string]string{
 		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
 		".kolotoc/passphrase": "test-passphrase",
 		state:                 "{}",
-	} {
-		p := path
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, path)
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	log := filepath.Join(root, "calls.log")
 	preview := func() []string {
 		t.Helper()
 		_ = os.Remove(log)
-		cmd := exec.Command("bash", filepath.Join(root, "hack", "stack.sh"), "preview")
+		cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "preview")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "KOLOTOC_KUBECONFIG=")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("stack.sh preview: %v\n%s", err, out)
 		}
 		b, _ := os.ReadFile(log)
-		var calls []string // of pulumi (hack/tools.sh's plugin install is not a pulumi call)
+		var calls []string // of pulumi (testbed/tools/tools.sh's plugin install is not a pulumi call)
 		for _, c := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			if strings.HasPrefix(c, "pulumi ") {
 				calls = append(calls, c)

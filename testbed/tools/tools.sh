@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Builds the test bed's tools from source through the Go module proxy, once per machine.
 #
-#   hack/tools.sh [TOOL...]     build what is missing (all tools when none is named)
-#   hack/tools.sh --path        print the directory to put on PATH (after building)
-#   hack/tools.sh --install-plugins PULUMI_HOME
-#                               put the Kubernetes provider into that PULUMI_HOME's plugin cache
+#   testbed/tools/tools.sh [TOOL...]     build what is missing (all tools when none is named)
+#   testbed/tools/tools.sh --path        print the directory to put on PATH (after building)
+#   testbed/tools/tools.sh --install-plugins PULUMI_HOME
+#                                        put the Kubernetes provider into that PULUMI_HOME's plugin cache
 #
-# Each tool is built from a wrapper module under hack/tools/<tool>/ (go.mod + go.sum committed,
+# Each tool is built from a wrapper module beside this script, testbed/tools/<tool>/ (go.mod + go.sum committed,
 # so every module is checked against go.sum and the checksum database) into a per-user cache keyed
 # by tool and version: ${KOLOTOC_TOOLS_DIR:-~/.cache/kolotoc/tools}/<tool>-<version>/. A fresh
 # clone on the same machine reuses it; only a missing tool is rebuilt. A tool already on PATH at
 # the pinned version is used as it is. Links to the binaries land in .kolotoc/bin/ (git-ignored).
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+log_tag=tools
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# The cache key: <tool>-<version> under this directory (not under KOLOTOC_CACHE_DIR).
 tools_dir=${KOLOTOC_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kolotoc/tools}
-bin_dir=$root/.kolotoc/bin
+modules=$testbed/tools
 mkdir -p "$tools_dir" "$bin_dir"
 
 # Pinned versions (toolchain.md). Changing one here changes its cache key.
@@ -27,23 +30,21 @@ KWOK_VERSION=v0.8.0
 ACTIONLINT_VERSION=v1.7.12
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.1.2, the release line that knows Go 1.26
 COREDNS_VERSION=v1.15.0
-# Kueue, the queue and gang admission the local cluster runs (hack/tools/kueue pins the module at
-# this version; hack/tools_test.go checks they agree).
+# Kueue, the queue and gang admission the local cluster runs (testbed/tools/kueue pins the module
+# at this version; testbed/tools/tools_test.go checks they agree).
 KUEUE_VERSION=v0.17.0
-# The real Kubernetes provider: the release whose commit hack/tools/kubernetes/go.mod pins (the
+# The real Kubernetes provider: the release whose commit testbed/tools/kubernetes/go.mod pins (the
 # module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
 # go.mod pins the Kubernetes SDK at the same release, so the CLI expects no newer plugin
-# (hack/tools_test.go checks both).
+# (testbed/tools/tools_test.go checks both).
 KUBERNETES_PROVIDER_VERSION=v4.25.0
-
-log() { printf '[tools] %s\n' "$*" >&2; }
 
 # on_path BINARY WANT VERSION-COMMAND...: true when BINARY is on PATH (outside .kolotoc/bin) and
 # its version output contains WANT; then it is linked as it is.
 on_path() {
   local name=$1 want=$2; shift 2
   local found
-  found=$(PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$bin_dir" | paste -sd: -) command -v "$name" 2>/dev/null) || return 1
+  found=$(PATH=$(path_without "$bin_dir") command -v "$name" 2>/dev/null) || return 1
   "$found" "$@" 2>/dev/null | grep -qF "$want" || return 1
   ln -sfn "$found" "$bin_dir/$name"
   log "$name $want found on PATH at $found"
@@ -60,7 +61,7 @@ go_bin_name() {
   printf '%s\n' "$base"
 }
 
-# build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of hack/tools/TOOL into the
+# build TOOL VERSION MINUTES LDFLAGS PKG=BIN...: builds each package of testbed/tools/TOOL into the
 # cache unless every binary is already there. MINUTES is the cold build measured on 2 cores (all
 # of them together: docs/measured.md, the one place the figures are kept).
 build() {
@@ -77,7 +78,7 @@ build() {
     # links run in parallel (kube's six binaries share most of Kubernetes).
     tmp=$(mktemp -d "$dest/.build.XXXXXX")
     for pair in "${missing[@]}"; do pkgs+=("${pair%=*}"); done
-    (cd "$root/hack/tools/$tool" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") \
+    (cd "$modules/$tool" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") \
       || { rm -rf "$tmp"; return 1; }
     for pair in "${missing[@]}"; do mv "$tmp/$(go_bin_name "${pair%=*}")" "$dest/${pair#*=}"; done
     rm -rf "$tmp"
@@ -105,7 +106,7 @@ bundle_langhost() {
 # cache's (308 MB: not copied into every throw-away PULUMI_HOME).
 install_plugins() {
   local home=$1 bin=$tools_dir/kubernetes-$KUBERNETES_PROVIDER_VERSION/pulumi-resource-kubernetes
-  [ -x "$bin" ] || { log "the Kubernetes provider is not built: hack/tools.sh kubernetes"; return 1; }
+  [ -x "$bin" ] || { log "the Kubernetes provider is not built: testbed/tools/tools.sh kubernetes"; return 1; }
   local dir=$home/plugins/resource-kubernetes-$KUBERNETES_PROVIDER_VERSION
   mkdir -p "$dir"
   ln -sfn "$bin" "$dir/pulumi-resource-kubernetes"
@@ -152,9 +153,9 @@ tool_kube() {
     k8s.io/kubernetes/cmd/kube-proxy=kube-proxy
 }
 
-# CoreDNS for the real node's cluster DNS, with only the plugins it needs (hack/tools/coredns).
+# CoreDNS for the real node's cluster DNS, with only the plugins it needs (testbed/tools/coredns).
 tool_coredns() {
-  build coredns "$COREDNS_VERSION" 2 "-s -w" kolotoc.dev/hack/tools/coredns=coredns
+  build coredns "$COREDNS_VERSION" 2 "-s -w" kolotoc.dev/testbed/tools/coredns=coredns
 }
 
 tool_kwok() {
@@ -177,55 +178,56 @@ tool_staticcheck() {
   build staticcheck "$STATICCHECK_VERSION" 2 "-s -w" honnef.co/go/tools/cmd/staticcheck=staticcheck
 }
 
-# The real Kubernetes provider plugin (hack/tools/kubernetes: the upstream module, pinned; a main
+# The real Kubernetes provider plugin (testbed/tools/kubernetes: the upstream module, pinned; a main
 # that serves it). Upstream's command embeds its schema and Terraform mapping, which the module
 # ships as cmd/pulumi-resource-kubernetes/{schema,terraform-mapping}.json: they are copied beside
 # the wrapper's main before the build (git-ignored there). About 14 CPU-minutes cold, 5 GB peak.
 tool_kubernetes() {
-  local dir=$root/hack/tools/kubernetes mod
+  local dir=$modules/kubernetes mod
   if [ ! -x "$tools_dir/kubernetes-$KUBERNETES_PROVIDER_VERSION/pulumi-resource-kubernetes" ]; then
-    mod=$(cd "$dir" && go mod download -json github.com/pulumi/pulumi-kubernetes/provider/v4 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    mod=$(module_dir kubernetes github.com/pulumi/pulumi-kubernetes/provider/v4)
     [ -n "$mod" ] || { log "could not find the provider's module (go mod download in $dir)"; return 1; }
     install -m 0644 "$mod/cmd/pulumi-resource-kubernetes/schema.json" "$mod/cmd/pulumi-resource-kubernetes/terraform-mapping.json" "$dir/"
   fi
   rm -f "$bin_dir/pulumi-resource-kubernetes"
   link_dir='' build kubernetes "$KUBERNETES_PROVIDER_VERSION" 8 \
     "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${KUBERNETES_PROVIDER_VERSION#v}" \
-    kolotoc.dev/hack/tools/kubernetes=pulumi-resource-kubernetes
+    kolotoc.dev/testbed/tools/kubernetes=pulumi-resource-kubernetes
 }
 
-# Kueue (hack/tools/kueue: the upstream module, pinned), run by hack/cluster.sh inside the
-# cluster's network namespace; and kueuelocal (hack/kueuelocal, this module), which prepares its
+# Kueue (testbed/tools/kueue: the upstream module, pinned), run by testbed/cluster/cluster.sh inside
+# the cluster's network namespace; and kueuelocal (testbed/cluster/kueuelocal, this module), which prepares its
 # CRDs, loopback webhooks, certificates and configuration from the same module. Measured cold on 2
 # cores (an empty GOCACHE): see docs/queueing.md.
 tool_kueue() {
   build kueue "$KUEUE_VERSION" 6 "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
     sigs.k8s.io/kueue/cmd/kueue=kueue
-  (cd "$root" && go build -trimpath -o "$bin_dir/kueuelocal" ./hack/kueuelocal)
+  (cd "$root" && go build -trimpath -o "$bin_dir/kueuelocal" ./testbed/cluster/kueuelocal)
 }
 
-# kueue_module: the directory of the pinned Kueue module in the module cache (its CRDs and webhook
-# manifests), downloaded when missing.
-kueue_module() {
-  (cd "$root/hack/tools/kueue" && go mod download -json sigs.k8s.io/kueue | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+# module_dir TOOL MODULE: the directory of MODULE, as the wrapper module of TOOL pins it, in the
+# module cache (downloaded when missing).
+module_dir() {
+  (cd "$modules/$1" && go mod download -json "$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 }
 
 # nsbridge, the one door from the host's loopback into the cluster's network namespace
-# (hack/nsbridge, stdlib only): built from this checkout every time, a no-op when unchanged.
+# (testbed/cluster/nsbridge, stdlib only): built from this checkout every time, a no-op when
+# unchanged.
 tool_nsbridge() {
-  (cd "$root/hack/nsbridge" && go build -trimpath -o "$bin_dir/nsbridge" .)
+  (cd "$root" && go build -trimpath -o "$bin_dir/nsbridge" ./testbed/cluster/nsbridge)
 }
 
-# flowcheck, the e2e suite's NetworkPolicy judge (hack/flowcheck: cyclonus's matcher, in a module
-# of its own): built from this checkout every time, a no-op when unchanged.
+# flowcheck, the e2e suite's NetworkPolicy judge (testbed/checks/flowcheck: cyclonus's matcher, in
+# a module of its own): built from this checkout every time, a no-op when unchanged.
 tool_flowcheck() {
-  (cd "$root/hack/flowcheck" && go build -trimpath -o "$bin_dir/flowcheck" .)
+  (cd "$testbed/checks/flowcheck" && go build -trimpath -o "$bin_dir/flowcheck" .)
 }
 
-# simpool, the simulated cloud's node-pool controller (hack/simpool, this module): built from this
-# checkout every time, a no-op when unchanged.
+# simpool, the simulated cloud's node-pool controller (testbed/cluster/simpool, this module): built
+# from this checkout every time, a no-op when unchanged.
 tool_simpool() {
-  (cd "$root" && go build -trimpath -o "$bin_dir/simpool" ./hack/simpool)
+  (cd "$root" && go build -trimpath -o "$bin_dir/simpool" ./testbed/cluster/simpool)
 }
 
 if [ "${1:-}" = "--path" ]; then
@@ -233,15 +235,15 @@ if [ "${1:-}" = "--path" ]; then
   exit 0
 fi
 if [ "${1:-}" = "--install-plugins" ]; then
-  [ $# -eq 2 ] || { log "usage: hack/tools.sh --install-plugins PULUMI_HOME"; exit 2; }
+  [ $# -eq 2 ] || { log "usage: testbed/tools/tools.sh --install-plugins PULUMI_HOME"; exit 2; }
   install_plugins "$2"
   exit 0
 fi
-if [ "${1:-}" = "--kueue-module" ]; then # for hack/cluster.sh
-  kueue_module
+if [ "${1:-}" = "--kueue-module" ]; then # for testbed/cluster/cluster.sh
+  module_dir kueue sigs.k8s.io/kueue
   exit 0
 fi
-if [ "${1:-}" = "--bin-name" ]; then # for hack/tools_test.go
+if [ "${1:-}" = "--bin-name" ]; then # for testbed/tools/tools_test.go
   go_bin_name "$2"
   exit 0
 fi

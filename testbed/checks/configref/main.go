@@ -3,9 +3,9 @@
 // default the program fills, the values validation allows and the field's comment. Run it from
 // the project directory after changing a config type, a default or a comment:
 //
-//	go run ./hack/configref
+//	go run ./testbed/checks/configref
 //
-// `go test ./hack/configref` (part of make test) fails while either file differs from what this
+// `go test ./testbed/checks/configref` (part of make test) fails while either file differs from what this
 // writes, so the reference cannot drift from the code.
 package main
 

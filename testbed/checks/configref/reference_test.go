@@ -19,10 +19,10 @@ import (
 )
 
 // root is the project directory, two levels up.
-const root = "../.."
+const root = "../../.."
 
 // The committed reference and Pulumi.yaml's config block are what configref writes from the code
-// now: a default, a type, an allowed value or a comment changed without `go run ./hack/configref`
+// now: a default, a type, an allowed value or a comment changed without `go run ./testbed/checks/configref`
 // fails here, with the first line that differs.
 func TestReferenceUpToDate(t *testing.T) {
 	ref, err := Reference(root)
@@ -39,14 +39,14 @@ func TestReferenceUpToDate(t *testing.T) {
 	}
 	committed, err := os.ReadFile(filepath.Join(root, ReferenceFile))
 	if err != nil {
-		t.Fatalf("%v (run: go run ./hack/configref)", err)
+		t.Fatalf("%v (run: go run ./testbed/checks/configref)", err)
 	}
 	for _, f := range []struct {
 		name      string
 		got, want string
 	}{{ReferenceFile, string(committed), Markdown(ref)}, {ProjectFile, string(project), string(wantProject)}} {
 		if f.got != f.want {
-			t.Errorf("%s differs from the code (run: go run ./hack/configref, then review the diff):\n%s", f.name, firstDiff(f.got, f.want))
+			t.Errorf("%s differs from the code (run: go run ./testbed/checks/configref, then review the diff):\n%s", f.name, firstDiff(f.got, f.want))
 		}
 	}
 }

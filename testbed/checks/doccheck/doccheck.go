@@ -2,7 +2,7 @@
 // that keep them true. Every fenced shell block says how it is checked, in its info string:
 //
 //	```sh {exec}                  run as written, in order, by tests/e2e (TestDocCommands)
-//	```sh {exec=unit}             run as written by `go test ./hack/doccheck` (no cluster)
+//	```sh {exec=unit}             run as written by `go test ./testbed/checks/doccheck` (no cluster)
 //	```sh {tested: <file>}        each command line appears verbatim in that test file, which runs it
 //	```sh {illustrative: <why>}   not run; why says what it needs (a cloud, your cluster, a terminal)
 //

@@ -12,7 +12,7 @@ import (
 	"kolotoc/stacks"
 )
 
-const root = "../.."
+const root = "../../.."
 
 // maxReadmeLines: the README says what Kolotoc is and how to start; the rest is in docs/.
 const maxReadmeLines = 250
@@ -51,7 +51,7 @@ func TestShellBlocksMarked(t *testing.T) {
 				t.Errorf("%s: {illustrative: <why>} says no reason", b.Where())
 			}
 		default:
-			t.Errorf("%s: a shell block without {exec}, {exec=unit}, {tested: <file>} or {illustrative: <why>} (hack/doccheck)", b.Where())
+			t.Errorf("%s: a shell block without {exec}, {exec=unit}, {tested: <file>} or {illustrative: <why>} (testbed/checks/doccheck)", b.Where())
 		}
 	}
 	if shell == 0 {

@@ -1,5 +1,5 @@
 // flowcheck: judges recorded connections against NetworkPolicies with cyclonus's matcher (see main.go).
-module kolotoc.dev/hack/flowcheck
+module kolotoc.dev/testbed/checks/flowcheck
 
 go 1.26.0
 

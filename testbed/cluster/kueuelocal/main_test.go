@@ -11,12 +11,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestManifests runs over the pinned module's own manifests (hack/tools/kueue): every webhook
+// TestManifests runs over the pinned module's own manifests (testbed/tools/kueue): every webhook
 // reaches the loopback with the generated CA, and only Kueue's own kinds are called for objects
 // without a queue: a pod of a stack without a queue must not wait on Kueue (nor fail when it is
 // down).
 func TestManifests(t *testing.T) {
-	out, err := exec.Command("go", "-C", "../tools/kueue", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue").Output()
+	out, err := exec.Command("go", "-C", "../../tools/kueue", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue").Output()
 	if err != nil {
 		t.Fatalf("the Kueue module is not in the module cache: %v", err)
 	}

@@ -127,7 +127,7 @@ func makePlan(p *Pool, byName map[string]*corev1.Node) plan {
 			foreign = append(foreign, n.Name)
 		case n.Annotations[simapi.CapacityAnnotation] != p.Spec.Template.Metadata.Annotations[simapi.CapacityAnnotation]:
 			// A node's capacity is its hardware: kwok reports it once, when the node comes up
-			// (hack/kwokctl.yaml). Another shape is another machine, as on a cloud, where a new
+			// (testbed/cluster/kwokctl.yaml). Another shape is another machine, as on a cloud, where a new
 			// machine type replaces the pool's nodes: deleted here, made again once gone.
 			pl.delete = append(pl.delete, n.Name)
 		case !current(n, p):

@@ -112,7 +112,7 @@ func run(configPath, ref, out, arch string) error {
 		"os":           "linux",
 		"config":       fragment,
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{digest(uncompressed)}},
-		"history":      []map[string]string{{"created_by": "hack/images.sh build " + ref}},
+		"history":      []map[string]string{{"created_by": "testbed/images/images.sh build " + ref}},
 	})
 	if err != nil {
 		return err

@@ -1,5 +1,5 @@
 // Wrapper module: actionlint, the linter of the GitHub Actions workflows (make workflows).
-module kolotoc.dev/hack/tools/actionlint
+module kolotoc.dev/testbed/tools/actionlint
 
 go 1.26.0
 

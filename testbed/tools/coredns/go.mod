@@ -1,5 +1,5 @@
 // Wrapper module: CoreDNS with only the plugins the local cluster's DNS needs (main.go).
-module kolotoc.dev/hack/tools/coredns
+module kolotoc.dev/testbed/tools/coredns
 
 go 1.26.0
 

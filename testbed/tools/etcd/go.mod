@@ -1,5 +1,5 @@
 // Wrapper module: etcd for the local control plane (kwokctl --runtime binary).
-module kolotoc.dev/hack/tools/etcd
+module kolotoc.dev/testbed/tools/etcd
 
 go 1.26.0
 

@@ -2,7 +2,7 @@
 // node's kubelet and kube-proxy, all v1.36.3.
 // k8s.io/kubernetes maps its staging modules to ./staging; outside its tree each one must be
 // replaced by the published v0.36.3 module (the list is read from kubernetes' own go.mod).
-module kolotoc.dev/hack/tools/kube
+module kolotoc.dev/testbed/tools/kube
 
 go 1.26.0
 

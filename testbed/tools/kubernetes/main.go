@@ -1,8 +1,8 @@
 // Command pulumi-resource-kubernetes is the real Kubernetes provider plugin of Pulumi, built from
 // github.com/pulumi/pulumi-kubernetes/provider/v4 at the commit tagged v4.25.0. Nothing of the
 // provider is written here: this main does what the upstream command's main does, with the two
-// files that upstream embeds prepared by hack/tools.sh at build time instead of by upstream's
-// generate.go. hack/tools.sh copies schema.json and terraform-mapping.json from the provider's
+// files that upstream embeds prepared by testbed/tools/tools.sh at build time instead of by upstream's
+// generate.go. testbed/tools/tools.sh copies schema.json and terraform-mapping.json from the provider's
 // module into this directory before `go build` (they are git-ignored); the package version is
 // stamped into the schema here, as generate.go stamps it, from the version the linker sets
 // (-X .../pkg/version.Version), so the schema and the plugin report the same release.
@@ -37,7 +37,7 @@ func main() {
 // field is kept byte for byte.
 func withVersion(schema []byte, v string) ([]byte, error) {
 	if v == "" {
-		return nil, fmt.Errorf("no version: build with -ldflags -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=<release> (hack/tools.sh does)")
+		return nil, fmt.Errorf("no version: build with -ldflags -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=<release> (testbed/tools/tools.sh does)")
 	}
 	var spec map[string]json.RawMessage
 	if err := json.Unmarshal(schema, &spec); err != nil {

@@ -1,5 +1,5 @@
 // Wrapper module: Kueue (queueing, gang admission and quotas) for the local cluster.
-module kolotoc.dev/hack/tools/kueue
+module kolotoc.dev/testbed/tools/kueue
 
 go 1.26.0
 

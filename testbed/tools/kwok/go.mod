@@ -1,5 +1,5 @@
 // Wrapper module: kwok (fake kubelets) and kwokctl (starts the local control plane).
-module kolotoc.dev/hack/tools/kwok
+module kolotoc.dev/testbed/tools/kwok
 
 go 1.26.0
 

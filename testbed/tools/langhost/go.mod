@@ -1,6 +1,6 @@
 // Wrapper module: the Go language host. v3.66.0 is the last sdk/v3 release that carries it
 // (later it moved to a module the proxy here does not serve); it works with the v3.250.0 CLI.
-module kolotoc.dev/hack/tools/langhost
+module kolotoc.dev/testbed/tools/langhost
 
 go 1.26
 

@@ -1,5 +1,5 @@
 // Wrapper module: builds the pinned Pulumi CLI from source through the module proxy.
-module kolotoc.dev/hack/tools/pulumi
+module kolotoc.dev/testbed/tools/pulumi
 
 go 1.26
 

@@ -1,6 +1,6 @@
 // Wrapper module: staticcheck, the Go linter of make lint (and so of make test), built from the
 // module proxy like every other tool.
-module kolotoc.dev/hack/tools/staticcheck
+module kolotoc.dev/testbed/tools/staticcheck
 
 go 1.26.0
 
