@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How long the program's own loop takes on a deployed stack with nothing to change: RUNS times
 # each of
-#   testbed/stack/stack.sh preview   what `make preview` runs once its tools and cluster are checked
-#   testbed/stack/stack.sh up        a `pulumi up` (with its preview) that changes nothing, and the outputs
-#   make preview            the whole target, its tools and cluster checks included
+#   testbed/stack/stack.sh preview  what `make preview` runs once its tools and cluster are checked
+#   testbed/stack/stack.sh up       a `pulumi up` (with its preview) that changes nothing, and the
+#                                   outputs
+#   make preview                    the whole target, its tools and cluster checks included
 # It prints every time and the median, as a Markdown table, and fails when the stack was not up
 # to date (an up that changed something measures something else).
 #

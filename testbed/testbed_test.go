@@ -36,7 +36,8 @@ func TestE2ERunsOnAClusterOfItsOwn(t *testing.T) {
 	if uses == 0 {
 		t.Errorf("make -n e2e starts no cluster and runs no e2e suite:\n%s", out)
 	}
-	// make test wraps make e2e in `testbed/cluster/cluster.sh with`, which must put back the same cluster.
+	// make test wraps make e2e in `testbed/cluster/cluster.sh with`, which must put back the same
+	// cluster.
 	makefile, err := os.ReadFile("../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +60,8 @@ func clusterOf(line string) string {
 }
 
 // TestScriptsUseTheClustersKubeconfig: every script that talks to the local cluster takes its
-// kubeconfig from KOLOTOC_KUBECONFIG, defaulting to .kolotoc/kubeconfig. testbed/node/node.sh read the
-// default cluster's file directly: beside a running default cluster it checked that cluster's
+// kubeconfig from KOLOTOC_KUBECONFIG, defaulting to .kolotoc/kubeconfig. testbed/node/node.sh read
+// the default cluster's file directly: beside a running default cluster it checked that cluster's
 // node and passed by accident; in a fresh clone (CI) make test's cluster never came up ("timed out
 // waiting for node kolotoc-node to be Ready").
 func TestScriptsUseTheClustersKubeconfig(t *testing.T) {

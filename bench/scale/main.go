@@ -8,7 +8,8 @@
 // runs) and of the floor's `kubectl delete`.
 //
 //	make bench-scale [SIZES=128,1024,4096] [QUEUE=1]
-//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5] [-queue]   (after eval "$(testbed/stack/stack.sh env)", cluster up)
+//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5] [-queue]
+//	    (after eval "$(testbed/stack/stack.sh env)", cluster up)
 //
 // With -queue the stack queues its ring through Kueue (kolotoc:queue type kueue, the local
 // cluster's Kueue): `pulumi up` then does not await the towers (a queued ring may wait for
@@ -36,8 +37,8 @@
 //   - destroy: `pulumi destroy --yes`, as `make down` runs it (down to the last Node gone: a
 //     SimulatedNodePool is deleted in the foreground, after its Nodes).
 //
-// The simulated nodes are made by the local cluster's pool controller (testbed/cluster/simpool) from one
-// SimulatedNodePool object per pool, in the floor as under Pulumi, as a cloud makes a node
+// The simulated nodes are made by the local cluster's pool controller (testbed/cluster/simpool)
+// from one SimulatedNodePool object per pool, in the floor as under Pulumi, as a cloud makes a node
 // pool's nodes: both sides wait for the pools' Ready condition.
 package main
 
@@ -60,9 +61,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/cmd/throwaway"
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
-	"kolotoc/cmd/throwaway"
 )
 
 // gpusPerNode: the simulated machine (a2-highgpu-8g) and the tower (one rank per GPU).

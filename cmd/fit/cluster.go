@@ -49,8 +49,8 @@ func connect(kubeconfig string) (*kubernetes.Clientset, error) {
 }
 
 // poolsServed checks that the cluster serves the simulated node pools' kind, which the pool
-// controller (testbed/cluster/simpool, started by testbed/cluster/cluster.sh) installs: without it the mirror's pools
-// could not be made, or would never have nodes.
+// controller (testbed/cluster/simpool, started by testbed/cluster/cluster.sh) installs: without it
+// the mirror's pools could not be made, or would never have nodes.
 func poolsServed(kube *kubernetes.Clientset) error {
 	if _, err := kube.Discovery().ServerResourcesForGroupVersion(simapi.APIVersion); err != nil {
 		return fmt.Errorf("the local cluster does not serve %s (%v): its node-pool controller, simpool, has not run on it.\n"+

@@ -5,15 +5,16 @@
 // The stack's own file and state are only read (the file) or never touched (the state).
 //
 //	make fit STACK=<stack name | path of a stack file>
-//	go run ./cmd/fit [-wait 60s] <stack name | path of a stack file>   (after eval "$(testbed/stack/stack.sh env)")
+//	go run ./cmd/fit [-wait 60s] <stack name | path of a stack file>
+//	    (after eval "$(testbed/stack/stack.sh env)")
 //
 // A stack name is Pulumi.<name>.yaml in the project, else examples/<name>/Pulumi.<name>.yaml.
 // Exit status: 0 every pod placed; 1 it does not fit (pods Pending, or the program refuses the
 // configuration); 2 the check could not run (no local cluster, no tools, a failed deploy).
 //
-// The environment is `testbed/stack/stack.sh env`'s: pulumi and its plugins on PATH, KOLOTOC_KUBECONFIG.
-// Everything the check writes lives under .kolotoc/fit/ and is removed afterwards, but for the
-// log of its last run (.kolotoc/fit/<mirror>.log).
+// The environment is `testbed/stack/stack.sh env`'s: pulumi and its plugins on PATH,
+// KOLOTOC_KUBECONFIG. Everything the check writes lives under .kolotoc/fit/ and is removed
+// afterwards, but for the log of its last run (.kolotoc/fit/<mirror>.log).
 package main
 
 import (

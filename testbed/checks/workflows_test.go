@@ -12,10 +12,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The GitHub workflows run with the state passphrase, the Pulumi token and the clouds' OIDC
-// roles (security review, issue 12). These tests hold the rules that keep those out of code
-// nobody reviewed, whoever edits the workflow files next (docs/operating/ci-previews.md "Reviewing changes: previews
-// in CI"):
+// The GitHub workflows run with the state passphrase, the Pulumi token and the clouds' OIDC roles
+// (security review, issue 12). These tests hold the rules that keep those out of code nobody
+// reviewed, whoever edits the workflow files next (docs/operating/ci-previews.md "Reviewing
+// changes: previews in CI"):
 //   - every action is pinned by a full commit SHA (a tag can be moved to other code);
 //   - a job that reads a secret or can mint an OIDC token names a GitHub environment, where the
 //     secrets live and whose protection rules (reviewers, branches) GitHub enforces;
@@ -366,9 +366,10 @@ func TestWorkflowRulesCatch(t *testing.T) {
 	}
 }
 
-// The preview identity split (issue 30; docs/operating/ci-previews.md "What a preview can still read"): a pull
-// request's program runs on the stack's preview copy, with the copy's passphrase only, and never
-// next to the job's GitHub token; the deploy refreshes the copy after each `pulumi up`.
+// The preview identity split (issue 30; docs/operating/ci-previews.md "What a preview can still
+// read"): a pull request's program runs on the stack's preview copy, with the copy's passphrase
+// only, and never next to the job's GitHub token; the deploy refreshes the copy after each `pulumi
+// up`.
 
 // stepInfo: what a step runs: its `run:` script, or the action it uses and that action's inputs.
 type stepInfo struct {

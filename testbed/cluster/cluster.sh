@@ -1,41 +1,43 @@
 #!/usr/bin/env bash
 # The test bed's local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok (playing the simulated nodes' kubelets), started as plain processes by
-# `kwokctl --runtime binary`; simpool (testbed/cluster/simpool: the simulated cloud's node pools, making
-# each SimulatedNodePool's Nodes); Kueue (testbed/tools/kueue: queues, quotas and gang admission,
-# docs/queueing.md), a process in the namespace whose webhooks the API server calls on the
-# namespace's loopback (testbed/cluster/kueuelocal); and the real node (testbed/node/node.sh: kubelet, kube-proxy, containerd,
-# CoreDNS) where pods run for real.
+# `kwokctl --runtime binary`; simpool (testbed/cluster/simpool: the simulated cloud's node pools,
+# making each SimulatedNodePool's Nodes); Kueue (testbed/tools/kueue: queues, quotas and gang
+# admission, docs/queueing.md), a process in the namespace whose webhooks the API server calls on
+# the namespace's loopback (testbed/cluster/kueuelocal); and the real node (testbed/node/node.sh:
+# kubelet, kube-proxy, containerd, CoreDNS) where pods run for real.
 #
-# Network confinement: the whole cluster lives in a network namespace of its own,
-# kolotoc-<cluster> (/run/netns/kolotoc-<cluster>): its loopback carries the control plane, its
-# bridge the pods. It has no interface, route or NAT towards the machine's network. The only way
-# in is nsbridge (testbed/cluster/nsbridge), which listens on the host's 127.0.0.1 at the API server's port
-# and dials the API server on the namespace's own loopback: kubectl, pulumi and
-# `kubectl port-forward` work from the host as before, and nothing else of the cluster is
-# reachable from the machine, nor the machine from the cluster.
+# Network confinement: the whole cluster lives in a network namespace of its own, kolotoc-<cluster>
+# (/run/netns/kolotoc-<cluster>): its loopback carries the control plane, its bridge the pods. It
+# has no interface, route or NAT towards the machine's network. The only way in is nsbridge
+# (testbed/cluster/nsbridge), which listens on the host's 127.0.0.1 at the API server's port and
+# dials the API server on the namespace's own loopback: kubectl, pulumi and `kubectl port-forward`
+# work from the host as before, and nothing else of the cluster is reachable from the machine, nor
+# the machine from the cluster.
 #
-#   testbed/cluster/cluster.sh up          start the cluster, or reuse it when it already runs; wait until the
-#                               API server is ready and the default ServiceAccount exists; write
-#                               the kubeconfig; then the real node (KOLOTOC_REAL_NODE=0: without)
-#   testbed/cluster/cluster.sh stop        stop its processes, keep its data (`up` starts it again)
-#   testbed/cluster/cluster.sh down        delete the cluster: its processes, listeners and files
-#   testbed/cluster/cluster.sh status      say whether it runs; exit 0 when it serves, 1 when it is stopped,
-#                               3 when there is no such cluster
-#   testbed/cluster/cluster.sh kubeconfig  print the kubeconfig's path (rewritten from the running cluster)
-#   testbed/cluster/cluster.sh with CMD... run CMD with the cluster up, then put the cluster back as it was
-#                               (left running, stopped, or deleted); exit with CMD's status
+# testbed/cluster/cluster.sh COMMAND:
+#   up          start the cluster, or reuse it when it already runs; wait until the API server is
+#               ready and the default ServiceAccount exists; write the kubeconfig; then the real
+#               node (KOLOTOC_REAL_NODE=0: without)
+#   stop        stop its processes, keep its data (`up` starts it again)
+#   down        delete the cluster: its processes, listeners and files
+#   status      say whether it runs; exit 0 when it serves, 1 when it is stopped, 3 when there is
+#               no such cluster
+#   kubeconfig  print the kubeconfig's path (rewritten from the running cluster)
+#   with CMD... run CMD with the cluster up, then put the cluster back as it was (left running,
+#               stopped, or deleted); exit with CMD's status
 #
 # Environment:
 #   KOLOTOC_CLUSTER     cluster name (default kolotoc)
 #   KOLOTOC_KUBECONFIG  where the kubeconfig is written (default .kolotoc/kubeconfig)
 #   KOLOTOC_REAL_NODE   1 (default): start the real node with the cluster; 0: simulated nodes only
-#   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built (testbed/tools/tools.sh kueue);
-#                       0: without (its webhooks and CRDs are then removed)
+#   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built
+#                       (testbed/tools/tools.sh kueue); 0: without (its webhooks and CRDs are then
+#                       removed)
 #
-# Binaries come from .kolotoc/bin (testbed/tools/tools.sh). The cluster's files live under .kolotoc/kwok
-# (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The kwokctl
-# configuration, including the stage that gives simulated GPU nodes their capacity, is
+# Binaries come from .kolotoc/bin (testbed/tools/tools.sh). The cluster's files live under
+# .kolotoc/kwok (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The
+# kwokctl configuration, including the stage that gives simulated GPU nodes their capacity, is
 # testbed/cluster/kwokctl.yaml.
 set -euo pipefail
 
@@ -99,9 +101,9 @@ write_kubeconfig() {
 default_sa() { kubectl -n default get serviceaccount default --request-timeout=2s >/dev/null 2>&1; }
 
 # check_loopback: fails when a process of the control plane listens anywhere but 127.0.0.1 of the
-# namespace (what testbed/cluster/kwokctl.yaml's bindAddress promises; the API server's own port excepted,
-# which pods reach inside the namespace), or nsbridge anywhere but the host's 127.0.0.1. Skipped
-# where ss(8) is not installed.
+# namespace (what testbed/cluster/kwokctl.yaml's bindAddress promises; the API server's own port
+# excepted, which pods reach inside the namespace), or nsbridge anywhere but the host's 127.0.0.1.
+# Skipped where ss(8) is not installed.
 check_loopback() {
   command -v ss >/dev/null || return 0
   local pids bad
@@ -169,9 +171,9 @@ pool_kind_served() {
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]
 }
 
-# start_simpool: the simulated node pools' controller (testbed/cluster/simpool), inside the cluster's
-# namespace like the control plane; it installs the SimulatedNodePool kind, then makes each pool's
-# Nodes. Started again when its binary is newer than the running one.
+# start_simpool: the simulated node pools' controller (testbed/cluster/simpool), inside the
+# cluster's namespace like the control plane; it installs the SimulatedNodePool kind, then makes
+# each pool's Nodes. Started again when its binary is newer than the running one.
 start_simpool() {
   local simpool_bin
   simpool_bin=$(tool simpool)

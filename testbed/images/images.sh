@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds the real node's container images from Debian packages, with no image registry.
 #
-#   testbed/images/images.sh build [NAME...]          build what is missing (all images when none is named)
-#   testbed/images/images.sh ref NAME                 print the image reference, kolotoc.local/NAME:TAG
-#   testbed/images/images.sh path NAME                print the image's tarball path in the cache
-#   testbed/images/images.sh list                     print "NAME REF PATH" per image
-#   testbed/images/images.sh import SOCKET [NAME...]  import the built images into the containerd at unix
-#                                           socket SOCKET (namespace k8s.io), skipping those present
+# testbed/images/images.sh COMMAND:
+#   build [NAME...]          build what is missing (all images when none is named)
+#   ref NAME                 print the image reference, kolotoc.local/NAME:TAG
+#   path NAME                print the image's tarball path in the cache
+#   list                     print "NAME REF PATH" per image
+#   import SOCKET [NAME...]  import the built images into the containerd at unix socket SOCKET
+#                            (namespace k8s.io), skipping those present
 #
 # Recipes. Every directory testbed/images/NAME/ holding a config.json is an image; adding one is
 # adding a directory. config.json is the OCI image config fragment (Entrypoint, Cmd, Env,
@@ -26,7 +27,7 @@
 #
 # Tag = the first 12 hex digits of the SHA-256 of the recipe directory: for each regular file under
 # testbed/images/NAME/, in byte-wise sorted order of its path relative to that directory (slash
-# separated, no leading ./), the bytes  <relpath> NUL <file content> NUL.  (testbed/images/tag_test.go
+# separated, no leading ./), the bytes <relpath> NUL <file content> NUL. (testbed/images/tag_test.go
 # recomputes it.) Ref = kolotoc.local/NAME:TAG. The image is an OCI image-layout tarball (one gzip
 # layer; index.json annotated with io.containerd.image.name = the ref) at
 #   ${KOLOTOC_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/kolotoc}/images/NAME-TAG.tar
@@ -147,7 +148,8 @@ rootfs_debian() {
   }
 }
 
-# rootfs_go NAME TMP: a rootfs holding only the recipe's static binary: /NAME, or what go-build says.
+# rootfs_go NAME TMP: a rootfs holding only the recipe's static binary: /NAME, or what go-build
+# says.
 rootfs_go() {
   local name=$1 tmp=$2 out pkg=.
   # Its own `local`: in the one above, $name would still be the caller's (it is the same name
@@ -248,7 +250,7 @@ main() {
         t=$(tag "$name"); printf '%s %s %s\n' "$name" "$(ref "$name" "$t")" "$(path "$name" "$t")"
       done ;;
     import) shift; cmd_import "$@" ;;
-    *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 

@@ -1,5 +1,6 @@
-// Package images holds the recipes of the real node's images (testbed/images/images.sh); this test checks
-// the script's content tag against an independent implementation of its documented algorithm.
+// Package images holds the recipes of the real node's images (testbed/images/images.sh); this test
+// checks the script's content tag against an independent implementation of its documented
+// algorithm.
 package images
 
 import (
@@ -97,7 +98,8 @@ func TestImageTags(t *testing.T) {
 }
 
 // TestImageTagOrder runs the script on a recipe whose paths sort differently by path and by
-// directory walk ("a.b" < "a/b" byte-wise, '/' being 0x2f), with a space, a hidden and an empty file.
+// directory walk ("a.b" < "a/b" byte-wise, '/' being 0x2f), with a space, a hidden and an empty
+// file.
 func TestImageTagOrder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -3,19 +3,20 @@
 # Debian's containerd + runc and CNI plugins, and CoreDNS as the cluster DNS. CPU pods of stacks
 # whose pools say `real: true` run here for real; GPU shapes stay on kwok's simulated nodes.
 #
-#   testbed/node/node.sh up       start the node (after testbed/cluster/cluster.sh up), import the local images,
-#                         wait until the Node is Ready
-#   testbed/node/node.sh down     stop every process of the node, its containers, mounts and cgroups
-#   testbed/node/node.sh status   exit 0 when the node's processes run, 1 otherwise
-#   testbed/node/node.sh packages install the Debian packages the node needs (apt; once per machine)
+# testbed/node/node.sh COMMAND:
+#   up        start the node (after testbed/cluster/cluster.sh up), import the local images, wait
+#             until the Node is Ready
+#   down      stop every process of the node, its containers, mounts and cgroups
+#   status    exit 0 when the node's processes run, 1 otherwise
+#   packages  install the Debian packages the node needs (apt; once per machine)
 #
-# Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh creates
-# it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods' bridge
-# and veths live in it, and it has no route anywhere else: pods reach the node, the control plane,
-# one another and nothing outside. The processes enter the namespace with nsenter(1), which keeps
-# the machine's mount namespace (kubelet's volume mounts must be visible to containerd); `down`
-# unmounts what they leave behind. Node processes and every container are kept in cgroups of the
-# node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
+# Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh
+# creates it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods'
+# bridge and veths live in it, and it has no route anywhere else: pods reach the node, the control
+# plane, one another and nothing outside. The processes enter the namespace with nsenter(1), which
+# keeps the machine's mount namespace (kubelet's volume mounts must be visible to containerd);
+# `down` unmounts what they leave behind. Node processes and every container are kept in cgroups of
+# the node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
 # `down` finds every process to stop and every cgroup to remove.
 #
 # Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh.
@@ -54,11 +55,11 @@ POD_CGROUP_ROOT=kolotoc-$name
 # Seconds to wait for the node to become Ready, for a daemon's socket or health port.
 READY_TIMEOUT=120
 
-# The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins,
-# the packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
-# mmdebstrap, which builds the local images (testbed/images/images.sh), jq, with which testbed/stack/stack.sh
-# reads the CLI's JSON (`make down` keeps a cluster other stacks still use), and openssh-server,
-# whose sshd the ring's tests run on loopback with the towers' own configuration
+# The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins, the
+# packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
+# mmdebstrap, which builds the local images (testbed/images/images.sh), jq, with which
+# testbed/stack/stack.sh reads the CLI's JSON (`make down` keeps a cluster other stacks still use),
+# and openssh-server, whose sshd the ring's tests run on loopback with the towers' own configuration
 # (components/ring/sshd_test.go; its service is never started, as for every package here).
 PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq openssh-server)
 
@@ -117,7 +118,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [ttrpc]
   address = "$run_dir/containerd.sock.ttrpc"
 [plugins."io.containerd.grpc.v1.cri"]
-  # Local images only: the pause image is built here (testbed/images/images.sh); registries are unreachable.
+  # Local images only: the pause image is built here (testbed/images/images.sh); registries are
+  # unreachable.
   sandbox_image = "$pause_ref"
   # Processes here lack CAP_SYS_RESOURCE: without this, runc fails every sandbox while trying
   # to lower oom_score_adj below containerd's own.
@@ -170,8 +172,9 @@ port: $KUBELET_PORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: $KUBELET_HEALTHZ_PORT
-# The API server presents the cluster's admin certificate (testbed/cluster/kwokctl.yaml); nothing else may
-# use the kubelet's API (pods can reach NODE_IP, but have no certificate of the cluster's CA).
+# The API server presents the cluster's admin certificate (testbed/cluster/kwokctl.yaml); nothing
+# else may use the kubelet's API (pods can reach NODE_IP, but have no certificate of the cluster's
+# CA).
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: false}
@@ -284,10 +287,10 @@ node_ready() {
   [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
-# serve_code: the demo repository (testbed/node/demo-code, one commit on branch main, the same commit id
-# on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for kolotoc:code.
-# git daemon runs as nobody, inside the namespace, on the node's address: pods reach it, nothing
-# outside does.
+# serve_code: the demo repository (testbed/node/demo-code, one commit on branch main, the same
+# commit id on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for
+# kolotoc:code. git daemon runs as nobody, inside the namespace, on the node's address: pods reach
+# it, nothing outside does.
 serve_code() {
   local git_dir=$run_dir/git work
   rm -rf "$git_dir"

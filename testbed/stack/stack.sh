@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Runs the Pulumi program against the local test bed, with no account and no network:
 #
-#   testbed/stack/stack.sh up        create/select the stack, set its dev secrets once, pulumi up, outputs
-#   testbed/stack/stack.sh preview   pulumi preview --diff
-#   testbed/stack/stack.sh outputs   pulumi stack output
-#   testbed/stack/stack.sh down      pulumi destroy, then testbed/cluster/cluster.sh down
-#   testbed/stack/stack.sh config    the stack's effective config (committed file + secrets), secrets hidden
-#   testbed/stack/stack.sh secret K  set secret K (kolotoc:<key>, or a path in it) of the stack from stdin
-#   testbed/stack/stack.sh env       print the environment these use, as shell exports:
-#                           eval "$(testbed/stack/stack.sh env)" && pulumi stack ls
+# testbed/stack/stack.sh COMMAND:
+#   up        create/select the stack, set its dev secrets once, pulumi up, outputs
+#   preview   pulumi preview --diff
+#   outputs   pulumi stack output
+#   down      pulumi destroy, then testbed/cluster/cluster.sh down
+#   config    the stack's effective config (committed file + secrets), secrets hidden
+#   secret K  set secret K (kolotoc:<key>, or a path in it) of the stack from stdin
+#   env       print the environment these use, as shell exports:
+#             eval "$(testbed/stack/stack.sh env)" && pulumi stack ls
 #
 # STACK selects the stack (default dev). State is a local file backend under .kolotoc/state; its
 # secrets are encrypted with a passphrase generated once into .kolotoc/passphrase. The cluster
-# itself is testbed/cluster/cluster.sh's; `up` and `preview` do not start it (make up and make preview do).
+# itself is testbed/cluster/cluster.sh's; `up` and `preview` do not start it (make up and make
+# preview do).
 #
 # Committed stack files stay untouched. With the passphrase provider, Pulumi writes a per-machine
 # `encryptionsalt` and the `secure:` ciphertexts into the stack's config file, and v3.250.0 has no
@@ -82,8 +84,9 @@ setup_env() {
   export KOLOTOC_KUBECONFIG=$kubeconfig
   export KUBECONFIG=$KOLOTOC_KUBECONFIG
   export KUBECACHEDIR=${KUBECACHEDIR:-$state_dir/kube-cache}
-  # The Kubernetes provider into this PULUMI_HOME's plugin cache (testbed/tools/tools.sh: not on PATH, where
-  # the CLI would warn about it on every command); need_pulumi says so when it is not built yet.
+  # The Kubernetes provider into this PULUMI_HOME's plugin cache (testbed/tools/tools.sh: not on
+  # PATH, where the CLI would warn about it on every command); need_pulumi says so when it is not
+  # built yet.
   "$testbed/tools/tools.sh" --install-plugins "$PULUMI_HOME" 2>/dev/null || true
 }
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// fakePulumi plays the CLI for testbed/stack/stack.sh: like the real one it needs Pulumi.yaml in its
-// working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
+// fakePulumi plays the CLI for testbed/stack/stack.sh: like the real one it needs Pulumi.yaml in
+// its working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
 const fakePulumi = `#!/usr/bin/env bash
 echo "pulumi $*" >>"$FAKE_LOG"
 [ -f Pulumi.yaml ] || { echo "error: no Pulumi.yaml project file found" >&2; exit 255; }
@@ -20,8 +20,8 @@ esac
 exit 0
 `
 
-// fakeTools plays testbed/tools/tools.sh: it records its calls (the stack installs the provider plugin
-// into its PULUMI_HOME before running pulumi) and succeeds.
+// fakeTools plays testbed/tools/tools.sh: it records its calls (the stack installs the provider
+// plugin into its PULUMI_HOME before running pulumi) and succeeds.
 const fakeTools = `#!/usr/bin/env bash
 echo "tools $*" >>"$FAKE_LOG"
 exit 0
@@ -68,9 +68,9 @@ func fakeCheckout(t *testing.T, root string, extra map[string]string) {
 	}
 }
 
-// TestDownKeepsSharedCluster: `make down` (testbed/stack/stack.sh down) destroys its stack and deletes the
-// local cluster only when no other stack still has resources in it, wherever it is run from; when
-// it cannot tell (the stack list fails), the cluster stays.
+// TestDownKeepsSharedCluster: `make down` (testbed/stack/stack.sh down) destroys its stack and
+// deletes the local cluster only when no other stack still has resources in it, wherever it is run
+// from; when it cannot tell (the stack list fails), the cluster stays.
 func TestDownKeepsSharedCluster(t *testing.T) {
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Fatal("jq is not installed: testbed/stack/stack.sh needs it; `make unit` installs it (testbed/node/node.sh packages)")
@@ -113,9 +113,9 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 	}
 }
 
-// TestPreviewReusesPreparedConfig: a second `testbed/stack/stack.sh preview` with nothing changed makes one
-// Pulumi CLI call, the preview itself: the stack's effective config is rebuilt (five CLI calls,
-// about 3 s of every preview and up) only when the committed stack file or the secrets file
+// TestPreviewReusesPreparedConfig: a second `testbed/stack/stack.sh preview` with nothing changed
+// makes one Pulumi CLI call, the preview itself: the stack's effective config is rebuilt (five CLI
+// calls, about 3 s of every preview and up) only when the committed stack file or the secrets file
 // changed, or the stack is gone from the state.
 func TestPreviewReusesPreparedConfig(t *testing.T) {
 	root := t.TempDir()

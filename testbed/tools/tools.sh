@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Builds the test bed's tools from source through the Go module proxy, once per machine.
 #
-#   testbed/tools/tools.sh [TOOL...]     build what is missing (all tools when none is named)
-#   testbed/tools/tools.sh --path        print the directory to put on PATH (after building)
-#   testbed/tools/tools.sh --install-plugins PULUMI_HOME
-#                                        put the Kubernetes provider into that PULUMI_HOME's plugin cache
+# testbed/tools/tools.sh ARGUMENTS:
+#   [TOOL...]                      build what is missing (all tools when none is named)
+#   --path                         print the directory to put on PATH (after building)
+#   --install-plugins PULUMI_HOME  put the Kubernetes provider into that PULUMI_HOME's plugin cache
 #
-# Each tool is built from a wrapper module beside this script, testbed/tools/<tool>/ (go.mod + go.sum committed,
-# so every module is checked against go.sum and the checksum database) into a per-user cache keyed
-# by tool and version: ${KOLOTOC_TOOLS_DIR:-~/.cache/kolotoc/tools}/<tool>-<version>/. A fresh
-# clone on the same machine reuses it; only a missing tool is rebuilt. A tool already on PATH at
-# the pinned version is used as it is. Links to the binaries land in .kolotoc/bin/ (git-ignored).
+# Each tool is built from a wrapper module beside this script, testbed/tools/<tool>/ (go.mod +
+# go.sum committed, so every module is checked against go.sum and the checksum database) into a
+# per-user cache keyed by tool and version:
+# ${KOLOTOC_TOOLS_DIR:-~/.cache/kolotoc/tools}/<tool>-<version>/. A fresh clone on the same machine
+# reuses it; only a missing tool is rebuilt. A tool already on PATH at the pinned version is used as
+# it is. Links to the binaries land in .kolotoc/bin/ (git-ignored).
 set -euo pipefail
 
 log_tag=tools
@@ -196,9 +197,9 @@ tool_kubernetes() {
 }
 
 # Kueue (testbed/tools/kueue: the upstream module, pinned), run by testbed/cluster/cluster.sh inside
-# the cluster's network namespace; and kueuelocal (testbed/cluster/kueuelocal, this module), which prepares its
-# CRDs, loopback webhooks, certificates and configuration from the same module. Measured cold on 2
-# cores (an empty GOCACHE): see docs/queueing.md.
+# the cluster's network namespace; and kueuelocal (testbed/cluster/kueuelocal, this module), which
+# prepares its CRDs, loopback webhooks, certificates and configuration from the same module.
+# Measured cold on 2 cores (an empty GOCACHE): see docs/queueing.md.
 tool_kueue() {
   build kueue "$KUEUE_VERSION" 6 "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
     sigs.k8s.io/kueue/cmd/kueue=kueue

@@ -10,9 +10,9 @@ import (
 	"kolotoc/components/queue"
 )
 
-// TestGoBinName: testbed/tools/tools.sh builds several packages with one `go build -o DIR/` and must find
-// each binary under the name go gives it. A package path ending in a major-version suffix is
-// named after the element before it: the cold build of etcd (go.etcd.io/etcd/server/v3, binary
+// TestGoBinName: testbed/tools/tools.sh builds several packages with one `go build -o DIR/` and
+// must find each binary under the name go gives it. A package path ending in a major-version suffix
+// is named after the element before it: the cold build of etcd (go.etcd.io/etcd/server/v3, binary
 // "server") failed when the script looked for "v3".
 func TestGoBinName(t *testing.T) {
 	// Read by the test itself, so that go test's cache knows the result depends on it.
@@ -38,11 +38,11 @@ func TestGoBinName(t *testing.T) {
 	}
 }
 
-// TestKubernetesSDKMatchesProvider: the CLI warns ("resource plugin kubernetes is expected to
-// have version >=X") when the Kubernetes SDK the program links is newer than the provider plugin
-// it runs. The plugin testbed/tools/tools.sh builds is release KUBERNETES_PROVIDER_VERSION; the product's
-// go.mod must pin github.com/pulumi/pulumi-kubernetes/sdk/v4 at that same release, and the
-// wrapper module must pin the provider's module at the pseudo-version of that release's commit.
+// TestKubernetesSDKMatchesProvider: the CLI warns ("resource plugin kubernetes is expected to have
+// version >=X") when the Kubernetes SDK the program links is newer than the provider plugin it
+// runs. The plugin testbed/tools/tools.sh builds is release KUBERNETES_PROVIDER_VERSION; the
+// product's go.mod must pin github.com/pulumi/pulumi-kubernetes/sdk/v4 at that same release, and
+// the wrapper module must pin the provider's module at the pseudo-version of that release's commit.
 func TestKubernetesSDKMatchesProvider(t *testing.T) {
 	script, err := os.ReadFile("tools.sh")
 	if err != nil {
@@ -84,10 +84,10 @@ func TestKubernetesSDKMatchesProvider(t *testing.T) {
 	}
 }
 
-// TestKueueVersionMatchesModule: testbed/tools/tools.sh keys Kueue's cache directory by KUEUE_VERSION,
-// but what it builds is the version testbed/tools/kueue/go.mod requires (and testbed/cluster/cluster.sh takes
-// the CRDs and webhooks from that module). Were they to differ, a cached binary of one version
-// would run against the manifests of another.
+// TestKueueVersionMatchesModule: testbed/tools/tools.sh keys Kueue's cache directory by
+// KUEUE_VERSION, but what it builds is the version testbed/tools/kueue/go.mod requires (and
+// testbed/cluster/cluster.sh takes the CRDs and webhooks from that module). Were they to differ, a
+// cached binary of one version would run against the manifests of another.
 func TestKueueVersionMatchesModule(t *testing.T) {
 	script, err := os.ReadFile("tools.sh")
 	if err != nil {

@@ -30,10 +30,10 @@ import (
 // The NetworkPolicies are checked against the traffic itself: while the workloads run on the real
 // node, a flowRecorder records every TCP connection opened in the node's network namespace, whose
 // bridge carries all pod traffic (br_netfilter makes bridged packets pass conntrack there; see
-// testbed/node/node.sh). Each connection is resolved to the pods at its two ends and judged by flowcheck
-// (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of Kolotoc) against
-// every NetworkPolicy in the cluster. Nothing enforces the policies on the local cluster: the
-// verdicts are what a conforming enforcer would do with the same traffic.
+// testbed/node/node.sh). Each connection is resolved to the pods at its two ends and judged by
+// flowcheck (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of
+// Kolotoc) against every NetworkPolicy in the cluster. Nothing enforces the policies on the local
+// cluster: the verdicts are what a conforming enforcer would do with the same traffic.
 
 // conn is one TCP connection as conntrack saw it at its first packet.
 type conn struct {
@@ -104,8 +104,8 @@ func podSubnet(t *testing.T) netip.Prefix {
 	return prefix.Masked()
 }
 
-// gitDaemonPort is the port of the demo repository's git daemon on the real node (testbed/node/node.sh
-// GIT_PORT), which kolotoc:code of the dev stack clones from.
+// gitDaemonPort is the port of the demo repository's git daemon on the real node
+// (testbed/node/node.sh GIT_PORT), which kolotoc:code of the dev stack clones from.
 const gitDaemonPort = 9418
 
 // recordFlows starts recording; stop it with (*flowRecorder).stop before reading.

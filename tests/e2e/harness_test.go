@@ -53,8 +53,8 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// defaultCluster is the cluster testbed/cluster/cluster.sh starts when KOLOTOC_CLUSTER is unset: the one
-// `make up` deploys to.
+// defaultCluster is the cluster testbed/cluster/cluster.sh starts when KOLOTOC_CLUSTER is unset:
+// the one `make up` deploys to.
 const defaultCluster = "kolotoc"
 
 // clusterName is the local cluster the suite runs on (KOLOTOC_CLUSTER, which make e2e sets).

@@ -5,8 +5,8 @@
 //
 //	go run ./testbed/checks/configref
 //
-// `go test ./testbed/checks/configref` (part of make test) fails while either file differs from what this
-// writes, so the reference cannot drift from the code.
+// `go test ./testbed/checks/configref` (part of make test) fails while either file differs from
+// what this writes, so the reference cannot drift from the code.
 package main
 
 import (

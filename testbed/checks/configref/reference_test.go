@@ -22,8 +22,8 @@ import (
 const root = "../../.."
 
 // The committed reference and Pulumi.yaml's config block are what configref writes from the code
-// now: a default, a type, an allowed value or a comment changed without `go run ./testbed/checks/configref`
-// fails here, with the first line that differs.
+// now: a default, a type, an allowed value or a comment changed without `go run
+// ./testbed/checks/configref` fails here, with the first line that differs.
 func TestReferenceUpToDate(t *testing.T) {
 	ref, err := Reference(root)
 	if err != nil {

@@ -1,4 +1,5 @@
-// flowcheck: judges recorded connections against NetworkPolicies with cyclonus's matcher (see main.go).
+// flowcheck: judges recorded connections against NetworkPolicies with cyclonus's matcher (see
+// main.go).
 module kolotoc.dev/testbed/checks/flowcheck
 
 go 1.26.0

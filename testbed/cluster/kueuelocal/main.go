@@ -1,7 +1,8 @@
-// Command kueuelocal prepares Kueue (testbed/tools/kueue: the upstream module, pinned) for the local
-// cluster: testbed/cluster/cluster.sh runs Kueue as a process inside the cluster's network namespace, like
-// the control plane, with no Service in front of it. What a release's manifests do through a
-// Service, a Deployment and cert-manager is done here for a process on the namespace's loopback:
+// Command kueuelocal prepares Kueue (testbed/tools/kueue: the upstream module, pinned) for the
+// local cluster: testbed/cluster/cluster.sh runs Kueue as a process inside the cluster's network
+// namespace, like the control plane, with no Service in front of it. What a release's manifests do
+// through a Service, a Deployment and cert-manager is done here for a process on the namespace's
+// loopback:
 //
 //   - the CustomResourceDefinitions, taken unchanged from the module's config/components/crd/bases;
 //
@@ -79,8 +80,9 @@ func main() {
 func run(module, out string, port, health, metrics int) error {
 	certDir := filepath.Join(out, "certs")
 	// Kueue reads its metrics certificate from a fixed path, /etc/kueue/metrics/certs, when its
-	// internal cert management is off (cmd/kueue/main.go): testbed/cluster/cluster.sh lays OUT/etc over the
-	// host's /etc in Kueue's own mount namespace (a read-only overlay), so the host is untouched.
+	// internal cert management is off (cmd/kueue/main.go): testbed/cluster/cluster.sh lays OUT/etc
+	// over the host's /etc in Kueue's own mount namespace (a read-only overlay), so the host is
+	// untouched.
 	metricsDir := filepath.Join(out, "etc/kueue/metrics/certs")
 	for _, d := range []string{certDir, metricsDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -9,8 +9,8 @@
 // step (bench/scale). A cloud's node pool is one resource whose nodes the cloud makes; a pool
 // object with this controller is the same shape on the simulated cloud.
 //
-// It is test-bed infrastructure, like kwok: testbed/cluster/cluster.sh starts it with the cluster, inside
-// the cluster's network namespace, and installs nothing else. It installs its
+// It is test-bed infrastructure, like kwok: testbed/cluster/cluster.sh starts it with the cluster,
+// inside the cluster's network namespace, and installs nothing else. It installs its
 // CustomResourceDefinition itself when it starts (server-side apply, idempotent).
 //
 //	simpool -kubeconfig FILE [-qps 200] [-burst 400] [-workers 16]

@@ -1,6 +1,6 @@
-// Wrapper module: builds the real Kubernetes provider plugin, pulumi-resource-kubernetes, from
-// its Go module at the commit of its release v4.25.0 (testbed/tools/tools.sh tool_kubernetes). A module of
-// its own: the provider needs pulumi pkg/v3 v3.215.0, whose codegen API the CLI's v3.250.0 has
+// Wrapper module: builds the real Kubernetes provider plugin, pulumi-resource-kubernetes, from its
+// Go module at the commit of its release v4.25.0 (testbed/tools/tools.sh tool_kubernetes). A module
+// of its own: the provider needs pulumi pkg/v3 v3.215.0, whose codegen API the CLI's v3.250.0 has
 // changed (built together, pkg/gen fails to compile), and k8s.io/* v0.33.
 module kolotoc.dev/testbed/tools/kubernetes
 

@@ -1,11 +1,11 @@
 // Command pulumi-resource-kubernetes is the real Kubernetes provider plugin of Pulumi, built from
 // github.com/pulumi/pulumi-kubernetes/provider/v4 at the commit tagged v4.25.0. Nothing of the
 // provider is written here: this main does what the upstream command's main does, with the two
-// files that upstream embeds prepared by testbed/tools/tools.sh at build time instead of by upstream's
-// generate.go. testbed/tools/tools.sh copies schema.json and terraform-mapping.json from the provider's
-// module into this directory before `go build` (they are git-ignored); the package version is
-// stamped into the schema here, as generate.go stamps it, from the version the linker sets
-// (-X .../pkg/version.Version), so the schema and the plugin report the same release.
+// files that upstream embeds prepared by testbed/tools/tools.sh at build time instead of by
+// upstream's generate.go. testbed/tools/tools.sh copies schema.json and terraform-mapping.json from
+// the provider's module into this directory before `go build` (they are git-ignored); the package
+// version is stamped into the schema here, as generate.go stamps it, from the version the linker
+// sets (-X .../pkg/version.Version), so the schema and the plugin report the same release.
 package main
 
 import (
