@@ -2,7 +2,8 @@
 // a change of layout can be judged by figures rather than by eye. It is a measuring tool of the
 // test bed, not part of the product; it reads the module's source and writes a report:
 //
-//	go run ./hack/walk [-dir DIR] [-from kolotoc/stacks.Deploy] [-v] [-trace <package>.<Type>.<Field>]...
+//	go run ./testbed/checks/walk [-dir DIR] [-from kolotoc/stacks.Deploy] [-v]
+//	    [-trace <package>.<Type>.<Field>]...
 //
 // It type-checks every package of the module under stacks/ and components/ (the standard
 // library's go/types; the dependencies' export data from `go list -export`), then reports:
@@ -23,7 +24,7 @@
 //   - lists: the declarations of the -from package (tests aside) that name three or more
 //     workloads (a Config section or the workload's package), each a list of workloads.
 //
-// It lives in its own directory so that it moves with the test bed (hack/ is becoming testbed/).
+// It measures the code, as the test bed's other checks do, and lives with them.
 package main
 
 import (
