@@ -7,7 +7,8 @@
 #   make test      unit tests, then the end-to-end suite on a local cluster (what CI runs)
 #
 # Everything the test bed writes lives under .kolotoc/ (git-ignored) or the per-user tool cache
-# (~/.cache/kolotoc/tools). The scripts doing the work are in hack/; each says more at its top.
+# (~/.cache/kolotoc/tools). The scripts doing the work are in testbed/, one directory a role;
+# testbed/README.md maps each target to them, and each says more at its top.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -21,8 +22,8 @@ export STACK
 # Go files of this checkout, tracked or new, minus what .gitignore excludes.
 GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # The environment of the e2e suite: PATH with .kolotoc/bin first, PULUMI_* for the local file
-# backend, KOLOTOC_KUBECONFIG (hack/stack.sh env prints it).
-STACK_ENV = eval "$$(hack/stack.sh env)"
+# backend, KOLOTOC_KUBECONFIG (testbed/stack/stack.sh env prints it).
+STACK_ENV = eval "$$(testbed/stack/stack.sh env)"
 
 .PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop unit e2e test fmt lint workflows
 
@@ -31,7 +32,7 @@ help:
 	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
 	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
 	@echo "make bench-loop [RUNS=5]                   preview and up of a deployed stack with nothing to change, timed"
-	@echo "make cluster | cluster-down                the local cluster alone (hack/cluster.sh)"
+	@echo "make cluster | cluster-down                the local cluster alone (testbed/cluster/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
 	@echo "make fmt | lint                            gofmt; gofmt check, go vet, go mod tidy in every module, staticcheck (+ shellcheck if installed)"
@@ -39,7 +40,7 @@ help:
 
 tools:
 	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
-	hack/tools.sh
+	testbed/tools/tools.sh
 
 # The cluster's tools: control plane, kwok, the simulated node pools' controller, Kueue, and the real
 # node's kubelet, kube-proxy and CoreDNS.
@@ -47,43 +48,44 @@ CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue
 
 cluster:
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"
-	hack/tools.sh $(CLUSTER_TOOLS)
-	hack/cluster.sh up
+	testbed/tools/tools.sh $(CLUSTER_TOOLS)
+	testbed/cluster/cluster.sh up
 
 cluster-down:
 	@echo "==> cluster-down"
-	hack/cluster.sh down
+	testbed/cluster/cluster.sh down
 
 # What a stack's commands run: the CLI, its Go language host and the real Kubernetes provider
-# plugin (built from its module, hack/tools/kubernetes). The test-only tools (flowcheck, actionlint) are make
-# test's, and the cluster's are make cluster's: not checked again on every up and preview.
+# plugin (built from its module, testbed/tools/kubernetes). The test-only tools (flowcheck,
+# actionlint) are make test's, and the cluster's are make cluster's: not checked again on every up
+# and preview.
 STACK_TOOLS = pulumi langhost kubernetes
 
 stack-tools:
-	hack/tools.sh $(STACK_TOOLS)
+	testbed/tools/tools.sh $(STACK_TOOLS)
 
 up: stack-tools cluster
 	@echo "==> up: pulumi up of stack $(STACK)"
-	hack/stack.sh up
+	testbed/stack/stack.sh up
 
 # The provider previews by server-side dry-run, so a simulated stack needs the cluster running.
 preview: stack-tools cluster
 	@echo "==> preview: pulumi preview --diff of stack $(STACK)"
-	hack/stack.sh preview
+	testbed/stack/stack.sh preview
 
 # Will the stack fit, before a GPU is paid for? Its pools are mirrored node for node on the local
 # cluster and its workloads deployed there as a throw-away stack fit-<name>, which is destroyed
-# after the report (hack/fit). The stack's file and state are never touched; the cluster must be
+# after the report (cmd/fit). The stack's file and state are never touched; the cluster must be
 # up already (make cluster): fit neither starts nor stops it. STACK is Pulumi.<name>.yaml, or
 # examples/<name>/Pulumi.<name>.yaml, or a stack file's path.
 fit:
 	@echo "==> fit: will stack $(STACK) fit? (a throw-away mirror on the local cluster)"
-	hack/tools.sh $(STACK_TOOLS)
-	go build -o .kolotoc/bin/kolotoc-fit ./hack/fit
+	testbed/tools/tools.sh $(STACK_TOOLS)
+	go build -o .kolotoc/bin/kolotoc-fit ./cmd/fit
 	$(STACK_ENV); .kolotoc/bin/kolotoc-fit $(STACK)
 
 outputs:
-	hack/stack.sh outputs
+	testbed/stack/stack.sh outputs
 
 # How the deploy scales: N ranks through pulumi up, side by side with kubectl apply --server-side
 # of the same objects (bench/scale says what each figure is). The cluster must be up (make cluster).
@@ -92,11 +94,11 @@ SIZES ?= 128,1024,4096
 QUEUE ?=
 bench-scale:
 	@echo "==> bench-scale: N=$(SIZES) ranks, pulumi up vs the kubectl floor, on the local cluster"
-	hack/tools.sh $(STACK_TOOLS) kube
+	testbed/tools/tools.sh $(STACK_TOOLS) kube
 	$(STACK_ENV); go run ./bench/scale -sizes $(SIZES) $(if $(QUEUE),-queue)
 
-# The program's own loop on a deployed stack with nothing to change: hack/stack.sh preview and up,
-# and make preview, RUNS times each, with their medians (bench/loop.sh).
+# The program's own loop on a deployed stack with nothing to change: testbed/stack/stack.sh preview
+# and up, and make preview, RUNS times each, with their medians (bench/loop.sh).
 RUNS ?= 5
 bench-loop: stack-tools cluster
 	@echo "==> bench-loop: preview and up of stack $(STACK) with nothing to change, $(RUNS) runs"
@@ -104,24 +106,24 @@ bench-loop: stack-tools cluster
 
 down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
-	hack/stack.sh down
+	testbed/stack/stack.sh down
 
 # Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart.
-HACK_MODULES = hack/flowcheck
+TESTBED_MODULES = testbed/checks/flowcheck
 
 unit: workflows lint
 	@echo "==> unit: go test"
-	@# The test bed's Debian packages (once per machine): hack's tests run hack/stack.sh with jq.
-	hack/node.sh packages
+	@# The test bed's Debian packages (once per machine): testbed/stack's tests run stack.sh with jq.
+	testbed/node/node.sh packages
 	go test ./...
-	for m in $(HACK_MODULES); do go -C $$m test ./...; done
+	for m in $(TESTBED_MODULES); do go -C $$m test ./...; done
 
 # The GitHub Actions workflows (previews and tests on pull requests, deploy on the default branch);
-# hack/workflows_test.go checks their pins and where their credentials live.
+# testbed/checks/workflows_test.go checks their pins and where their credentials live.
 workflows:
 	@echo "==> workflows: actionlint .github/workflows"
-	hack/tools.sh actionlint
-	"$$(hack/tools.sh --path)/actionlint" -no-color
+	testbed/tools/tools.sh actionlint
+	"$$(testbed/tools/tools.sh --path)/actionlint" -no-color
 
 # The end-to-end suite runs on a local cluster of its own, e2e (network namespace kolotoc-e2e, its
 # own real node), never on the one `make up` deploys to: a dev stack left running there holds
@@ -132,9 +134,9 @@ E2E_CLUSTER_NAME ?= e2e
 E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME)
 
 e2e: tools
-	hack/tools.sh $(CLUSTER_TOOLS) flowcheck
-	$(E2E_CLUSTER) hack/cluster.sh up
-	@echo "==> e2e: go test -tags e2e ./tests/... against $$($(E2E_CLUSTER) hack/cluster.sh kubeconfig)"
+	testbed/tools/tools.sh $(CLUSTER_TOOLS) flowcheck
+	$(E2E_CLUSTER) testbed/cluster/cluster.sh up
+	@echo "==> e2e: go test -tags e2e ./tests/... against $$($(E2E_CLUSTER) testbed/cluster/cluster.sh kubeconfig)"
 	export $(E2E_CLUSTER); $(STACK_ENV); go test -tags e2e -count=1 -timeout 60m ./tests/...
 
 # The suite's cluster is put back afterwards, even when a test fails: left running if it ran
@@ -142,28 +144,29 @@ e2e: tools
 test:
 	@echo "==> test: unit tests, then the end-to-end suite (the cluster is restored afterwards)"
 	@# The real node's images build from Debian packages (mostly unpacking, little CPU) while
-	@# the Go code compiles; hack/node.sh's build waits for this one (a lock) and reuses it.
-	mkdir -p .kolotoc && hack/images.sh build >.kolotoc/images-build.log 2>&1 &
+	@# the Go code compiles; testbed/node/node.sh's build waits for this one (a lock) and reuses it.
+	mkdir -p .kolotoc && testbed/images/images.sh build >.kolotoc/images-build.log 2>&1 &
 	$(MAKE) --no-print-directory unit
-	hack/tools.sh $(CLUSTER_TOOLS) flowcheck
-	$(E2E_CLUSTER) hack/cluster.sh with $(MAKE) --no-print-directory e2e
+	testbed/tools/tools.sh $(CLUSTER_TOOLS) flowcheck
+	$(E2E_CLUSTER) testbed/cluster/cluster.sh with $(MAKE) --no-print-directory e2e
 
 fmt:
 	@echo "==> fmt"
 	$(if $(GO_FILES),gofmt -l -w $(GO_FILES),@echo "no Go files")
 
-# Every Go module of the checkout: the product, the test bed's own (flowcheck, nsbridge, the
-# images' builders) and the tools' wrapper modules (hack/tools/*).
+# Every Go module of the checkout: the product (with the test bed's Go code but for what follows),
+# the test bed's own (flowcheck, the Go images' recipes) and the tools' wrapper modules
+# (testbed/tools/*).
 GO_MODULES = $(patsubst %/go.mod,%,$(patsubst go.mod,./go.mod,$(shell git ls-files --cached --others --exclude-standard -- 'go.mod' '*/go.mod')))
 # Modules with code to vet and lint besides the product (the tools' wrappers hold none of their own).
-CODE_MODULES = hack/flowcheck hack/nsbridge hack/images/ocitar hack/images/pause
-# hack/images/prometheus has no package: it builds upstream's command from its require, which
+CODE_MODULES = testbed/checks/flowcheck testbed/images/pause
+# testbed/images/prometheus has no package: it builds upstream's command from its require, which
 # `go mod tidy` would drop; it is left out of the tidy check.
-TIDY_SKIP = hack/images/prometheus
+TIDY_SKIP = testbed/images/prometheus
 
 # What make unit (and so make test and CI) checks before the tests: formatting, go vet, go.mod and
 # go.sum tidy in every module, staticcheck (built from the module proxy like the other tools,
-# hack/tools/staticcheck; staticcheck.conf), and shellcheck when installed.
+# testbed/tools/staticcheck; staticcheck.conf), and shellcheck when installed.
 lint:
 	@echo "==> lint: gofmt, go vet, go mod tidy, staticcheck, shellcheck"
 	@unformatted=$$($(if $(GO_FILES),gofmt -l $(GO_FILES))); \
@@ -174,9 +177,9 @@ lint:
 	@for m in $(filter-out $(TIDY_SKIP),$(GO_MODULES)); do \
 	  go -C $$m mod tidy -diff >/dev/null 2>&1 || { echo "go mod tidy changes $$m (run: go -C $$m mod tidy):"; go -C $$m mod tidy -diff; exit 1; }; \
 	done; echo "go.mod and go.sum tidy in $(words $(filter-out $(TIDY_SKIP),$(GO_MODULES))) modules"
-	hack/tools.sh staticcheck
-	"$$(hack/tools.sh --path)/staticcheck" ./...
-	"$$(hack/tools.sh --path)/staticcheck" -tags e2e ./tests/e2e/...
-	sc="$$(hack/tools.sh --path)/staticcheck"; for m in $(CODE_MODULES); do (cd $$m && "$$sc" ./...); done
-	@if command -v shellcheck >/dev/null; then shellcheck -x hack/*.sh bench/*.sh .ci/run; \
+	testbed/tools/tools.sh staticcheck
+	"$$(testbed/tools/tools.sh --path)/staticcheck" ./...
+	"$$(testbed/tools/tools.sh --path)/staticcheck" -tags e2e ./tests/e2e/...
+	sc="$$(testbed/tools/tools.sh --path)/staticcheck"; for m in $(CODE_MODULES); do (cd $$m && "$$sc" ./...); done
+	@if command -v shellcheck >/dev/null; then shellcheck -x testbed/lib.sh testbed/*/*.sh bench/*.sh .ci/run; \
 	else echo "shellcheck not installed: shell scripts not checked"; fi

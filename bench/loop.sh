@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How long the program's own loop takes on a deployed stack with nothing to change: RUNS times
 # each of
-#   hack/stack.sh preview   what `make preview` runs once its tools and cluster are checked
-#   hack/stack.sh up        a `pulumi up` (with its preview) that changes nothing, and the outputs
-#   make preview            the whole target, its tools and cluster checks included
+#   testbed/stack/stack.sh preview  what `make preview` runs once its tools and cluster are checked
+#   testbed/stack/stack.sh up       a `pulumi up` (with its preview) that changes nothing, and the
+#                                   outputs
+#   make preview                    the whole target, its tools and cluster checks included
 # It prints every time and the median, as a Markdown table, and fails when the stack was not up
 # to date (an up that changed something measures something else).
 #
@@ -35,7 +36,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 
 # The stack must be deployed and current: a first up, or one that changes something, is not the
 # loop being measured.
-out=$(STACK=$stack hack/stack.sh preview 2>&1) || die "hack/stack.sh preview failed: is the cluster up and stack $stack deployed (make up)?"$'\n'"$out"
+out=$(STACK=$stack testbed/stack/stack.sh preview 2>&1) || die "testbed/stack/stack.sh preview failed: is the cluster up and stack $stack deployed (make up)?"$'\n'"$out"
 if grep -Eq '^ +[-+~]|to (create|update|replace|delete)' <<<"$out"; then
   die "stack $stack has changes to apply: run make up first"$'\n'"$(tail -n 5 <<<"$out")"
 fi
@@ -43,8 +44,8 @@ fi
 declare -A times
 for cmd in stack-preview stack-up make-preview; do times[$cmd]=""; done
 for _ in $(seq "$runs"); do
-  times[stack-preview]+="$(STACK=$stack timed "hack/stack.sh preview" hack/stack.sh preview) "
-  times[stack-up]+="$(STACK=$stack timed "hack/stack.sh up" hack/stack.sh up) "
+  times[stack-preview]+="$(STACK=$stack timed "testbed/stack/stack.sh preview" testbed/stack/stack.sh preview) "
+  times[stack-up]+="$(STACK=$stack timed "testbed/stack/stack.sh up" testbed/stack/stack.sh up) "
   times[make-preview]+="$(timed "make preview" make --no-print-directory preview STACK="$stack") "
 done
 if grep -Eq '^ +[-+~] |[0-9]+ (created|updated|replaced|deleted)$' "$log"; then
@@ -56,8 +57,8 @@ echo "|---|---|---:|"
 for cmd in stack-preview stack-up make-preview; do
   # shellcheck disable=SC2016 # the backquotes are Markdown
   case $cmd in
-    stack-preview) what='`hack/stack.sh preview`' ;;
-    stack-up) what='`hack/stack.sh up`, nothing to change' ;;
+    stack-preview) what='`testbed/stack/stack.sh preview`' ;;
+    stack-up) what='`testbed/stack/stack.sh up`, nothing to change' ;;
     make-preview) what='`make preview` (tools and cluster checked first)' ;;
   esac
   # shellcheck disable=SC2086

@@ -80,7 +80,7 @@ type Config struct {
 	GrafanaPassword  Secret `key:"grafanaPassword"`  // kolotoc:grafanaPassword — secret; required when monitoring is enabled
 	EntrypointTLSKey Secret `key:"entrypointTLSKey"` // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
-	PreviewOf         string            `key:"previewOf"`         // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
+	PreviewOf         string            `key:"previewOf"`         // kolotoc:previewOf — set only on a preview copy (cmd/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
 	Fit               bool              `key:"fit"`               // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
 	Registries        []Registry        `key:"registries"`        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
 	RegistryPasswords map[string]Secret `key:"registryPasswords"` // kolotoc:registryPasswords — secret; registry server → password or token

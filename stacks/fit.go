@@ -12,13 +12,13 @@ import (
 	"kolotoc/components/meta"
 )
 
-// kolotoc:fit marks the throw-away stack `make fit` (hack/fit) deploys to answer "does this
+// kolotoc:fit marks the throw-away stack `make fit` (cmd/fit) deploys to answer "does this
 // environment fit?" on the local cluster. Such a stack must come up whether or not its pods can
 // be scheduled, since a pod that stays Pending is the answer, not a failure: with fit on, every
 // object whose readiness the Kubernetes provider would await gets the provider's
 // pulumi.com/skipAwait annotation. A real stack must never have that, or `pulumi up` would report
 // success for an environment that never became ready; so the key is refused on every cloud but
-// simulated and beside a real pool (whose pods would really run), and only hack/fit writes it,
+// simulated and beside a real pool (whose pods would really run), and only cmd/fit writes it,
 // into its own config file under .kolotoc/fit/ (tests check that no committed stack file sets it).
 
 // SkipAwaitAnnotation makes the Kubernetes provider apply an object without waiting for it to

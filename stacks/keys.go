@@ -7,9 +7,9 @@ import (
 	"kolotoc/components/meta"
 )
 
-// Key is one top-level config key (kolotoc:<Name>) as Pulumi.yaml declares it and the
-// configuration reference (docs/reference/configuration.md) documents it; both are generated
-// from Keys by `go run ./hack/configref`, and a test fails when either disagrees with the code.
+// Key is one top-level config key (kolotoc:<Name>) as Pulumi.yaml declares it and the configuration
+// reference (docs/reference/configuration.md) documents it; both are generated from Keys by `go run
+// ./testbed/checks/configref`, and a test fails when either disagrees with the code.
 type Key struct {
 	Name   string
 	Secret bool // must be set with --secret (secretKeys)

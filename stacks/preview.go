@@ -2,7 +2,7 @@ package stacks
 
 import "strings"
 
-// A preview copy (hack/previewstack) is the stack <name>-preview holding <name>'s state with
+// A preview copy (cmd/previewstack) is the stack <name>-preview holding <name>'s state with
 // every secret replaced, and configuration with throw-away secrets and kolotoc:previewOf: <name>.
 // Pull-request previews run on it, so they never hold what decrypts the stack's secrets (issue 30,
 // docs/operating/ci-previews.md). The program then names everything as <name> does (the
@@ -23,9 +23,9 @@ func previewCopy(raw *Raw, dryRun bool) error {
 	var msg string
 	switch {
 	case strings.ContainsAny(of, "/: "):
-		msg = "not a stack name; allowed: the name of the stack this one is the preview copy of (set by hack/previewstack prepare)"
+		msg = "not a stack name; allowed: the name of the stack this one is the preview copy of (set by cmd/previewstack prepare)"
 	case raw.Stack != of+"-preview":
-		msg = "the preview copy of " + of + " is the stack " + of + "-preview, not " + raw.Stack + "; allowed: set only by hack/previewstack prepare"
+		msg = "the preview copy of " + of + " is the stack " + of + "-preview, not " + raw.Stack + "; allowed: set only by cmd/previewstack prepare"
 	case !dryRun:
 		msg = "this stack is the preview copy of " + of + ": its secrets are throw-away values, so it is never deployed; allowed: pulumi preview only (deploy " + of + " itself)"
 	default:

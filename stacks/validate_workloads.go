@@ -10,7 +10,7 @@ import (
 // Checks the workloads share: what a pool holds (GPU pods, CPU pods), their commands and images.
 
 // LocalImageRegistry names the images the local test bed builds from Debian packages
-// (hack/images.sh); they exist only in the real node's containerd.
+// (testbed/images/images.sh); they exist only in the real node's containerd.
 const LocalImageRegistry = "kolotoc.local"
 
 // validateGPUBudget checks that the GPU pods of all workloads on a pool fit its nodes together,
@@ -125,7 +125,7 @@ func imageTag(ref string) string {
 	return tag
 }
 
-// isLocalImage: an image the local test bed builds (hack/images.sh), tagged by its recipe's
+// isLocalImage: an image the local test bed builds (testbed/images/images.sh), tagged by its recipe's
 // content rather than a version; the recipe says what it holds (its etcd is Debian's 3.4, which
 // serves the v2 API too).
 func isLocalImage(image string) bool {

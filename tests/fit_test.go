@@ -14,7 +14,7 @@ import (
 	"kolotoc/stacks"
 )
 
-// fitLayouts are the stack files `make fit` mirrors, as hack/fit rewrites them: the simulated
+// fitLayouts are the stack files `make fit` mirrors, as cmd/fit rewrites them: the simulated
 // cloud, kolotoc:fit on.
 var fitLayouts = []struct{ name, file string }{
 	{"prod", "../Pulumi.prod.yaml"},

@@ -64,9 +64,9 @@ func (r *recorder) sorted() []registered { return r.Sorted() }
 func (r *recorder) ofType(token string) []registered { return r.OfType(token) }
 
 // simulatedNodes are the Nodes the registered SimulatedNodePools ask the local cluster for, as
-// hack/simpool makes them: <pool>-<i> for i below spec.nodes, each carrying the pool's template and
-// its own hostname label. Each is returned as if registered, with the pool's resource name as its
-// Parent (what depends on the pool waits for its nodes).
+// testbed/cluster/simpool makes them: <pool>-<i> for i below spec.nodes, each carrying the pool's
+// template and its own hostname label. Each is returned as if registered, with the pool's resource
+// name as its Parent (what depends on the pool waits for its nodes).
 func (r *recorder) simulatedNodes() []registered {
 	var out []registered
 	for _, pool := range r.ofType(tPool) {

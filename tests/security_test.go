@@ -880,7 +880,7 @@ func checkMetadataEgress(t *testing.T, id string, in any, pods []podTemplate, ns
 		"::/0":      {"fd00:ec2::23/128", "fd00:ec2::254/128"},
 	}
 	// Besides the address blocks, every pod of the cluster by selector, and nothing else: Cilium
-	// (GKE Dataplane V2, AKS) matches no pod by an ipBlock (hack/flowcheck's cilium mode).
+	// (GKE Dataplane V2, AKS) matches no pod by an ipBlock (testbed/checks/flowcheck's cilium mode).
 	got := map[string][]string{}
 	everyPod := 0
 	peers, _ := get(rules[0], "to").([]any)

@@ -8,7 +8,8 @@
 // runs) and of the floor's `kubectl delete`.
 //
 //	make bench-scale [SIZES=128,1024,4096] [QUEUE=1]
-//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5] [-queue]   (after eval "$(hack/stack.sh env)", cluster up)
+//	go run ./bench/scale [-sizes 128,1024,4096] [-runs 5] [-queue]
+//	    (after eval "$(testbed/stack/stack.sh env)", cluster up)
 //
 // With -queue the stack queues its ring through Kueue (kolotoc:queue type kueue, the local
 // cluster's Kueue): `pulumi up` then does not await the towers (a queued ring may wait for
@@ -19,7 +20,7 @@
 // run's up/floor ratio with their median: on a shared 2-core machine one run's ratio can be off
 // by half either way (the floor alone varies from 1.7 s to 3.5 s at 128 ranks).
 //
-// Each size is a throw-away stack bench-<N> (hack/throwaway: its own backend and passphrase under
+// Each size is a throw-away stack bench-<N> (cmd/throwaway: its own backend and passphrase under
 // .kolotoc/bench/, throw-away secrets) in namespace kolotoc-bench-<N>; it is destroyed before
 // the floor runs, and the floor's objects are deleted afterwards. The log of the last run is
 // .kolotoc/bench/scale.log. Nothing of the project's own stacks is read or changed.
@@ -36,8 +37,8 @@
 //   - destroy: `pulumi destroy --yes`, as `make down` runs it (down to the last Node gone: a
 //     SimulatedNodePool is deleted in the foreground, after its Nodes).
 //
-// The simulated nodes are made by the local cluster's pool controller (hack/simpool) from one
-// SimulatedNodePool object per pool, in the floor as under Pulumi, as a cloud makes a node
+// The simulated nodes are made by the local cluster's pool controller (testbed/cluster/simpool)
+// from one SimulatedNodePool object per pool, in the floor as under Pulumi, as a cloud makes a node
 // pool's nodes: both sides wait for the pools' Ready condition.
 package main
 
@@ -60,9 +61,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/cmd/throwaway"
 	"kolotoc/components/meta"
 	"kolotoc/components/ring"
-	"kolotoc/hack/throwaway"
 )
 
 // gpusPerNode: the simulated machine (a2-highgpu-8g) and the tower (one rank per GPU).
@@ -126,7 +127,7 @@ func run(sizes []int, runs int, out io.Writer) error {
 	}
 	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
 	if kubeconfig == "" {
-		return errors.New("KOLOTOC_KUBECONFIG is not set: run it as `make bench-scale`, or after eval \"$(hack/stack.sh env)\"")
+		return errors.New("KOLOTOC_KUBECONFIG is not set: run it as `make bench-scale`, or after eval \"$(testbed/stack/stack.sh env)\"")
 	}
 	for _, tool := range []string{"pulumi", "kubectl"} {
 		if _, err := exec.LookPath(tool); err != nil {

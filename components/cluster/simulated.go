@@ -1,7 +1,7 @@
-// Package cluster makes the nodes a stack's workloads run on. For `cloud: simulated` each node
-// pool becomes one SimulatedNodePool object in a local cluster (package simapi), whose Nodes the
-// local cluster's pool controller (hack/simpool) makes and kwok keeps Ready; they carry exactly
-// the labels, taints and capacity a cloud pool's nodes would carry, so the same workloads
+// Package cluster makes the nodes a stack's workloads run on. For `cloud: simulated` each node pool
+// becomes one SimulatedNodePool object in a local cluster (package simapi), whose Nodes the local
+// cluster's pool controller (testbed/cluster/simpool) makes and kwok keeps Ready; they carry
+// exactly the labels, taints and capacity a cloud pool's nodes would carry, so the same workloads
 // schedule on them the same way. As on a cloud, the stack registers the pool, not its nodes.
 package cluster
 

@@ -151,7 +151,7 @@ func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
 // pod or a node by an ipBlock (CIDR rules are for "the remote peer [that] is not an endpoint":
 // docs.cilium.io, Layer 3 Policies; AKS: "Network policies cannot use ipBlock to allow access to
 // node or pod IPs"), so without the selector every pod would lose DNS and every in-cluster
-// connection there. hack/flowcheck judges the recorded flows both ways.
+// connection there. testbed/checks/flowcheck judges the recorded flows both ways.
 func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 	if len(a.DenyEgress) == 0 {
 		return nil

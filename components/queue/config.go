@@ -35,7 +35,7 @@ const ElasticExtra = "elastic-extra"
 
 // Kueue's release Kolotoc installs on the clouds and expects elsewhere: its chart (the upstream
 // one, from its OCI registry) and controller image, pinned, the same version the local test bed
-// builds (hack/tools.sh KUEUE_VERSION; a test checks they agree).
+// builds (testbed/tools/tools.sh KUEUE_VERSION; a test checks they agree).
 const (
 	KueueVersion      = "v0.17.0"
 	KueueChart        = "oci://registry.k8s.io/kueue/charts/kueue"

@@ -15,8 +15,8 @@ import (
 )
 
 // The towers' sshd configuration, checked by the real OpenSSH server (Debian's openssh-server,
-// installed by hack/node.sh packages with the test bed's other packages): the configuration each
-// tower runs is valid, and a session on a tower gets the fabric's environment (sshd_config(5),
+// installed by testbed/node/node.sh packages with the test bed's other packages): the configuration
+// each tower runs is valid, and a session on a tower gets the fabric's environment (sshd_config(5),
 // SetEnv), which is how mpirun's and horovodrun's ranks get NCCL's settings. Only loopback is used.
 
 // sshdBinary is Debian's sshd, or the test fails saying how to get it.
@@ -24,7 +24,7 @@ func sshdBinary(t *testing.T) string {
 	t.Helper()
 	const sshd = "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
-		t.Fatalf("no %s: run `hack/node.sh packages` (make unit does) to install openssh-server", sshd)
+		t.Fatalf("no %s: run `testbed/node/node.sh packages` (make unit does) to install openssh-server", sshd)
 	}
 	return sshd
 }

@@ -12,17 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"kolotoc/hack/doccheck"
+	"kolotoc/testbed/checks/doccheck"
 )
 
-// TestDocCommands runs the README's {exec} shell blocks as written, in order, as a new user
-// would: `make up` of the dev stack, the tour's kubectl and pulumi commands, a run started through
-// the committed stack file and hack/stack.sh, a secret of one's own, and the workloads example's
-// `STACK=workloads make up` (hack/doccheck says how blocks are marked; the unit tests check every
-// other block is marked). It runs in a scratch copy of the checkout, so the commands may edit and
-// copy stack files, with its own state and tool links under the copy's .kolotoc; its local
-// cluster and real node are the suite's (links to this checkout's .kolotoc/kwok and node), and
-// its .kolotoc/kubeconfig, the dev stack's default, is the suite's cluster. It holds the real node.
+// TestDocCommands runs the README's {exec} shell blocks as written, in order, as a new user would:
+// `make up` of the dev stack, the tour's kubectl and pulumi commands, a run started through the
+// committed stack file and testbed/stack/stack.sh, a secret of one's own, and the workloads
+// example's `STACK=workloads make up` (testbed/checks/doccheck says how blocks are marked; the unit
+// tests check every other block is marked). It runs in a scratch copy of the checkout, so the
+// commands may edit and copy stack files, with its own state and tool links under the copy's
+// .kolotoc; its local cluster and real node are the suite's (links to this checkout's .kolotoc/kwok
+// and node), and its .kolotoc/kubeconfig, the dev stack's default, is the suite's cluster. It holds
+// the real node.
 func TestDocCommands(t *testing.T) {
 	t.Parallel() // see doc.go
 	kubeconfig, _ := localCluster(t)
@@ -34,8 +35,8 @@ func TestDocCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user's environment, as a new shell has it: no PULUMI_* or KUBECONFIG, and PATH without
-	// this checkout's .kolotoc/bin (the copy links its own tools; hack/tools.sh would otherwise
-	// take this checkout's links for tools found on PATH).
+	// this checkout's .kolotoc/bin (the copy links its own tools; testbed/tools/tools.sh would
+	// otherwise take this checkout's links for tools found on PATH).
 	var env []string
 	ownBin := filepath.Join(repoRoot, ".kolotoc", "bin")
 	for _, kv := range os.Environ() {
@@ -54,10 +55,11 @@ func TestDocCommands(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	// The suite's real node is up already (hack/cluster.sh up started it). The copy's `make up`
-	// must not set it up again: hack/node.sh would rewrite the node's configuration with the
-	// copy's paths and restart its daemons under the other tests' pods, and those paths vanish
-	// with the copy (seen: every sandbox after the test failed on the pause image).
+	// The suite's real node is up already (testbed/cluster/cluster.sh up started it). The copy's
+	// `make up` must not set it up again: testbed/node/node.sh would rewrite the node's
+	// configuration with the copy's paths and restart its daemons under the other tests' pods, and
+	// those paths vanish with the copy (seen: every sandbox after the test failed on the pause
+	// image).
 	env = append(env, "KOLOTOC_REAL_NODE=0")
 	// Whatever happens, the copy's stacks are destroyed; `make down` is not used for that, as it
 	// would stop the suite's cluster once no stack of the copy is left.
@@ -66,7 +68,7 @@ func TestDocCommands(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(copyDir, ".kolotoc", "stacks", st, "effective.yaml")); err != nil {
 				continue
 			}
-			script := `eval "$(hack/stack.sh env)"; pulumi destroy --yes --stack ` + st + ` --config-file .kolotoc/stacks/` + st + `/effective.yaml`
+			script := `eval "$(testbed/stack/stack.sh env)"; pulumi destroy --yes --stack ` + st + ` --config-file .kolotoc/stacks/` + st + `/effective.yaml`
 			if out, err := runBlock(copyDir, env, script, 15*time.Minute); err != nil {
 				t.Errorf("destroying stack %s of the copy: %v\n%s", st, err, tail(out))
 			}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TestFit runs `make fit`'s command (hack/fit) on a stack that fits, examples/gpu-dev, and on one
+// TestFit runs `make fit`'s command (cmd/fit) on a stack that fits, examples/gpu-dev, and on one
 // that does not, testdata/Pulumi.short.yaml (two 8-GPU towers on a pool that starts with one
 // 8-GPU node): the verdict is the exit status, the reason is the scheduler's own, and afterwards
 // nothing of the throw-away stack is left, in the cluster or under .kolotoc/fit/, and the stack
@@ -32,12 +32,12 @@ func TestFit(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "fit")
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./hack/fit")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/fit")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./hack/fit: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/fit: %v\n%s", err, out)
 	}
-	// The program runs through `go run` (hack/fit), whose executable Go caches: link it once here
+	// The program runs through `go run` (cmd/fit), whose executable Go caches: link it once here
 	// rather than in both checks at once. Outside Pulumi it stops at once, with an error.
 	warm := exec.Command("go", "run", ".")
 	warm.Dir = repoRoot

@@ -30,10 +30,10 @@ import (
 // The NetworkPolicies are checked against the traffic itself: while the workloads run on the real
 // node, a flowRecorder records every TCP connection opened in the node's network namespace, whose
 // bridge carries all pod traffic (br_netfilter makes bridged packets pass conntrack there; see
-// hack/node.sh). Each connection is resolved to the pods at its two ends and judged by flowcheck
-// (hack/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of Kolotoc) against
-// every NetworkPolicy in the cluster. Nothing enforces the policies on the local cluster: the
-// verdicts are what a conforming enforcer would do with the same traffic.
+// testbed/node/node.sh). Each connection is resolved to the pods at its two ends and judged by
+// flowcheck (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of
+// Kolotoc) against every NetworkPolicy in the cluster. Nothing enforces the policies on the local
+// cluster: the verdicts are what a conforming enforcer would do with the same traffic.
 
 // conn is one TCP connection as conntrack saw it at its first packet.
 type conn struct {
@@ -84,10 +84,10 @@ func parseConntrack(line string, at time.Time) (conn, bool) {
 	return conn{at: at, src: m[1], dialled: m[2] + ":" + m[3], dst: m[4], port: port, rawEvent: line}, true
 }
 
-// podSubnet reads POD_SUBNET from hack/local.env.
+// podSubnet reads POD_SUBNET from testbed/cluster/local.env.
 func podSubnet(t *testing.T) netip.Prefix {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local.env"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, "testbed", "cluster", "local.env"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +99,13 @@ func podSubnet(t *testing.T) netip.Prefix {
 	}
 	prefix, err := netip.ParsePrefix(vals["POD_SUBNET"])
 	if err != nil {
-		t.Fatalf("hack/local.env: POD_SUBNET %q: %v", vals["POD_SUBNET"], err)
+		t.Fatalf("testbed/cluster/local.env: POD_SUBNET %q: %v", vals["POD_SUBNET"], err)
 	}
 	return prefix.Masked()
 }
 
-// gitDaemonPort is the port of the demo repository's git daemon on the real node (hack/node.sh
-// GIT_PORT), which kolotoc:code of the dev stack clones from.
+// gitDaemonPort is the port of the demo repository's git daemon on the real node
+// (testbed/node/node.sh GIT_PORT), which kolotoc:code of the dev stack clones from.
 const gitDaemonPort = 9418
 
 // recordFlows starts recording; stop it with (*flowRecorder).stop before reading.
@@ -353,7 +353,7 @@ func judge(t *testing.T, s *stack, policies []networkingv1.NetworkPolicy, flows 
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("flowcheck (hack/tools.sh flowcheck builds it): %v: %s", err, stderr.String())
+		t.Fatalf("flowcheck (testbed/tools/tools.sh flowcheck builds it): %v: %s", err, stderr.String())
 	}
 	var v []verdict
 	if err := json.Unmarshal(out, &v); err != nil || len(v) != len(flows) {
@@ -578,7 +578,7 @@ func checkFlows(t *testing.T, s *stack, r *flowRecorder, drop missingAllow, forb
 	})
 
 	report := fmt.Sprintf("# Connections of stack %s, judged against its NetworkPolicies\n\n"+
-		"Recorded by conntrack in the real node's network namespace; judged by hack/flowcheck "+
+		"Recorded by conntrack in the real node's network namespace; judged by testbed/checks/flowcheck "+
 		"(cyclonus's matcher). %d connections from the node itself (the kubelet's probes), which "+
 		"NetworkPolicy always allows, are not listed; `kubectl exec` and `port-forward` enter the pods "+
 		"through the kubelet and make no pod-network connection.\n\n%s", s.name, fromNode, table)

@@ -53,8 +53,8 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// defaultCluster is the cluster hack/cluster.sh starts when KOLOTOC_CLUSTER is unset: the one
-// `make up` deploys to.
+// defaultCluster is the cluster testbed/cluster/cluster.sh starts when KOLOTOC_CLUSTER is unset:
+// the one `make up` deploys to.
 const defaultCluster = "kolotoc"
 
 // clusterName is the local cluster the suite runs on (KOLOTOC_CLUSTER, which make e2e sets).
@@ -65,7 +65,7 @@ func clusterName() string {
 	return defaultCluster
 }
 
-// clusterNetns is the network namespace the cluster lives in (hack/cluster.sh).
+// clusterNetns is the network namespace the cluster lives in (testbed/cluster/cluster.sh).
 func clusterNetns() string { return "/run/netns/kolotoc-" + clusterName() }
 
 // localCluster is the local cluster's kubeconfig (KOLOTOC_KUBECONFIG, which make e2e sets) and
@@ -128,9 +128,9 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		"PULUMI_GO_USE_RUN=true",
 	)
 	// The Kubernetes provider goes into this PULUMI_HOME's plugin cache, not on PATH, where the
-	// CLI would warn about it on every command (hack/tools.sh).
-	if out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "--install-plugins", filepath.Join(dir, "home")).CombinedOutput(); err != nil {
-		t.Fatalf("hack/tools.sh --install-plugins: %v\n%s", err, out)
+	// CLI would warn about it on every command (testbed/tools/tools.sh).
+	if out, err := exec.Command(filepath.Join(repoRoot, "testbed", "tools", "tools.sh"), "--install-plugins", filepath.Join(dir, "home")).CombinedOutput(); err != nil {
+		t.Fatalf("testbed/tools/tools.sh --install-plugins: %v\n%s", err, out)
 	}
 	var err error
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -265,7 +265,7 @@ func (s *stack) run(stdin string, args ...string) result {
 // pluginWarnings are what the CLI prints when a plugin comes from PATH ("using
 // pulumi-resource-kubernetes from $PATH at …") or is older than the SDK the program links
 // ("resource plugin kubernetes is expected to have version >=…"): on every command, to every
-// user, unless the test bed installs the plugins as hack/tools.sh does.
+// user, unless the test bed installs the plugins as testbed/tools/tools.sh does.
 var pluginWarnings = []string{"from $PATH at", "is expected to have version"}
 
 func assertNoPluginWarnings(t *testing.T, what, output string) {

@@ -90,8 +90,8 @@ func newPendingStack(t *testing.T, kube *kubernetes.Clientset, kubeconfig, ns, n
 	s.env = append(s.env, "PULUMI_BACKEND_URL=file://"+dir, "PULUMI_CONFIG_PASSPHRASE="+randomHex(t, 16),
 		"PULUMI_HOME="+filepath.Join(dir, "home"), "PULUMI_SKIP_UPDATE_CHECK=true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true", "PULUMI_GO_USE_RUN=true")
-	if out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "--install-plugins", filepath.Join(dir, "home")).CombinedOutput(); err != nil {
-		t.Fatalf("hack/tools.sh --install-plugins: %v\n%s", err, out)
+	if out, err := exec.Command(filepath.Join(repoRoot, "testbed", "tools", "tools.sh"), "--install-plugins", filepath.Join(dir, "home")).CombinedOutput(); err != nil {
+		t.Fatalf("testbed/tools/tools.sh --install-plugins: %v\n%s", err, out)
 	}
 	configFile := filepath.Join(pendingProject, "Pulumi."+name+".yaml")
 	t.Cleanup(func() { os.Remove(configFile) })

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// assertPreviewCopy runs the CI preview's identity split for real (hack/previewstack, the deploy
+// assertPreviewCopy runs the CI preview's identity split for real (cmd/previewstack, the deploy
 // and preview workflows): the deploy side copies the stack into <stack>-preview with every secret
 // replaced and a passphrase of its own; the preview side, holding only that passphrase, writes
 // the copy's config from the stack file with throw-away secrets and previews it. The preview must
@@ -23,10 +23,10 @@ func (s *stack) assertPreviewCopy(t *testing.T) {
 	t.Helper()
 	copyName := s.name + "-preview"
 	tool := filepath.Join(t.TempDir(), "previewstack")
-	build := exec.Command("go", "build", "-o", tool, "./hack/previewstack")
+	build := exec.Command("go", "build", "-o", tool, "./cmd/previewstack")
 	build.Dir = repoRoot
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./hack/previewstack: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/previewstack: %v\n%s", err, out)
 	}
 	copyPass := randomHex(t, 16)
 	copyFile := filepath.Join(repoRoot, "Pulumi."+copyName+".yaml")
@@ -82,7 +82,7 @@ func (s *stack) assertPreviewCopy(t *testing.T) {
 	// the seed) show as changing (replaced: Kolotoc's Secrets are immutable), and the local
 	// cluster's kubeconfig carries a client certificate, which the copy drops, so the Kubernetes
 	// provider shows an update (a cloud's exec-plugin kubeconfig holds none and stays the same:
-	// hack/previewstack's tests). Nothing is renamed, created or deleted.
+	// cmd/previewstack's tests). Nothing is renamed, created or deleted.
 	var changed []string
 	for _, st := range p.Steps {
 		if st.Op == "same" {

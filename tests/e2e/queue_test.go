@@ -17,19 +17,19 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestQueueGangAdmission: two stacks on simulated GPU pools share one Kueue ClusterQueue (the
-// real Kueue, run by hack/cluster.sh). Stack A's ring (2 towers × 8 GPUs and its launcher) takes
-// the whole quota of 16 GPUs, which A's ClusterQueue derives from A's pools; stack B names A's
-// ClusterQueue (queue.clusterQueue), and its ring does not fit beside A's. B's `pulumi up` ends
-// (its towers are not awaited), and B's ring is held as one unit: every pod of it gated, none
-// bound to a node, A's pods untouched. When A's run ends with onSuccess: release (the launcher's
-// release account scales A's towers to zero), A's pod group is finished, B is admitted, and B's
-// launcher succeeds.
+// TestQueueGangAdmission: two stacks on simulated GPU pools share one Kueue ClusterQueue (the real
+// Kueue, run by testbed/cluster/cluster.sh). Stack A's ring (2 towers × 8 GPUs and its launcher)
+// takes the whole quota of 16 GPUs, which A's ClusterQueue derives from A's pools; stack B names
+// A's ClusterQueue (queue.clusterQueue), and its ring does not fit beside A's. B's `pulumi up` ends
+// (its towers are not awaited), and B's ring is held as one unit: every pod of it gated, none bound
+// to a node, A's pods untouched. When A's run ends with onSuccess: release (the launcher's release
+// account scales A's towers to zero), A's pod group is finished, B is admitted, and B's launcher
+// succeeds.
 //
-// On kwok nodes nothing runs: a Job's pod succeeds as soon as it runs (hack/kwokctl.yaml's
-// pod-complete stage), so the launcher's release step, a scale of the towers to zero by the
-// launcher's own account, is done here with that account (impersonated), as the launcher's
-// release.py does it. TestQueueRealNode runs the whole ring for real.
+// On kwok nodes nothing runs: a Job's pod succeeds as soon as it runs
+// (testbed/cluster/kwokctl.yaml's pod-complete stage), so the launcher's release step, a scale of
+// the towers to zero by the launcher's own account, is done here with that account (impersonated),
+// as the launcher's release.py does it. TestQueueRealNode runs the whole ring for real.
 func TestQueueGangAdmission(t *testing.T) {
 	suffix := randomHex(t, 3)
 	quiet := map[string]any{

@@ -32,7 +32,7 @@ import (
 	"kolotoc/components/meta"
 )
 
-// realNode is the local cluster's real node (hack/node.sh) and the label real pools select.
+// realNode is the local cluster's real node (testbed/node/node.sh) and the label real pools select.
 const (
 	realNode      = "kolotoc-node"
 	realNodeLabel = "kolotoc.dev/real-node"
@@ -662,12 +662,12 @@ func TestHostNetworkTowersRunForReal(t *testing.T) {
 	t.Logf("launcher over a host-network tower at %s: %s", nodeIP, m[0])
 }
 
-// localImage is the reference of a local image (hack/images.sh), as the real node has it.
+// localImage is the reference of a local image (testbed/images/images.sh), as the real node has it.
 func localImage(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot, "hack", "images.sh"), "ref", name).Output()
+	out, err := exec.Command(filepath.Join(repoRoot, "testbed", "images", "images.sh"), "ref", name).Output()
 	if err != nil {
-		t.Fatalf("hack/images.sh ref %s: %v", name, err)
+		t.Fatalf("testbed/images/images.sh ref %s: %v", name, err)
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -693,7 +693,7 @@ func requireRealNode(t *testing.T, s *stack) {
 	t.Helper()
 	n, err := s.kube.CoreV1().Nodes().Get(context.Background(), realNode, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the local cluster has no real node %s (hack/node.sh up): %v", realNode, err)
+		t.Fatalf("the local cluster has no real node %s (testbed/node/node.sh up): %v", realNode, err)
 	}
 	if n.Labels[realNodeLabel] != "true" {
 		t.Fatalf("node %s lacks the label %s=true", realNode, realNodeLabel)

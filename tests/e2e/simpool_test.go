@@ -20,11 +20,11 @@ import (
 	"kolotoc/components/cluster/simapi"
 )
 
-// TestSimulatedNodePool: the local cluster's pool controller (hack/simpool, started by
-// hack/cluster.sh) does what the simulated cloud's stacks rely on, on the real API server with
-// kwok: a pool's Nodes are made with its shape and reported Ready at its generation; a shape
-// change re-applies the same Nodes (not new ones); scaling down removes the highest; a Node the
-// stack registered itself before pools existed is adopted, and made again at once when the old
+// TestSimulatedNodePool: the local cluster's pool controller (testbed/cluster/simpool, started by
+// testbed/cluster/cluster.sh) does what the simulated cloud's stacks rely on, on the real API
+// server with kwok: a pool's Nodes are made with its shape and reported Ready at its generation; a
+// shape change re-applies the same Nodes (not new ones); scaling down removes the highest; a Node
+// the stack registered itself before pools existed is adopted, and made again at once when the old
 // Node resource's deletion removes it, so that the pod on it survives (the migration of stacks
 // deployed before pools); a foreground delete of the pool deletes its Nodes first.
 func TestSimulatedNodePool(t *testing.T) {

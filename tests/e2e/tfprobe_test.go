@@ -13,7 +13,7 @@ import (
 )
 
 // TestTFClusterProbeRunsForReal runs the TensorFlow cluster (kolotoc:tfcluster) on the real node.
-// Debian has no TensorFlow, so every task runs Kolotoc's TensorFlow probe (hack/images/tfprobe),
+// Debian has no TensorFlow, so every task runs Kolotoc's TensorFlow probe (testbed/images/tfprobe),
 // which reads TF_CONFIG as tf.distribute does, serves its own gRPC port and dials every other
 // task of the cluster spec, checking that the task answering is the one the spec names there.
 // It proves the cluster spec, the task types and indexes, the names, the ports and the

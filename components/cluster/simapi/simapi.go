@@ -1,12 +1,13 @@
 // Package simapi is the contract between the simulated cloud's stacks and the local cluster's
-// node-pool controller (hack/simpool): the SimulatedNodePool kind and the annotations and labels
-// both sides read. It has no dependencies, so that the controller does not link the Pulumi SDK.
+// node-pool controller (testbed/cluster/simpool): the SimulatedNodePool kind and the annotations
+// and labels both sides read. It has no dependencies, so that the controller does not link the
+// Pulumi SDK.
 //
 // A SimulatedNodePool is what a cloud's node pool is (a GKE node pool, an EKS node group, an AKS
-// agent pool): one object that says how many nodes of which shape; the nodes come from the
-// cloud, not from the deployment tool. On the local cluster hack/simpool plays the cloud: it makes
-// the pool's Nodes, <pool name>-0 … <pool name>-<n-1>, owned by the pool, and reports the pool
-// Ready once that many exist at the pool's generation and kwok reports them Ready.
+// agent pool): one object that says how many nodes of which shape; the nodes come from the cloud,
+// not from the deployment tool. On the local cluster testbed/cluster/simpool plays the cloud: it
+// makes the pool's Nodes, <pool name>-0 … <pool name>-<n-1>, owned by the pool, and reports the
+// pool Ready once that many exist at the pool's generation and kwok reports them Ready.
 package simapi
 
 import "strconv"
@@ -31,10 +32,10 @@ const (
 	// KwokNodeAnnotation hands a Node to the kwok controller, which then plays its kubelet:
 	// keeps it Ready and marks the pods scheduled on it Running.
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
-	// CapacityAnnotation carries the node's capacity as a JSON map of resource name to quantity.
-	// A Node's status is the kubelet's; the local cluster's kwok node stage (hack/kwokctl.yaml)
-	// copies this annotation into status.capacity and status.allocatable, as a kubelet would
-	// report its hardware.
+	// CapacityAnnotation carries the node's capacity as a JSON map of resource name to quantity. A
+	// Node's status is the kubelet's; the local cluster's kwok node stage
+	// (testbed/cluster/kwokctl.yaml) copies this annotation into status.capacity and
+	// status.allocatable, as a kubelet would report its hardware.
 	CapacityAnnotation = "kolotoc.dev/simulated-capacity"
 	// ReadyCondition is the pool's condition that says all its nodes exist and are Ready.
 	ReadyCondition = "Ready"

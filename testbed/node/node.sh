@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# The local cluster's real node: kubelet and kube-proxy (v1.36.3, built with the control plane),
+# Debian's containerd + runc and CNI plugins, and CoreDNS as the cluster DNS. CPU pods of stacks
+# whose pools say `real: true` run here for real; GPU shapes stay on kwok's simulated nodes.
+#
+# testbed/node/node.sh COMMAND:
+#   up        start the node (after testbed/cluster/cluster.sh up), import the local images, wait
+#             until the Node is Ready
+#   down      stop every process of the node, its containers, mounts and cgroups
+#   status    exit 0 when the node's processes run, 1 otherwise
+#   packages  install the Debian packages the node needs (apt; once per machine)
+#
+# Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh
+# creates it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods'
+# bridge and veths live in it, and it has no route anywhere else: pods reach the node, the control
+# plane, one another and nothing outside. The processes enter the namespace with nsenter(1), which
+# keeps the machine's mount namespace (kubelet's volume mounts must be visible to containerd);
+# `down` unmounts what they leave behind. Node processes and every container are kept in cgroups of
+# the node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
+# `down` finds every process to stop and every cgroup to remove.
+#
+# Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh.
+set -euo pipefail
+
+log_tag=node
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# name, netns, netns_path, cluster_dir; the addresses NODE_IP, POD_SUBNET, SERVICE_CIDR
+cluster_env
+node_dir=$root/.kolotoc/node/$name
+logs=$node_dir/logs  # named when a wait times out
+# Sockets and containerd's state: short paths (a unix socket path has at most 107 bytes).
+run_dir=/run/kolotoc-$name
+# containerd's root (content store and unpacked image layers) outlives the cluster: importing the
+# images again on every `up` would cost a minute. Only unmounted snapshots live there.
+# One per cluster: two containerds cannot share a root (its metadata database is locked), and
+# make test's cluster (e2e) runs beside the user's (kolotoc).
+containerd_root=$cache_dir/containerd-root
+[ "$name" = kolotoc ] || containerd_root=$cache_dir/containerd-root-$name
+
+# The node's name and the label that real-node pools select (components/meta).
+NODE_NAME=kolotoc-node
+REAL_NODE_LABEL=kolotoc.dev/real-node
+BRIDGE=kolotoc0
+# Ports inside the namespace.
+KUBELET_PORT=10250
+KUBELET_HEALTHZ_PORT=10248
+PROXY_HEALTHZ_PORT=10256
+COREDNS_HEALTH_PORT=8080
+COREDNS_READY_PORT=8181
+GIT_PORT=9418 # git daemon's port: the demo repository of kolotoc:code
+# Cgroups: the node's daemons (containerd and its shims) and kubelet's root for the pods.
+DAEMON_CGROUP=kolotoc-$name-node
+POD_CGROUP_ROOT=kolotoc-$name
+# Seconds to wait for the node to become Ready, for a daemon's socket or health port.
+READY_TIMEOUT=120
+
+# The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins, the
+# packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
+# mmdebstrap, which builds the local images (testbed/images/images.sh), jq, with which
+# testbed/stack/stack.sh reads the CLI's JSON (`make down` keeps a cluster other stacks still use),
+# and openssh-server, whose sshd the ring's tests run on loopback with the towers' own configuration
+# (components/ring/sshd_test.go; its service is never started, as for every package here).
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq openssh-server)
+
+in_ns() { nsenter --net="$netns_path" -- "$@"; }
+
+cmd_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  [ "$(id -u)" = 0 ] || die "the real node needs root (containers, network namespaces, cgroups); missing packages: ${missing[*]}"
+  log "installing Debian packages: ${missing[*]}"
+  # Debian's containerd package would start a containerd of its own in the machine's namespaces:
+  # forbid service starts during the install (policy-rc.d), unless the machine already does.
+  local policy=/usr/sbin/policy-rc.d made_policy=false
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=true
+  fi
+  local rc=0
+  { apt-get update -qq -o DPkg::Lock::Timeout=600 &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"; } \
+    >"${TMPDIR:-/tmp}/kolotoc-apt.log" 2>&1 || rc=$?
+  if $made_policy; then rm -f "$policy"; fi
+  [ $rc = 0 ] || { tail -n 20 "${TMPDIR:-/tmp}/kolotoc-apt.log" >&2; die "apt-get install failed"; }
+}
+
+# ---- configuration files ---------------------------------------------------------------------
+
+# put FILE DAEMON...: writes stdin to node_dir/FILE when its content differs, and then restarts
+# the running DAEMONs that read it. An unchanged file is left alone: kube-proxy exits when its
+# configuration file is written, even with the same content.
+put() {
+  local file=$node_dir/$1 tmp d; shift
+  tmp=$(mktemp "$file.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$file"; then rm -f "$tmp"; return 0; fi
+  mv "$tmp" "$file"
+  for d in "$@"; do
+    if alive "$d"; then log "$(basename "$file") changed: restarting $d"; stop "$d"; fi
+  done
+}
+
+write_configs() {
+  local pause_ref=$1
+  mkdir -p "$node_dir"/{cni,kubelet,logs,pod-logs,ipam} "$run_dir" "$containerd_root"
+  (umask 077 && put kubeconfig kubelet kube-proxy coredns <"$cluster_dir/kubeconfig.yaml")
+  put containerd.toml containerd <<EOF
+# containerd of the local real node (testbed/node/node.sh). Everything under the node's own paths.
+version = 2
+root = "$containerd_root"
+state = "$run_dir/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$run_dir/containerd.sock"
+[ttrpc]
+  address = "$run_dir/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  # Local images only: the pause image is built here (testbed/images/images.sh); registries are
+  # unreachable.
+  sandbox_image = "$pause_ref"
+  # Processes here lack CAP_SYS_RESOURCE: without this, runc fails every sandbox while trying
+  # to lower oom_score_adj below containerd's own.
+  restrict_oom_score_adj = true
+  # Pod network namespaces are pinned under the state dir, not the machine's /run/netns.
+  netns_mounts_under_state_dir = true
+  # exec / attach / port-forward: served inside the namespace, reached by the kubelet only.
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$node_dir/cni"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+EOF
+  # One bridge inside the namespace, pods on POD_SUBNET, the bridge as their gateway. No ipMasq:
+  # there is nowhere to masquerade to.
+  put cni/10-kolotoc.conflist <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "kolotoc",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$node_dir/ipam",
+        "ranges": [[{"subnet": "$POD_SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+  # Pods resolve cluster names only: no upstream resolvers leak in from the machine.
+  put resolv.conf kubelet </dev/null
+  put kubelet.yaml kubelet <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $KUBELET_HEALTHZ_PORT
+# The API server presents the cluster's admin certificate (testbed/cluster/kwokctl.yaml); nothing
+# else may use the kubelet's API (pods can reach NODE_IP, but have no certificate of the cluster's
+# CA).
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $cluster_dir/pki/ca.crt}
+authorization: {mode: AlwaysAllow}
+containerRuntimeEndpoint: unix://$run_dir/containerd.sock
+# This kernel has the cgroup v1 hierarchy only; the kubelet refuses it unless told.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$POD_CGROUP_ROOT
+failSwapOn: false
+clusterDNS: [$NODE_IP]
+clusterDomain: cluster.local
+resolvConf: $node_dir/resolv.conf
+podLogsDir: $node_dir/pod-logs
+# The local images are imported, never pulled: image garbage collection must never remove them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# Evict only when the machine is really out of memory or disk (defaults evict at 10% disk free).
+evictionHard: {memory.available: "200Mi", nodefs.available: "1%", imagefs.available: "1%"}
+serializeImagePulls: false
+maxPods: 110
+EOF
+  put kube-proxy.yaml kube-proxy <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $node_dir/kubeconfig}
+hostnameOverride: $NODE_NAME
+mode: iptables
+clusterCIDR: $POD_SUBNET
+healthzBindAddress: 127.0.0.1:$PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:10249
+# conntrack's table size is machine-wide: leave it alone (the namespace's timeouts are its own).
+conntrack: {maxPerCore: 0, min: 0}
+EOF
+  put Corefile coredns <<EOF
+# The cluster DNS: cluster names only (no forward plugin: pods reach nothing outside).
+.:53 {
+    errors
+    health 127.0.0.1:$COREDNS_HEALTH_PORT
+    ready 127.0.0.1:$COREDNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $node_dir/kubeconfig
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+EOF
+}
+
+# ---- processes -------------------------------------------------------------------------------
+
+pidfile() { echo "$node_dir/$1.pid"; }
+# alive NAME: the daemon runs.
+alive() { pid_alive "$(pidfile "$1")"; }
+
+# cgroup_dirs NAME: the v1 hierarchies' directories of a cgroup of ours.
+cgroup_dirs() {
+  local c
+  for c in /sys/fs/cgroup/*/; do
+    case $c in */unified/) continue ;; esac
+    echo "${c%/}/$1"
+  done
+}
+
+# stop NAME: SIGTERM, then wait (10 s at most) until it is gone.
+stop() { stop_pid "$(pidfile "$1")" 10; }
+
+# daemon_cgroups: the cgroups of the node's daemons. pids finds every process to stop (shims and
+# containers of a daemon that died included); memory measures what the node costs.
+daemon_cgroups() { echo "/sys/fs/cgroup/pids/$DAEMON_CGROUP" "/sys/fs/cgroup/memory/$DAEMON_CGROUP"; }
+
+# start NAME CMD...: runs CMD in the namespace, in the daemons' cgroups, in a session of its own,
+# logging to logs/NAME.log. The pid file holds CMD's own pid (setsid and nsenter exec, no fork).
+start() {
+  local what=$1; shift
+  if alive "$what"; then return 0; fi
+  local dirs
+  read -r -a dirs <<<"$(daemon_cgroups)"
+  mkdir -p "${dirs[@]}"
+  (
+    for d in "${dirs[@]}"; do echo "$BASHPID" >"$d/cgroup.procs"; done
+    exec setsid nsenter --net="$netns_path" -- "$@" >>"$node_dir/logs/$what.log" 2>&1 </dev/null
+  ) &
+  echo $! >"$(pidfile "$what")"
+}
+
+# make_pod_cgroup_root: kubelet's cgroupRoot must exist in every hierarchy before it starts (it
+# creates kubepods below it). A new cpuset cgroup starts with no CPUs or memory nodes: copy the
+# parent's.
+make_pod_cgroup_root() {
+  local d
+  for d in $(cgroup_dirs "$POD_CGROUP_ROOT"); do
+    mkdir -p "$d"
+    case $d in
+      */cpuset/*)
+        cat "$(dirname "$d")/cpuset.cpus" >"$d/cpuset.cpus"
+        cat "$(dirname "$d")/cpuset.mems" >"$d/cpuset.mems"
+        ;;
+    esac
+  done
+}
+
+http_ok() { in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$1 && printf 'GET $2 HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3 | grep -q ' 200 '"; }
+
+# kubectl (testbed/lib.sh) reads the cluster's kubeconfig as testbed/cluster/cluster.sh writes it:
+# KOLOTOC_KUBECONFIG names it for a cluster other than the default (make test's e2e), whose node
+# must be the one checked.
+node_ready() {
+  [ "$(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# serve_code: the demo repository (testbed/node/demo-code, one commit on branch main, the same
+# commit id on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for
+# kolotoc:code. git daemon runs as nobody, inside the namespace, on the node's address: pods reach
+# it, nothing outside does.
+serve_code() {
+  local git_dir=$run_dir/git work
+  rm -rf "$git_dir"
+  mkdir -p "$git_dir"
+  work=$(mktemp -d)
+  cp -a "$testbed/node/demo-code/." "$work/"
+  (
+    cd "$work"
+    export GIT_AUTHOR_NAME=Kolotoc GIT_AUTHOR_EMAIL=testbed@kolotoc.invalid GIT_AUTHOR_DATE=2026-01-01T00:00:00Z
+    export GIT_COMMITTER_NAME=Kolotoc GIT_COMMITTER_EMAIL=testbed@kolotoc.invalid GIT_COMMITTER_DATE=2026-01-01T00:00:00Z
+    git init -q -b main .
+    git add -A
+    git -c commit.gpgsign=false commit -q -m "Kolotoc demo code (testbed/node/demo-code)"
+  )
+  git clone -q --bare "$work" "$git_dir/demo.git"
+  rm -rf "$work"
+  chown -R nobody:nogroup "$git_dir"
+  start git-daemon env HOME="$git_dir" git daemon --reuseaddr --export-all --user=nobody --group=nogroup \
+    --base-path="$git_dir" --listen="$NODE_IP" --port="$GIT_PORT" --informative-errors
+  wait_for 30 "git daemon on $NODE_IP:$GIT_PORT" in_ns bash -c "exec 3<>/dev/tcp/$NODE_IP/$GIT_PORT"
+}
+
+cmd_up() {
+  local start_ms
+  start_ms=$(now_ms)
+  [ -e "$netns_path" ] || die "network namespace $netns is missing: run 'testbed/cluster/cluster.sh up' first"
+  [ -f "$cluster_dir/kubeconfig.yaml" ] || die "cluster $name has no kubeconfig: run 'testbed/cluster/cluster.sh up' first"
+  cmd_packages
+  # Leftovers of a node whose processes were killed (a session or machine that stopped without
+  # `down`): clear them before starting anew.
+  if ! alive containerd && ! alive kubelet && { [ -d "$run_dir" ] || [ -d "/sys/fs/cgroup/pids/$POD_CGROUP_ROOT" ]; }; then
+    log "clearing what a previous node left behind (its processes are gone)"
+    cmd_down
+  fi
+  kubectl_bin=$(tool kubectl)
+  local kubelet kube_proxy coredns
+  kubelet=$(tool kubelet)
+  kube_proxy=$(tool kube-proxy)
+  coredns=$(tool coredns)
+  "$testbed/images/images.sh" build
+  write_configs "$("$testbed/images/images.sh" ref pause)"
+  # Forwarding and bridged traffic through iptables (kube-proxy's ClusterIPs between pods on one
+  # bridge): both settings are the namespace's own.
+  in_ns sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+  start containerd containerd --config "$node_dir/containerd.toml"
+  wait_for 30 "containerd's socket" test -S "$run_dir/containerd.sock"
+  wait_for 30 "containerd to serve" ctr --address "$run_dir/containerd.sock" version
+  "$testbed/images/images.sh" import "$run_dir/containerd.sock"
+  start coredns "$coredns" -conf "$node_dir/Corefile"
+  make_pod_cgroup_root
+  start kubelet "$kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubeconfig" \
+    --root-dir "$node_dir/kubelet" --cert-dir "$node_dir/kubelet/pki" \
+    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$REAL_NODE_LABEL=true" --v=1
+  start kube-proxy "$kube_proxy" --config "$node_dir/kube-proxy.yaml"
+  serve_code
+  wait_for "$READY_TIMEOUT" "CoreDNS to be ready" http_ok "$COREDNS_READY_PORT" /ready
+  wait_for "$READY_TIMEOUT" "node $NODE_NAME to be Ready" node_ready
+  # kube-proxy reports healthy once its Node exists and its rules are in place.
+  wait_for "$READY_TIMEOUT" "kube-proxy's healthz" http_ok "$PROXY_HEALTHZ_PORT" /healthz
+  log "node $NODE_NAME ready in $(secs $(($(now_ms) - start_ms))) s (kubelet, kube-proxy, containerd, CoreDNS in netns $netns; node IP $NODE_IP, pods $POD_SUBNET)"
+}
+
+# kill_cgroup NAME: SIGKILL every process of one of our cgroups (and its children cgroups).
+kill_cgroup() {
+  local pids
+  for _ in 1 2 3 4 5; do
+    # find's paths are cgroup directories of ours, without spaces: split on purpose.
+    # shellcheck disable=SC2046,SC2002 # cat of several files
+    pids=$(cat $(find /sys/fs/cgroup/pids/"$1" -name cgroup.procs 2>/dev/null) 2>/dev/null | sort -u || true)
+    [ -n "$pids" ] || return 0
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null || true
+    sleep 0.2
+  done
+}
+
+cmd_down() {
+  local p
+  # The daemons first (gracefully: kubelet and containerd end their work), then whatever is left
+  # in our cgroups: shims and containers.
+  for p in kube-proxy kubelet coredns containerd; do
+    if alive "$p"; then kill -TERM "$(cat "$(pidfile "$p")")" 2>/dev/null || true; fi
+  done
+  for _ in $(seq 1 30); do
+    alive kubelet || alive containerd || alive kube-proxy || alive coredns || break
+    sleep 0.2
+  done
+  kill_cgroup "$POD_CGROUP_ROOT"
+  kill_cgroup "$DAEMON_CGROUP"
+  rm -f "$node_dir"/*.pid
+  # Mounts left by containers, volumes and pinned pod namespaces: deepest first.
+  local m
+  # Mount points of ours have no spaces (our own directories): one word each.
+  # shellcheck disable=SC2013
+  for m in $(awk '{print $5}' /proc/self/mountinfo | grep -E "^($node_dir|$run_dir|$containerd_root)(/|$)" | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  # Cgroups, children before parents.
+  local dirs
+  for m in $(cgroup_dirs "$POD_CGROUP_ROOT") $(daemon_cgroups); do
+    [ -d "$m" ] || continue
+    dirs=$(find "$m" -depth -type d 2>/dev/null || true)
+    # shellcheck disable=SC2086
+    [ -z "$dirs" ] || rmdir $dirs 2>/dev/null || true
+  done
+  rm -rf "$run_dir" "$node_dir"
+  local left
+  left=$(awk '{print $5}' /proc/self/mountinfo | grep -cE "^($node_dir|$run_dir|$containerd_root)(/|$)" || true)
+  [ "$left" = 0 ] || die "$left mount(s) of the node are still mounted"
+  for m in $(cgroup_dirs "$POD_CGROUP_ROOT") $(daemon_cgroups); do
+    [ ! -d "$m" ] || die "cgroup $m is still there"
+  done
+}
+
+cmd_status() {
+  local p ok=0
+  for p in containerd coredns kubelet kube-proxy; do
+    if alive "$p"; then log "$p: running (pid $(cat "$(pidfile "$p")"))"; else log "$p: not running"; ok=1; fi
+  done
+  return $ok
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  packages) cmd_packages ;;
+  *) echo "usage: $0 up|down|status|packages" >&2; exit 2 ;;
+esac

@@ -1,0 +1,169 @@
+package stack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakePulumi plays the CLI for testbed/stack/stack.sh: like the real one it needs Pulumi.yaml in
+// its working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
+const fakePulumi = `#!/usr/bin/env bash
+echo "pulumi $*" >>"$FAKE_LOG"
+[ -f Pulumi.yaml ] || { echo "error: no Pulumi.yaml project file found" >&2; exit 255; }
+case "$1 $2" in
+  "stack ls") [ -z "${FAKE_LS_FAIL:-}" ] || exit 1; printf '%s\n' "$FAKE_STACKS" ;;
+  "config get") echo 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ;;
+esac
+exit 0
+`
+
+// fakeTools plays testbed/tools/tools.sh: it records its calls (the stack installs the provider
+// plugin into its PULUMI_HOME before running pulumi) and succeeds.
+const fakeTools = `#!/usr/bin/env bash
+echo "tools $*" >>"$FAKE_LOG"
+exit 0
+`
+
+// fakeCluster plays testbed/cluster/cluster.sh: it records its calls; the cluster runs (status 0).
+const fakeCluster = `#!/usr/bin/env bash
+echo "cluster $*" >>"$FAKE_LOG"
+exit 0
+`
+
+// fakeCheckout writes a checkout under root in which stack.sh (with the test bed's lib.sh) runs
+// against fakePulumi, fakeTools and fakeCluster, plus the extra files (paths relative to root,
+// or absolute).
+func fakeCheckout(t *testing.T, root string, extra map[string]string) {
+	t.Helper()
+	files := map[string]string{
+		"testbed/cluster/cluster.sh": fakeCluster,
+		"testbed/tools/tools.sh":     fakeTools,
+		".kolotoc/bin/pulumi":        fakePulumi,
+		"Pulumi.yaml":                "name: kolotoc\nruntime: go\n",
+	}
+	for path, src := range map[string]string{"testbed/stack/stack.sh": "stack.sh", "testbed/lib.sh": "../lib.sh"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = string(b)
+	}
+	for path, content := range extra {
+		files[path] = content
+	}
+	for path, content := range files {
+		p := path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, path)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDownKeepsSharedCluster: `make down` (testbed/stack/stack.sh down) destroys its stack and
+// deletes the local cluster only when no other stack still has resources in it, wherever it is run
+// from; when it cannot tell (the stack list fails), the cluster stays.
+func TestDownKeepsSharedCluster(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatal("jq is not installed: testbed/stack/stack.sh needs it; `make unit` installs it (testbed/node/node.sh packages)")
+	}
+	for _, tc := range []struct {
+		name, stacks string
+		lsFails      bool
+		wantDown     bool
+	}{
+		{name: "another stack deployed", stacks: `[{"name":"dev","resourceCount":0},{"name":"e2e-shape","resourceCount":12}]`},
+		{name: "only empty stacks left", stacks: `[{"name":"dev","resourceCount":0},{"name":"old"}]`, wantDown: true},
+		{name: "the stack list fails", lsFails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			fakeCheckout(t, root, nil)
+			log := filepath.Join(root, "calls.log")
+			cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "down")
+			cmd.Dir = t.TempDir() // not the checkout: the script must find its project itself
+			cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS="+tc.stacks, "KOLOTOC_KUBECONFIG=")
+			if tc.lsFails {
+				cmd.Env = append(cmd.Env, "FAKE_LS_FAIL=1")
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("stack.sh down: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(log)
+			calls := string(b)
+			if !strings.Contains(calls, "pulumi destroy --yes --stack dev") {
+				t.Errorf("the stack was not destroyed; calls:\n%s\noutput:\n%s", calls, out)
+			}
+			if down := strings.Contains(calls, "cluster down"); down != tc.wantDown {
+				t.Errorf("cluster deleted: %v, want %v; calls:\n%s\noutput:\n%s", down, tc.wantDown, calls, out)
+			}
+			if !tc.wantDown && !strings.Contains(string(out), "keeping the local cluster") {
+				t.Errorf("does not say it keeps the cluster:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestPreviewReusesPreparedConfig: a second `testbed/stack/stack.sh preview` with nothing changed
+// makes one Pulumi CLI call, the preview itself: the stack's effective config is rebuilt (five CLI
+// calls, about 3 s of every preview and up) only when the committed stack file or the secrets file
+// changed, or the stack is gone from the state.
+func TestPreviewReusesPreparedConfig(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json")
+	fakeCheckout(t, root, map[string]string{
+		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
+		".kolotoc/passphrase": "test-passphrase",
+		state:                 "{}",
+	})
+	log := filepath.Join(root, "calls.log")
+	preview := func() []string {
+		t.Helper()
+		_ = os.Remove(log)
+		cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "preview")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "KOLOTOC_KUBECONFIG=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("stack.sh preview: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(log)
+		var calls []string // of pulumi (testbed/tools/tools.sh's plugin install is not a pulumi call)
+		for _, c := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.HasPrefix(c, "pulumi ") {
+				calls = append(calls, c)
+			}
+		}
+		return calls
+	}
+	full := func(calls []string) bool {
+		return len(calls) > 1 && strings.Contains(strings.Join(calls, "\n"), "config set-all")
+	}
+
+	if calls := preview(); !full(calls) {
+		t.Fatalf("first preview did not prepare the stack: %v", calls)
+	}
+	if calls := preview(); len(calls) != 1 || !strings.HasPrefix(calls[0], "pulumi preview") {
+		t.Errorf("second preview with nothing changed: %v, want the preview alone", calls)
+	}
+	if err := os.WriteFile(filepath.Join(root, "Pulumi.dev.yaml"), []byte("config:\n  kolotoc:cloud: simulated\n  kolotoc:suspend: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if calls := preview(); !full(calls) {
+		t.Errorf("a changed stack file did not rebuild the effective config: %v", calls)
+	}
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	if calls := preview(); !full(calls) {
+		t.Errorf("a stack gone from the state did not prepare it again: %v", calls)
+	}
+}

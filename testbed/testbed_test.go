@@ -1,0 +1,128 @@
+// Package testbed holds the tests that span the test bed's scripts (testbed/*/*.sh, testbed/lib.sh)
+// and the Makefile that runs them; each script's own tests sit beside it.
+package testbed
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestE2ERunsOnAClusterOfItsOwn: `make up` leaves the dev stack running on the default local
+// cluster, where it holds most of the real node's two CPUs; `make test` after it (the README's
+// order) timed out with the suite's pods "Insufficient cpu". The suite runs on a cluster of its
+// own: every command of `make e2e` and `make test` that starts, names or uses a cluster must say
+// which, and not the default one.
+func TestE2ERunsOnAClusterOfItsOwn(t *testing.T) {
+	// make -n prints e2e's commands without running them. (Not `make -n test`: make runs a
+	// recipe line holding $(MAKE) even under -n, and test's starts a cluster.)
+	out, err := exec.Command("make", "-C", "..", "-n", "--no-print-directory", "e2e").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n e2e: %v\n%s", err, out)
+	}
+	uses := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, "testbed/cluster/cluster.sh") && !strings.Contains(line, "go test -tags e2e") {
+			continue
+		}
+		uses++
+		if c := clusterOf(line); c == "" || c == "kolotoc" {
+			t.Errorf("make e2e runs %q on the default cluster, the one make up deploys to", line)
+		}
+	}
+	if uses == 0 {
+		t.Errorf("make -n e2e starts no cluster and runs no e2e suite:\n%s", out)
+	}
+	// make test wraps make e2e in `testbed/cluster/cluster.sh with`, which must put back the same
+	// cluster.
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := regexp.MustCompile(`(?m)^\t(.*)testbed/cluster/cluster\.sh with .*\be2e$`).FindSubmatch(makefile)
+	if with == nil {
+		t.Fatal("make test does not run make e2e under testbed/cluster/cluster.sh with")
+	}
+	if !strings.Contains(string(with[1]), "$(E2E_CLUSTER)") {
+		t.Errorf("make test runs `testbed/cluster/cluster.sh with` without $(E2E_CLUSTER): it would start, and then put back, the default cluster")
+	}
+}
+
+// clusterOf is the KOLOTOC_CLUSTER a shell line sets, or "".
+func clusterOf(line string) string {
+	if m := regexp.MustCompile(`KOLOTOC_CLUSTER=(\S+)`).FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// TestScriptsUseTheClustersKubeconfig: every script that talks to the local cluster takes its
+// kubeconfig from KOLOTOC_KUBECONFIG, defaulting to .kolotoc/kubeconfig. testbed/node/node.sh read
+// the default cluster's file directly: beside a running default cluster it checked that cluster's
+// node and passed by accident; in a fresh clone (CI) make test's cluster never came up ("timed out
+// waiting for node kolotoc-node to be Ready").
+func TestScriptsUseTheClustersKubeconfig(t *testing.T) {
+	scripts := scripts(t)
+	fixed := regexp.MustCompile(`\.kolotoc/kubeconfig\b`)
+	allowed := regexp.MustCompile(`\$\{KOLOTOC_KUBECONFIG:-[^}]*\.kolotoc/kubeconfig\}`)
+	for _, name := range scripts {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			if fixed.MatchString(allowed.ReplaceAllString(line, "")) {
+				t.Errorf("%s:%d names the default cluster's kubeconfig, not ${KOLOTOC_KUBECONFIG:-…}: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// scripts are the test bed's shell scripts: the shared library and each role's script.
+func scripts(t *testing.T) []string {
+	t.Helper()
+	roles, err := filepath.Glob("*/*.sh")
+	if err != nil || len(roles) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	return append([]string{"lib.sh"}, roles...)
+}
+
+// TestScriptsShareOneLibrary: the helpers every script needs (logging, waiting, the built tools,
+// pid files, the cluster's names) live once, in lib.sh. They were copied across five scripts and
+// had drifted (two ways to tell a zombie, two polling intervals). Every script sources lib.sh,
+// and none defines a function lib.sh defines.
+func TestScriptsShareOneLibrary(t *testing.T) {
+	lib, err := os.ReadFile("lib.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := regexp.MustCompile(`(?m)^([a-z_][a-z0-9_]*)\(\) \{`)
+	shared := map[string]bool{}
+	for _, m := range def.FindAllStringSubmatch(string(lib), -1) {
+		shared[m[1]] = true
+	}
+	if len(shared) < 5 {
+		t.Fatalf("lib.sh defines %d functions: %v", len(shared), shared)
+	}
+	for _, name := range scripts(t)[1:] {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `. "$(dirname "$0")/../lib.sh"`) {
+			t.Errorf("%s does not source lib.sh", name)
+		}
+		for _, m := range def.FindAllStringSubmatch(string(b), -1) {
+			if shared[m[1]] {
+				t.Errorf("%s defines %s(), which lib.sh already does", name, m[1])
+			}
+		}
+	}
+}
