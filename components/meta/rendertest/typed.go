@@ -31,3 +31,19 @@ func DecodeValue[T any](t *testing.T, what string, v any) T {
 	}
 	return out
 }
+
+// DecodeSome converts a registration's inputs into T reading only the fields T declares: for a
+// local struct that names the few fields a test asserts (a cloud resource has no Go type of its
+// own but the SDK's args, which hold Outputs).
+func DecodeSome[T any](t *testing.T, r Resource) T {
+	t.Helper()
+	var out T
+	b, err := json.Marshal(Inputs(r))
+	if err != nil {
+		t.Fatalf("%s: %v", r.Name, err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: decoding into %T: %v\n%s", r.Name, out, err, b)
+	}
+	return out
+}
