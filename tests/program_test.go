@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/stacks"
 )
@@ -162,20 +163,18 @@ func TestDevicePluginOnlyOnGPUNodes(t *testing.T) {
 				}
 				return
 			}
-			ds := inputs(rec.one(t, tDaemonSet, "device-plugin"))
-			sel, _ := get(ds, "spec", "template", "spec", "nodeSelector").(map[string]any)
-			if len(sel) == 0 {
+			pod := templateOf(t, rec.one(t, tDaemonSet, "device-plugin")).Spec
+			if len(pod.NodeSelector) == 0 {
 				t.Fatal("device plugin has no node selector: it would run on CPU nodes")
 			}
-			for _, n := range gpuNodesSelected(t, rec, "device plugin", sel) {
-				taint := get(inputs(n), "spec", "taints", "[0]")
-				if get(taint, "key") != "nvidia.com/gpu" || get(taint, "value") != "present" || get(taint, "effect") != "NoSchedule" {
-					t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, get(inputs(n), "spec"))
+			for _, n := range gpuNodesSelected(t, rec, "device plugin", pod.NodeSelector) {
+				want := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+				if len(n.Spec.Taints) == 0 || n.Spec.Taints[0] != want {
+					t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, n.Spec.Taints)
 				}
 			}
-			tol := get(ds, "spec", "template", "spec", "tolerations", "[0]", "key")
-			if tol != "nvidia.com/gpu" {
-				t.Errorf("device plugin does not tolerate the GPU taint: %v", tol)
+			if len(pod.Tolerations) == 0 || pod.Tolerations[0].Key != "nvidia.com/gpu" {
+				t.Errorf("device plugin does not tolerate the GPU taint: %v", pod.Tolerations)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/components/cluster/simapi"
 	"kolotoc/components/meta/rendertest"
@@ -180,18 +181,17 @@ func inputs(r registered) any { return rendertest.Inputs(r) }
 
 // gpuNodesSelected checks that a DaemonSet's node selector picks exactly the registered simulated
 // nodes that have GPUs, and returns those nodes.
-func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]any) []registered {
+func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]string) []corev1.Node {
 	t.Helper()
-	var gpu []registered
-	for _, n := range rec.simulatedNodes() {
-		md := get(inputs(n), "metadata")
-		labels, _ := get(md, "labels").(map[string]any)
+	var gpu []corev1.Node
+	for _, r := range rec.simulatedNodes() {
+		n := decode[corev1.Node](t, r)
 		selected := true
 		for k, v := range sel {
-			selected = selected && labels[k] == v
+			selected = selected && n.Labels[k] == v
 		}
 		var capacity map[string]string
-		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+		if err := json.Unmarshal([]byte(n.Annotations["kolotoc.dev/simulated-capacity"]), &capacity); err != nil {
 			t.Fatal(err)
 		}
 		hasGPU := capacity["nvidia.com/gpu"] != ""
