@@ -46,6 +46,10 @@ func (c *Config) validateQueue(v *validator) {
 	if c.TFCluster.Enabled {
 		c.checkGang(v, "tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed())
 	}
+	if c.Elastic.Enabled && c.Elastic.MinNodes > 0 {
+		c.checkGang(v, "elastic.minNodes", fmt.Sprint(c.Elastic.MinNodes),
+			fmt.Sprintf("the elastic workers' group (minNodes = %d workers, admitted together)", c.Elastic.MinNodes), c.ElasticNeed())
+	}
 }
 
 // checkGang refuses a gang whose need exceeds the queue's quota in any resource.
@@ -162,6 +166,41 @@ func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
 	return g
 }
 
+// elasticGang is the elastic workers' pod group when the stack queues them: the first minNodes
+// workers, a serving group (a lost worker's replacement rejoins it), and the priority class of
+// the workers above minNodes, each admitted on its own below the group's priority ("" when
+// there are none).
+func (c *Config) elasticGang() (*meta.Gang, string) {
+	if !c.Queue.On() {
+		return nil, ""
+	}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ElasticName, ""), Total: c.Elastic.MinNodes, Serving: true}
+	if _, ok := c.Queue.Priorities["elastic"]; ok {
+		g.Priority = queue.PriorityClass(c.Namespace, "elastic")
+	}
+	if c.elasticExtras() {
+		return g, queue.PriorityClass(c.Namespace, queue.ElasticExtra)
+	}
+	return g, ""
+}
+
+// elasticExtras: the stack queues elastic workers above minNodes.
+func (c *Config) elasticExtras() bool {
+	return c.Queue.On() && c.Elastic.Enabled && c.Elastic.Nodes > c.Elastic.MinNodes
+}
+
+// ElasticNeed is what the elastic workers' group asks its queue for at once: minNodes workers'
+// requests (the workers above minNodes are admitted one at a time).
+func (c *Config) ElasticNeed() map[string]string {
+	el := c.Elastic
+	cpu, mem := resource.Quantity{}, resource.Quantity{}
+	for range el.MinNodes {
+		addQuantity(&cpu, el.CPU)
+		addQuantity(&mem, el.Memory)
+	}
+	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(el.MinNodes * el.GPUsPerNode)}
+}
+
 // TFGroupName is the TF cluster's pod group (and Kueue Workload) name.
 const TFGroupName = "tfcluster"
 
@@ -184,6 +223,16 @@ func QueueArgs(c *Config) *queue.Args {
 	a := &queue.Args{
 		Config: c.Queue, NamespaceDNS: c.Namespace, Labels: stackLabels(c),
 		Check: c.Cloud == CloudExisting || c.Cloud == CloudSimulated,
+	}
+	if c.elasticExtras() {
+		// The extras' class, one below the group's (0 unless queue.priorities.elastic says), and
+		// a stack-made ClusterQueue that lets a waiting group take extras' quota back.
+		p := map[string]int32{queue.ElasticExtra: c.Queue.Priorities["elastic"] - 1}
+		for w, v := range c.Queue.Priorities {
+			p[w] = v
+		}
+		a.Priorities = p
+		a.Preempt = c.Queue.ClusterQueue == ""
 	}
 	if c.Queue.ClusterQueue == "" {
 		a.Quota = c.QueueQuota()

@@ -264,6 +264,7 @@ func ElasticArgs(c *Config) *elastic.Args {
 		CPULimit:      gpuShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 	}
+	a.Gang, a.ExtraPriority = c.elasticGang() // queue.go
 	if el.RdzvBackend != RdzvC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(EtcdName, c.Namespace)
 	}

@@ -229,3 +229,53 @@ func TestQueueTFCluster(t *testing.T) {
 	}
 	r.one(t, tPriorityClass, "queue-priority-tfcluster")
 }
+
+// TestQueueElastic: queued elastic workers are admitted at minNodes as one serving pod group (a
+// lost worker's replacement rejoins it); the workers above minNodes are an extra StatefulSet
+// whose pods are admitted one at a time, below the group's priority, in a ClusterQueue that lets
+// a waiting group preempt them; none of them is awaited; a release scales both sets.
+// Kueue's rules: https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/ (groups and single pods),
+// https://kueue.sigs.k8s.io/docs/concepts/preemption/ (withinClusterQueue: LowerPriority).
+func TestQueueElastic(t *testing.T) {
+	r := cloudRec(t, "prod", map[string]string{"queue": `{"type":"kueue","priorities":{"elastic":50}}`,
+		"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`,
+		"elastic": `{"enabled":true,"minNodes":2,"maxNodes":4,"nodes":4,"onSuccess":"release"}`})
+	core, extra := inputs(r.one(t, tStatefulSet, "elastic")), inputs(r.one(t, tStatefulSet, "elastic-extra"))
+	cmd := get(core, "spec", "template", "metadata")
+	if get(core, "spec", "replicas") != 2.0 || get(cmd, "labels", "kueue.x-k8s.io/pod-group-name") != "elastic" ||
+		get(cmd, "annotations", "kueue.x-k8s.io/pod-group-total-count") != "2" || get(cmd, "annotations", "kueue.x-k8s.io/pod-group-serving") != "true" ||
+		get(cmd, "annotations", "kueue.x-k8s.io/retriable-in-group") != nil {
+		t.Errorf("first set: replicas %v, template %v; want minNodes (2) workers in the serving group elastic of 2", get(core, "spec", "replicas"), cmd)
+	}
+	emd := get(extra, "spec", "template", "metadata")
+	if get(extra, "spec", "replicas") != 2.0 || get(extra, "spec", "ordinals", "start") != 2.0 ||
+		get(emd, "labels", "kueue.x-k8s.io/queue-name") != queue.DefaultLocalQueue || get(emd, "labels", "kueue.x-k8s.io/pod-group-name") != nil ||
+		get(emd, "labels", "kueue.x-k8s.io/priority-class") == nil || get(extra, "spec", "selector", "matchLabels", "kolotoc.dev/elastic-set") != "extra" ||
+		get(extra, "spec", "serviceName") != "elastic" {
+		t.Errorf("extra set: %v; want 2 workers from ordinal 2, each queued alone at the extras' priority, named through the workers' Service", extra)
+	}
+	for _, s := range []any{core, extra} {
+		if get(s, "metadata", "annotations", "pulumi.com/skipAwait") != "true" {
+			t.Errorf("%v is awaited: held workers would fail `pulumi up`", get(s, "metadata", "name"))
+		}
+		env := get(s, "spec", "template", "spec", "containers", "[0]", "env")
+		if !strings.Contains(fmt.Sprint(env), "KOLOTOC_RELEASE value:elastic elastic-extra") {
+			t.Errorf("%v: env %v; a release must scale both sets", get(s, "metadata", "name"), env)
+		}
+	}
+	group, extras := inputs(r.one(t, tPriorityClass, "queue-priority-elastic")), inputs(r.one(t, tPriorityClass, "queue-priority-elastic-extra"))
+	if get(group, "value") != 50.0 || get(extras, "value") != 49.0 {
+		t.Errorf("priorities: group %v, extras %v; want 50 and 49", get(group, "value"), get(extras, "value"))
+	}
+	if get(emd, "labels", "kueue.x-k8s.io/priority-class") != get(extras, "metadata", "name") {
+		t.Errorf("extras' pods name class %v, want %v", get(emd, "labels", "kueue.x-k8s.io/priority-class"), get(extras, "metadata", "name"))
+	}
+	cq := inputs(r.one(t, tClusterQueue, "queue-cluster"))
+	if get(cq, "spec", "preemption", "withinClusterQueue") != "LowerPriority" {
+		t.Errorf("ClusterQueue preemption %v: a group waiting behind extras would wait for good", get(cq, "spec", "preemption"))
+	}
+	role := inputs(r.one(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", "elastic-release"))
+	if !strings.Contains(fmt.Sprint(role), "elastic-extra") {
+		t.Errorf("the release Role %v cannot scale the extras", role)
+	}
+}

@@ -13,6 +13,7 @@ package elastic
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -66,6 +67,34 @@ type Args struct {
 	CPULimit      string // CPU limit per worker (quantity); default CPU
 	EtcdEndpoint  string // host:port of the etcd client Service (etcd backends)
 	CheckpointDir string // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
+	// Gang admits the first minNodes workers as one Kueue pod group (kolotoc:queue), a serving
+	// group of Total minNodes; nil: not queued. The workers above minNodes are then the extras
+	// (ExtraName), each admitted on its own, at ExtraPriority.
+	Gang *meta.Gang
+	// ExtraPriority is the extras' WorkloadPriorityClass, below the group's, so that a queue
+	// that preempts takes extras back before it holds a group waiting.
+	ExtraPriority string
+}
+
+// ExtraName is the StatefulSet of the workers above minNodes when the workers are queued: its
+// pods are Name-extra-<minNodes> … (their ordinals continue the first set's).
+func ExtraName(a *Args) string { return a.Name + "-extra" }
+
+// extras is how many workers run in the extra set: those above minNodes when queued, else none
+// (one StatefulSet holds them all).
+func extras(a *Args) int {
+	if a.Gang == nil {
+		return 0
+	}
+	return max(a.Nodes-a.MinNodes, 0)
+}
+
+// released are the StatefulSets onSuccess: release scales to zero.
+func released(a *Args) []string {
+	if extras(a) > 0 {
+		return []string{a.Name, ExtraName(a)}
+	}
+	return []string{a.Name}
 }
 
 func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
@@ -111,7 +140,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// command) roll worker by worker, which the rendezvous survives; scaling stays in place.
 	deps := append([]pulumi.Resource{scale, scripts, svc}, args.PodDeps...)
 	if args.releases() {
-		rel, err := meta.NewReleaser(ctx, args.Name+"-release", args.Namespace, args.Labels, Component, []string{args.Name}, pulumi.Parent(e))
+		rel, err := meta.NewReleaser(ctx, args.Name+"-release", args.Namespace, args.Labels, Component, released(args), pulumi.Parent(e))
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +150,13 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape))
 	if err != nil {
 		return nil, err
+	}
+	if extras(args) > 0 {
+		// The extras wait for the first set's objects only: Kueue orders their admission.
+		if _, err := appsv1.NewStatefulSet(ctx, name+"-extra", RenderExtraStatefulSet(args), pulumi.Parent(e),
+			pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(e)); err != nil {
 		return nil, err
@@ -203,10 +239,45 @@ func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
 // MaxUnavailable is how many workers a drain may take at once: nodes - minNodes, at least 0.
 func MaxUnavailable(a *Args) int { return max(a.Nodes-a.MinNodes, 0) }
 
+// SetLabel tells the extra workers' pods (value "extra") from the first set's when the workers
+// are queued: the extras' StatefulSet selects on it. The first set's selector is the one it had
+// before queueing (a selector cannot change), so it matches the extras too; it does not adopt
+// them, as they have an owner.
+const SetLabel = "kolotoc.dev/elastic-set"
+
 // RenderStatefulSet builds the workers: one per node where the pool allows (preferred
 // anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared
-// claim, scratch and a memory-backed /dev/shm.
+// claim, scratch and a memory-backed /dev/shm. Queued, it holds the first minNodes workers, one
+// Kueue pod group (RenderExtraStatefulSet holds the rest).
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
+	replicas := a.Nodes
+	labels := a.Labels.PodLabels(Component)
+	var annotations map[string]string
+	if a.Gang != nil {
+		replicas = a.MinNodes
+		annotations = map[string]string{}
+		a.Gang.PodLabels(labels)
+		a.Gang.PodAnnotations(annotations)
+	}
+	return renderSet(a, a.Name, replicas, labels, annotations, a.Labels.Selector(Component), 0)
+}
+
+// RenderExtraStatefulSet builds the workers above minNodes when the workers are queued: each
+// pod is admitted by the queue on its own, at the extras' lower priority, and joins the running
+// rendezvous (torchrun's --nnodes MIN:MAX lets it), as a worker added by a scale-up does. Their
+// ordinals continue the first set's (elastic-extra-<minNodes> …), so that worker N is N in both.
+func RenderExtraStatefulSet(a *Args) *appsv1.StatefulSetArgs {
+	labels := a.Labels.PodLabels(Component)
+	labels[SetLabel] = "extra"
+	meta.QueuedPodLabels(labels, a.Gang.Queue, a.ExtraPriority)
+	selector := a.Labels.Selector(Component)
+	selector[SetLabel] = "extra"
+	return renderSet(a, ExtraName(a), extras(a), labels, nil, selector, a.MinNodes)
+}
+
+// renderSet is a StatefulSet of workers: name, replicas (none when suspended), its pods' labels
+// and annotations, its selector, and its first ordinal.
+func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, selector map[string]string, start int) *appsv1.StatefulSetArgs {
 	requests := pulumi.StringMap{"cpu": pulumi.String(a.CPU), "memory": pulumi.String(a.Memory)}
 	limits := pulumi.StringMap{"cpu": pulumi.String(cpuLimit(a)), "memory": pulumi.String(a.Memory)}
 	var tolerations corev1.TolerationArrayInput // none for a CPU worker
@@ -232,7 +303,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	}
 	if a.releases() {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
-			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(a.Name)})
+			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(strings.Join(released(a), " "))})
 	}
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
@@ -253,7 +324,6 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		volumes = append(volumes, meta.ReleaseTokenVolume())
 		mounts = append(mounts, meta.ReleaseTokenMount())
 	}
-	replicas := a.Nodes
 	if a.Suspend {
 		replicas = 0
 	}
@@ -289,19 +359,29 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		// Its token may scale the workers, and nothing else (meta.NewReleaser).
 		spec.ServiceAccountName = pulumi.String(a.Name + "-release")
 	}
-	return &appsv1.StatefulSetArgs{
-		Metadata: a.Labels.ObjectMeta(a.Name, a.Namespace, Component),
-		Spec: &appsv1.StatefulSetSpecArgs{
-			Replicas:            pulumi.Int(replicas),
-			ServiceName:         pulumi.String(a.Name),
-			PodManagementPolicy: pulumi.String("Parallel"),
-			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(Component))},
-			Template: &corev1.PodTemplateSpecArgs{
-				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(Component))},
-				Spec:     spec,
-			},
-		},
+	md := a.Labels.ObjectMeta(name, a.Namespace, Component)
+	if a.Gang != nil {
+		// Queued workers may wait for admission for hours, their pods gated: `pulumi up` does not
+		// wait for their readiness (it would fail after awaitTimeout); docs/queueing.md.
+		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
 	}
+	template := &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(podLabels)}
+	if podAnnotations != nil {
+		template.Annotations = pulumi.ToStringMap(podAnnotations)
+	}
+	set := &appsv1.StatefulSetSpecArgs{
+		Replicas: pulumi.Int(replicas),
+		// Every worker's name resolves through the one headless Service (its selector, the
+		// component, takes the extras in too): torchrun publishes its host's name to its peers.
+		ServiceName:         pulumi.String(a.Name),
+		PodManagementPolicy: pulumi.String("Parallel"),
+		Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(selector)},
+		Template:            &corev1.PodTemplateSpecArgs{Metadata: template, Spec: spec},
+	}
+	if start > 0 {
+		set.Ordinals = &appsv1.StatefulSetOrdinalsArgs{Start: pulumi.Int(start)}
+	}
+	return &appsv1.StatefulSetArgs{Metadata: md, Spec: set}
 }
 
 func cpuLimit(a *Args) string {
@@ -317,7 +397,8 @@ func cpuLimit(a *Args) string {
 // host with its own hostname and canonical name. The endpoint is worker 0's Service name
 // (elastic-0.elastic.<ns>.svc), which equals neither (elastic-0, elastic-0.elastic.<ns>.svc.
 // cluster.local): no worker would host the store and every one would wait for it. So the wrapper
-// says it: is_host=true on worker 0 (POD_NAME ends in -0), false elsewhere.
+// says it: is_host=true on worker 0 (POD_NAME ends in -0), false elsewhere. Queued extras
+// (RenderExtraStatefulSet) start at ordinal minNodes, at least 1: none of them ends in -0.
 //
 // elastic.rdzvConf reaches the wrapper as $KOLOTOC_RDZV_CONF (key=value,…), joined to is_host:
 // torchrun keeps only the last --rdzv_conf it is given, so the two must be one.
@@ -349,7 +430,8 @@ torchrun "$@" || status=$?
 if [ "$status" = 0 ]; then
   # onSuccess release: the run is done; the workers go, and their GPUs with them.
   echo "elastic: $(hostname): torchrun succeeded; releasing the workers (onSuccess: release)" >&2
-  python3 ` + scriptsDir + `/release.py "$KOLOTOC_RELEASE" || echo "elastic: could not release the workers" >&2
+  # KOLOTOC_RELEASE: the StatefulSets' names, space-separated (queued: the group's and the extras').
+  python3 ` + scriptsDir + `/release.py $KOLOTOC_RELEASE || echo "elastic: could not release the workers" >&2
 fi
 exit "$status"
 `

@@ -81,6 +81,8 @@ func TestRdzvConfReachesTorchrun(t *testing.T) {
 	}{
 		{"c10d worker 0", BackendC10d, "elastic-0", `{"last_call_timeout":5}`, []string{"--rdzv_conf=is_host=true,last_call_timeout=5"}},
 		{"c10d worker 3", BackendC10d, "elastic-3", `{"last_call_timeout":5,"join_timeout":900}`, []string{"--rdzv_conf=is_host=false,join_timeout=900,last_call_timeout=5"}},
+		{"c10d worker 10", BackendC10d, "elastic-10", `null`, []string{"--rdzv_conf=is_host=false"}},
+		{"c10d queued extra worker 10", BackendC10d, "elastic-extra-10", `null`, []string{"--rdzv_conf=is_host=false"}},
 		{"c10d, no options", BackendC10d, "elastic-0", `null`, []string{"--rdzv_conf=is_host=true"}},
 		{"etcd-v2", BackendEtcdV2, "elastic-1", `["last_call_timeout=5"]`, []string{"--rdzv_conf=last_call_timeout=5"}},
 		{"etcd-v2, no options", BackendEtcdV2, "elastic-1", `null`, nil},
@@ -106,14 +108,19 @@ func TestRdzvConfReachesTorchrun(t *testing.T) {
 			if err := os.WriteFile(script, []byte(launchScript), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command("sh", append([]string{script}, "--nnodes=1:2", "train.py")...)
+			// The container's own arguments: torchrun's options (--rdzv_endpoint names the host).
+			var args []string
+			for _, x := range rendertest.Get(w, "args").([]any) {
+				args = append(args, x.(string))
+			}
+			cmd := exec.Command("sh", append([]string{script}, args...)...)
 			cmd.Env = env
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatalf("wrapper: %v", err)
 			}
 			got := strings.Split(strings.TrimSpace(string(out)), "\n")
-			want := append(append([]string{}, tc.wantFirst...), "--nnodes=1:2", "train.py")
+			want := append(append([]string{}, tc.wantFirst...), args...)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("torchrun got %q, want %q", got, want)
 			}

@@ -1,6 +1,7 @@
 package elastic
 
 import (
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -124,4 +125,53 @@ func TestReleaseTokenOnlyInTheWorkerContainer(t *testing.T) {
 	rendertest.ReleaseToken(t, pod, Name+"-release", workerContainer)
 	pod = rendertest.Get(rendertest.Inputs(render(t, testArgs(nil)).One(t, "kubernetes:apps/v1:StatefulSet", Name)), "spec", "template", "spec")
 	rendertest.ReleaseToken(t, pod, "", "")
+}
+
+// queuedArgs are the workers queued at minNodes 2 of 4 running (stacks.elasticGang).
+func queuedArgs() *Args {
+	a := testArgs(func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes, c.OnSuccess = 2, 4, 4, meta.OnSuccessRelease })
+	a.Gang = &meta.Gang{Queue: "kolotoc", Group: Name, Total: 2, Serving: true}
+	a.ExtraPriority = "kolotoc-dev-elastic-extra"
+	return a
+}
+
+// TestQueuedWorkerN: worker N's printed name is the pod's, in the group's set below minNodes
+// and in the extras' above, through bash as a user runs it; unqueued, one set holds them all.
+func TestQueuedWorkerN(t *testing.T) {
+	for _, tc := range []struct {
+		a    *Args
+		n    string
+		want string
+	}{
+		{queuedArgs(), "", "elastic-0"}, {queuedArgs(), "1", "elastic-1"}, {queuedArgs(), "2", "elastic-extra-2"}, {queuedArgs(), "3", "elastic-extra-3"},
+		{testArgs(nil), "3", "elastic-3"},
+	} {
+		out, err := exec.Command("bash", "-c", "N="+tc.n+"; echo "+PodN(tc.a)).Output()
+		if got := strings.TrimSpace(string(out)); err != nil || got != tc.want {
+			t.Errorf("N=%q: %q (%v), want %s", tc.n, got, err, tc.want)
+		}
+	}
+}
+
+// TestQueuedSets: queued, the first set holds minNodes workers and the extras the rest from
+// ordinal minNodes; both are suspended to none; unqueued, no extra set.
+func TestQueuedSets(t *testing.T) {
+	rec := render(t, queuedArgs())
+	core := rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", "elastic"))
+	extra := rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", "elastic-extra"))
+	got := []any{rendertest.Get(core, "spec", "replicas"), rendertest.Get(extra, "spec", "replicas"), rendertest.Get(extra, "spec", "ordinals", "start")}
+	if d := cmp.Diff([]any{2.0, 2.0, 2.0}, got); d != "" {
+		t.Errorf("group replicas, extras' replicas, extras' first ordinal (-want +got):\n%s", d)
+	}
+	s := queuedArgs()
+	s.Suspend = true
+	rec = render(t, s)
+	for _, n := range []string{"elastic", "elastic-extra"} {
+		if r := rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", n)), "spec", "replicas"); r != 0.0 {
+			t.Errorf("suspended: %s has %v replicas", n, r)
+		}
+	}
+	if n := len(render(t, testArgs(func(c *Config) { c.MinNodes, c.MaxNodes = 2, 4 })).OfType("kubernetes:apps/v1:StatefulSet")); n != 1 {
+		t.Errorf("unqueued: %d StatefulSets, want 1", n)
+	}
 }

@@ -1,6 +1,8 @@
 package elastic
 
 import (
+	"fmt"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/isolation"
@@ -27,13 +29,24 @@ func Allows() []isolation.Allow {
 // for any worker (worker N, with meta.PodIndex) and the count of worker pods. kubectl renders a
 // kubectl command line for the stack's cluster.
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
+	podN := PodN(a)
 	return pulumi.Map{
 		"elasticRendezvousEndpoint": pulumi.String(Endpoint(a)),
 		"elasticNnodes":             pulumi.String(NNodes(a)),
 		"gotoElastic":               kubectl("-n %s exec -it %s-0 -c %s -- bash", a.NamespaceDNS, a.Name, workerContainer),
 		"elasticLogs":               kubectl("-n %s logs -f %s-0 -c %s", a.NamespaceDNS, a.Name, workerContainer),
-		"gotoElasticN":              kubectl("-n %s exec -it %s-%s -c %s -- bash", a.NamespaceDNS, a.Name, meta.PodIndex, workerContainer),
-		"elasticLogsN":              kubectl("-n %s logs -f %s-%s -c %s", a.NamespaceDNS, a.Name, meta.PodIndex, workerContainer),
+		"gotoElasticN":              kubectl("-n %s exec -it %s -c %s -- bash", a.NamespaceDNS, podN, workerContainer),
+		"elasticLogsN":              kubectl("-n %s logs -f %s -c %s", a.NamespaceDNS, podN, workerContainer),
 		"elasticNodes":              pulumi.Int(a.Nodes),
 	}
+}
+
+// PodN is worker N's pod name as a shell word (N from the user's shell, meta.PodIndex). Queued,
+// the workers above minNodes are the extras' pods (RenderExtraStatefulSet), whose ordinals
+// continue the group's: the shell picks the set from N.
+func PodN(a *Args) string {
+	if extras(a) > 0 {
+		return fmt.Sprintf("%s$([ %s -lt %d ] || echo -extra)-%s", a.Name, meta.PodIndex, a.MinNodes, meta.PodIndex)
+	}
+	return a.Name + "-" + meta.PodIndex
 }

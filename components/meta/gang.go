@@ -12,6 +12,7 @@ const (
 	PodGroupNameLabel          = "kueue.x-k8s.io/pod-group-name"
 	PodGroupTotalCountKey      = "kueue.x-k8s.io/pod-group-total-count"
 	PodGroupRetriableKey       = "kueue.x-k8s.io/retriable-in-group"
+	PodGroupServingKey         = "kueue.x-k8s.io/pod-group-serving"
 	WorkloadPriorityClassLabel = "kueue.x-k8s.io/priority-class"
 )
 
@@ -29,6 +30,12 @@ type Gang struct {
 	Group    string // the pod group's name, unique in the namespace for as long as its Workload lives
 	Total    int    // pods in the group: the Workload is created once that many exist
 	Priority string // a WorkloadPriorityClass; "" for none
+	// Serving: the group never finishes while it has pods; a pod that fails or is drained is
+	// replaced by its StatefulSet and joins the admitted group again (Kueue's serving pod
+	// groups, pkg/controller/jobs/pod: Finished is false for them; with no pod left, the
+	// group's Workload is finalized and its quota freed). For elastic workers, which survive
+	// the loss of a node; a ring's group is not serving (its run ends with its first lost rank).
+	Serving bool
 }
 
 // PodLabels adds the gang's labels to a pod template's.
@@ -52,7 +59,20 @@ func (g *Gang) PodAnnotations(annotations map[string]string) {
 		return
 	}
 	annotations[PodGroupTotalCountKey] = fmt.Sprint(g.Total)
+	if g.Serving {
+		annotations[PodGroupServingKey] = "true"
+		return
+	}
 	annotations[PodGroupRetriableKey] = "false"
+}
+
+// QueuedPodLabels are the labels of a pod that a queue admits on its own, one Workload per pod
+// (Kueue's plain pods): the queue and, if any, the priority class.
+func QueuedPodLabels(labels map[string]string, queue, priority string) {
+	labels[QueueNameLabel] = queue
+	if priority != "" {
+		labels[WorkloadPriorityClassLabel] = priority
+	}
 }
 
 // GroupName is a pod group's name for a workload and run: <workload>, or <workload>-<run> (a new

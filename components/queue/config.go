@@ -28,7 +28,11 @@ const (
 var Allowed = []string{TypeOff, TypeKueue}
 
 // Workloads whose pods a queue admits as one unit, the keys of queue.priorities.
-var Workloads = []string{"towers", "tfcluster"}
+var Workloads = []string{"towers", "tfcluster", "elastic"}
+
+// ElasticExtra names the priority class of the elastic workers above minNodes, which the stack
+// makes one below the elastic group's (not a key of queue.priorities).
+const ElasticExtra = "elastic-extra"
 
 // Kueue's release Kolotoc installs on the clouds and expects elsewhere: its chart (the upstream
 // one, from its OCI registry) and controller image, pinned, the same version the local test bed
@@ -60,7 +64,7 @@ type Config struct {
 	// grants this stack (for validation only); default the sum over the node pools of
 	// maxNodes (or nodes) × each node's GPUs, CPUs and memory.
 	Quota Quota `json:"quota"`
-	// Priorities: workload (towers, tfcluster) → the priority of its Workloads among the ClusterQueue's;
+	// Priorities: workload (towers, tfcluster, elastic) → the priority of its Workloads among the ClusterQueue's;
 	// the stack makes a WorkloadPriorityClass <namespace>-<workload> for each; default none
 	// (Kueue's priority 0).
 	Priorities map[string]int32 `json:"priorities"`

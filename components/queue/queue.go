@@ -31,6 +31,11 @@ type Args struct {
 	// Quota is the stack's ClusterQueue's nominal quota by resource name (cpu, memory,
 	// nvidia.com/gpu, …), each a quantity; the stack derives it from its pools.
 	Quota map[string]string
+	// Preempt: the stack's ClusterQueue lets a workload take the quota of lower-priority ones
+	// (withinClusterQueue: LowerPriority); set when it queues elastic workers above minNodes,
+	// which are admitted one at a time below their group's priority and must yield to a
+	// waiting group.
+	Preempt bool
 	// Check: read CheckedCRD and fail unless the cluster serves Kueue's v1beta2 API (a cluster
 	// whose Kueue Kolotoc does not install: existing, and the local test bed's).
 	Check bool
@@ -153,16 +158,22 @@ func RenderClusterQueue(a *Args) *apiextensions.CustomResourceArgs {
 	for _, n := range names {
 		resources = append(resources, pulumi.Map{"name": pulumi.String(n), "nominalQuota": pulumi.String(a.Quota[n])})
 	}
+	spec := pulumi.Map{
+		"namespaceSelector": pulumi.Map{},
+		"resourceGroups": pulumi.Array{pulumi.Map{
+			"coveredResources": pulumi.ToStringArray(names),
+			"flavors":          pulumi.Array{pulumi.Map{"name": pulumi.String(a.NamespaceDNS), "resources": resources}},
+		}},
+	}
+	if a.Preempt {
+		// https://kueue.sigs.k8s.io/docs/concepts/preemption/: LowerPriority preempts, within
+		// this ClusterQueue, workloads of a lower priority when the pending one does not fit.
+		spec["preemption"] = pulumi.Map{"withinClusterQueue": pulumi.String("LowerPriority")}
+	}
 	return &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("ClusterQueue"),
-		Metadata: a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
-		OtherFields: kubernetes.UntypedArgs{"spec": pulumi.Map{
-			"namespaceSelector": pulumi.Map{},
-			"resourceGroups": pulumi.Array{pulumi.Map{
-				"coveredResources": pulumi.ToStringArray(names),
-				"flavors":          pulumi.Array{pulumi.Map{"name": pulumi.String(a.NamespaceDNS), "resources": resources}},
-			}},
-		}},
+		Metadata:    a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": spec},
 	}
 }
 

@@ -266,7 +266,9 @@ func allQueued(t *testing.T, s *stack, ns string) podList {
 
 // TestQueueRealNode: the dev stack's CPU ring, admitted through Kueue on the real node (kubelet
 // and containerd), still runs its MPI allreduce; with onSuccess: release its towers go, the
-// real kubelet stops them, and the pod group's Workload is finished (its quota freed).
+// real kubelet stops them, and the pod group's Workload is finished (its quota freed). Beside
+// it, queued elastic workers: the group at minNodes (1) and an extra worker admitted on its own
+// (elastic-extra-1, another StatefulSet) run torchrun's all-reduce over both ranks together.
 func TestQueueRealNode(t *testing.T) {
 	t.Parallel()
 	lockRealNode(t)
@@ -277,6 +279,10 @@ func TestQueueRealNode(t *testing.T) {
 		"queue":     map[string]any{"type": "kueue"},
 		"carriers":  map[string]any{"enabled": false},
 		"sentinels": map[string]any{"enabled": false},
+		"elastic": map[string]any{
+			"enabled": true, "image": localImage(t, "torch"), "pool": "node",
+			"minNodes": 1, "maxNodes": 2, "nodes": 2, "rdzvBackend": "c10d", "cpu": "200m", "memory": "1536Mi",
+		},
 	})
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)
@@ -302,4 +308,42 @@ func TestQueueRealNode(t *testing.T) {
 		n := len(podsOf(t, s, ns))
 		return n == 0 && w.finished(), fmt.Sprintf("%d tower pods, workload %s", n, w)
 	})
+
+	t.Run("elastic workers queued at minNodes, the extra admitted alone, one rendezvous", func(t *testing.T) {
+		waitFor(t, "the elastic group and the extra worker admitted", 3*time.Minute, func() (bool, string) {
+			g, x := workload(t, s, ns, "elastic"), podWorkload(t, s, ns, "elastic-extra-1")
+			return g.admitted() && x.admitted(), fmt.Sprintf("group %s, extra %s", g, x)
+		})
+		w := elasticWorkers{s: s, ns: ns}
+		w.waitOK(t, "an all-reduce over both ranks, the group's worker and the extra", 6*time.Minute, 2, map[string]int{"elastic-0": 0, "elastic-extra-1": 0})
+	})
+}
+
+// podWorkload is the Workload Kueue made for a pod admitted on its own (not in a group): the one
+// the pod owns.
+func podWorkload(t *testing.T, s *stack, ns, pod string) kueueWorkload {
+	t.Helper()
+	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(context.Background())
+	if err != nil {
+		return kueueWorkload{}
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name            string
+				OwnerReferences []struct{ Kind, Name string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, wl := range list.Items {
+		for _, o := range wl.Metadata.OwnerReferences {
+			if o.Kind == "Pod" && o.Name == pod {
+				return workload(t, s, ns, wl.Metadata.Name)
+			}
+		}
+	}
+	return kueueWorkload{}
 }
