@@ -205,6 +205,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "data-in unknown field", set: map[string]string{"dataIn": `{"enabled":true,"source":"s3://x"}`}, wantKey: "dataIn.source", wantMsg: "allowed: enabled, image, command, path"},
 		{name: "TF log dir escapes", set: map[string]string{"tfcluster": `{"enabled":true,"logDir":"../logs"}`}, wantKey: "tfcluster.logDir", wantMsg: "a relative directory under storage.mountPath"},
 		{name: "TF checkpoint dir absolute", set: map[string]string{"tfcluster": `{"enabled":true,"checkpointDir":"/mnt/ckpt"}`}, wantKey: "tfcluster.checkpointDir", wantMsg: "a relative directory under storage.mountPath"},
+		{name: "watch GPUs without the DCGM exporter", set: map[string]string{"sentinels": `{"enabled":true,"watchGPUs":true}`}, wantKey: "sentinels.watchGPUs", wantMsg: "needs sentinels.enabled: true, monitoring.enabled: true and the exporter"},
 		{name: "watch processes without sentinels", set: map[string]string{"sentinels": `{"enabled":false,"watchProcesses":true}`}, wantKey: "sentinels.watchProcesses", wantMsg: "needs sentinels.enabled: true"},
 		// Rendezvous tuning (issue 33): torch's options per backend, never the wrapper's is_host.
 		{name: "rdzvConf misspelt", set: map[string]string{"elastic": `{"enabled":true,"rdzvConf":{"last_call_timout":5}}`}, wantKey: "elastic.rdzvConf.last_call_timout", wantMsg: "not an option of the c10d rendezvous; allowed: close_timeout, join_timeout, last_call_timeout"},

@@ -300,6 +300,10 @@ func (c *Config) validateTowers(v *validator) {
 	} else if c.Sentinels.WatchProcesses {
 		v.add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
 	}
+	if c.Sentinels.WatchGPUs && (!c.Sentinels.Enabled || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn()) {
+		v.add("sentinels.watchGPUs", "true", "reads the node's GPU metrics from kolotoc:monitoring's DCGM exporter; "+
+			"needs sentinels.enabled: true, monitoring.enabled: true and the exporter (monitoring.dcgmExporter, on by default with GPU pools)")
+	}
 }
 
 // validateTowerDevices checks towers.resources against what the towers' pool's nodes advertise

@@ -176,7 +176,7 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 	a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
-			entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site))
+			entrypoint.SchedulerAddress(EntryName, c.Namespace), a.Site, c.nodeGPUMetrics()))
 		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
@@ -306,7 +306,20 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 // MonitoringArgs is the monitoring's configuration, less its site's namespace input and PodDeps,
 // the agents' namespace input and Grafana's password.
 func MonitoringArgs(c *Config) *monitoring.Args {
-	return &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
+	a := &monitoring.Args{Config: c.Monitoring, Site: workloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.gpuNodes()}
+	if c.nodeGPUMetrics() != "" {
+		a.NodeWatchers = []string{ring.TowerComponent} // the sentinels run in the towers' pods
+	}
+	return a
+}
+
+// nodeGPUMetrics is where a sentinel watching GPUs reads its node's (sentinels.watchGPUs): the
+// DCGM exporter's node-local Service; "" when the sentinels do not watch them.
+func (c *Config) nodeGPUMetrics() string {
+	if !c.Sentinels.Enabled || !c.Sentinels.WatchGPUs || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn() {
+		return ""
+	}
+	return monitoring.NodeGPUMetricsURL(c.GPUAgentsNamespace()) // never "" with the exporter on
 }
 
 // DataInArgs is the data-in Job's configuration, less its site's namespace input and PodDeps.

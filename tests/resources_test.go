@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -193,5 +194,70 @@ func TestSentinelsWatchProcesses(t *testing.T) {
 	raw.Values["kolotoc:sentinels"] = `{"enabled":true}`
 	if got := templateOf(t, deploy(t, raw).one(t, tStatefulSet, "towers")).Spec.ShareProcessNamespace; got != nil {
 		t.Errorf("shareProcessNamespace %v by default", *got)
+	}
+}
+
+// TestSentinelsWatchGPUs: sentinels.watchGPUs gives each sentinel the URL of its own node's DCGM
+// exporter: a Service in the GPU agents' namespace that selects the exporter's pods with
+// internalTrafficPolicy Local (Kubernetes' ServiceSpec: the proxy sends a pod's traffic only to
+// endpoints on the pod's node, and drops it when there is none, so a sentinel reads its node's
+// GPUs and never another node's), and a NetworkPolicy there that admits the towers' pods (the
+// sentinels run in them) on the exporter's port. Off by default: none of it.
+func TestSentinelsWatchGPUs(t *testing.T) {
+	towers := `{"enabled":true,"count":1,"gpusPerTower":8,"pool":"gpu"}`
+	rec := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true,"watchGPUs":true}`}))
+	ds := inputs(rec.one(t, "kubernetes:apps/v1:DaemonSet", "monitoring-dcgm-exporter"))
+	agents := get(ds, "metadata", "namespace")
+	exporterLabels, _ := get(ds, "spec", "template", "metadata", "labels").(map[string]any)
+	svc := inputs(rec.one(t, tService, "monitoring-dcgm-node"))
+	if get(svc, "spec", "internalTrafficPolicy") != "Local" || get(svc, "metadata", "namespace") != agents {
+		t.Errorf("node metrics Service: internalTrafficPolicy %v in %v; want Local in the exporter's namespace %v",
+			get(svc, "spec", "internalTrafficPolicy"), get(svc, "metadata", "namespace"), agents)
+	}
+	sel, _ := get(svc, "spec", "selector").(map[string]any)
+	for k, v := range sel {
+		if exporterLabels[k] != v {
+			t.Errorf("node metrics Service selects %s=%v, the exporter's pods have %v", k, v, exporterLabels[k])
+		}
+	}
+	if len(sel) == 0 || get(svc, "spec", "ports", "[0]", "targetPort") != get(ds, "spec", "template", "spec", "containers", "[0]", "ports", "[0]", "containerPort") {
+		t.Errorf("node metrics Service: selector %v, ports %v; want the exporter's pods on its metrics port", sel, get(svc, "spec", "ports"))
+	}
+	url := fmt.Sprintf("http://%s.%s.svc:%v/metrics", get(svc, "metadata", "name"), agents, get(svc, "spec", "ports", "[0]", "port"))
+	tower := inputs(rec.one(t, tStatefulSet, "towers"))
+	var sentinelEnv any
+	for _, c := range get(tower, "spec", "template", "spec", "containers").([]any) {
+		if get(c, "name") == "sentinel" {
+			sentinelEnv = get(c, "env")
+		}
+	}
+	if !strings.Contains(fmt.Sprint(sentinelEnv), "name:KOLOTOC_NODE_GPU_METRICS value:"+url) {
+		t.Errorf("sentinel env %v: want KOLOTOC_NODE_GPU_METRICS=%s", sentinelEnv, url)
+	}
+	var allow any
+	for _, r := range rec.ofType(tNetworkPolicy) {
+		if in := inputs(r); get(in, "metadata", "name") == "dcgm-node-watch" && get(in, "metadata", "namespace") == agents {
+			allow = in
+		}
+	}
+	towerLabels := get(tower, "spec", "template", "metadata", "labels")
+	if allow == nil {
+		t.Fatal("no NetworkPolicy dcgm-node-watch in the agents' namespace: the default deny drops the sentinels' reads")
+	}
+	from := get(allow, "spec", "ingress", "[0]", "from", "[0]")
+	if get(from, "podSelector", "matchLabels", "app.kubernetes.io/component") != get(towerLabels, "app.kubernetes.io/component") ||
+		get(from, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != get(tower, "metadata", "namespace") ||
+		get(allow, "spec", "ingress", "[0]", "ports", "[0]", "port") != get(svc, "spec", "ports", "[0]", "targetPort") {
+		t.Errorf("dcgm-node-watch admits %v on %v; want the towers' pods of %v on the exporter's port", from, get(allow, "spec", "ingress", "[0]", "ports"), get(tower, "metadata", "namespace"))
+	}
+
+	off := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true}`}))
+	for _, r := range off.ofType(tService) {
+		if r.Name == "monitoring-dcgm-node" {
+			t.Error("a node metrics Service although no sentinel watches GPUs")
+		}
+	}
+	if strings.Contains(fmt.Sprint(inputs(off.one(t, tStatefulSet, "towers"))), "KOLOTOC_NODE_GPU_METRICS") {
+		t.Error("sentinels told of GPU metrics although they do not watch GPUs")
 	}
 }

@@ -40,6 +40,11 @@ type SentinelsConfig struct {
 	// sentinel sees the tower's processes (the old chart's sentinels watched the machine during
 	// training); default false. What else it then sees: docs/migrating-features.md.
 	WatchProcesses bool `json:"watchProcesses"`
+	// WatchGPUs gives each sentinel its node's GPU state: the DCGM exporter's metrics of the node
+	// it runs on (utilisation, memory, temperature, XID errors, per GPU and pod), at the URL in
+	// $KOLOTOC_NODE_GPU_METRICS, a node-local Service of kolotoc:monitoring's exporter; default
+	// false. Needs the exporter (monitoring.enabled on a stack with GPU pools).
+	WatchGPUs bool `json:"watchGPUs"`
 }
 
 // DefaultImage is the carriers' and the sentinels' image when carriers.image is empty, pinned by

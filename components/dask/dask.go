@@ -210,13 +210,22 @@ func workerMounts(w WorkerArgs) corev1.VolumeMountArray {
 	return mounts
 }
 
+// NodeGPUMetricsEnv is the variable that tells a sentinel watching GPUs where its node's GPU
+// metrics are (sentinels.watchGPUs).
+const NodeGPUMetricsEnv = "KOLOTOC_NODE_GPU_METRICS"
+
 // Sentinel renders the dask-worker that runs beside each tower: one process of s.Threads threads,
 // requesting s.CPU and s.Memory, in the carriers' image with the carriers' environment, mounting
-// the site's shared claim and scratch (the tower pod clones the site's code).
-func Sentinel(s SentinelsConfig, carriers CarriersConfig, scheduler string, site meta.Site) corev1.ContainerArgs {
+// the site's shared claim and scratch (the tower pod clones the site's code). gpuMetrics is the
+// URL of its node's GPU metrics when it watches GPUs (NodeGPUMetricsEnv), else "".
+func Sentinel(s SentinelsConfig, carriers CarriersConfig, scheduler string, site meta.Site, gpuMetrics string) corev1.ContainerArgs {
+	env := carriers.Env
+	if gpuMetrics != "" {
+		env = append(append([]meta.EnvSetting{}, env...), meta.EnvSetting{Name: NodeGPUMetricsEnv, Value: gpuMetrics})
+	}
 	return Worker(WorkerArgs{
 		Name: "sentinel", Image: carriers.Image, Scheduler: scheduler, Processes: 1, Threads: s.Threads,
 		CPU: s.CPU, Memory: s.Memory, Mounts: site.SharedMounts(), LocalDir: site.Scratch.MountPath,
-		Env: carriers.Env, Code: site.Code,
+		Env: env, Code: site.Code,
 	})
 }

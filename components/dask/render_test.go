@@ -44,7 +44,7 @@ func renderCarriers(t *testing.T, c CarriersConfig) *rendertest.Recorder {
 func renderSentinel(t *testing.T, s SentinelsConfig) *rendertest.Recorder {
 	t.Helper()
 	s.Default()
-	c := Sentinel(s, carriersConfig(nil), scheduler, rendertest.Site())
+	c := Sentinel(s, carriersConfig(nil), scheduler, rendertest.Site(), "")
 	return rendertest.Run(t, func(ctx *pulumi.Context) error {
 		_, err := corev1.NewPod(ctx, "tower-sentinel", &corev1.PodArgs{
 			Spec: &corev1.PodSpecArgs{Containers: corev1.ContainerArray{c}},

@@ -54,6 +54,12 @@ type Args struct {
 	// node image; the stack fills it from its cloud and device plugin; default the NVIDIA
 	// Container Toolkit's way.
 	GPUNodes GPUNodes
+
+	// NodeWatchers are the components of the stack's namespace whose pods read their own node's
+	// GPU metrics (the towers, whose sentinels watch GPUs: sentinels.watchGPUs): with the
+	// exporter on, a node-local Service (NodeMetricsService) and an allow into the agents'
+	// namespace let them.
+	NodeWatchers []string
 }
 
 // Endpoint is one user-facing service.
@@ -110,6 +116,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args.DCGMOn() {
 		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent, pulumi.DependsOn(args.PodDeps)); err != nil {
 			return nil, fmt.Errorf("monitoring %q: DaemonSet %q: %w", name, name+"-dcgm-exporter", err)
+		}
+		if len(args.NodeWatchers) > 0 {
+			if _, err := corev1.NewService(ctx, name+"-dcgm-node", RenderNodeMetricsService(args), parent); err != nil {
+				return nil, fmt.Errorf("monitoring: the DCGM exporter's node-local Service: %w", err)
+			}
 		}
 	}
 
@@ -242,6 +253,35 @@ func RenderPrometheus(a *Args) *appsv1.DeploymentArgs {
 // RenderPrometheusService exposes Prometheus (and Grafana's data source points at it).
 func RenderPrometheusService(a *Args) *corev1.ServiceArgs {
 	return service(a, PrometheusName, "web", PrometheusPort)
+}
+
+// NodeMetricsService is the Service through which a pod reads the DCGM exporter of its own node.
+const NodeMetricsService = DCGMName + "-node"
+
+// NodeGPUMetricsURL is the URL of the node-local exporter Service for a pod of the stack
+// (sentinels.watchGPUs), in the agents' namespace agentsNS.
+func NodeGPUMetricsURL(agentsNS string) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d/metrics", NodeMetricsService, agentsNS, DCGMPort)
+}
+
+// RenderNodeMetricsService is the DCGM exporter's node-local Service: internalTrafficPolicy
+// Local sends a pod's connection only to the exporter on the pod's own node, so that what a
+// sentinel reads is its node's GPUs and no other's; on a node without the exporter (a CPU node)
+// the connection fails rather than being answered by another node's. Kubernetes' ServiceSpec:
+// with internalTrafficPolicy "Local", "the proxy will assume that pods only want to talk to
+// endpoints of the service on the same node as the pod, dropping the traffic if there are no
+// local endpoints" (https://kubernetes.io/docs/concepts/services-networking/service-traffic-policy/).
+func RenderNodeMetricsService(a *Args) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: a.Labels.ServiceMeta(NodeMetricsService, agentsNamespace(a), DCGMName),
+		Spec: &corev1.ServiceSpecArgs{
+			Selector:              pulumi.ToStringMap(a.Labels.Selector(DCGMName)),
+			InternalTrafficPolicy: pulumi.String("Local"),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{
+				Name: pulumi.String("metrics"), Port: pulumi.Int(DCGMPort), TargetPort: pulumi.Int(DCGMPort),
+			}},
+		},
+	}
 }
 
 // RenderDCGMExporter builds the DCGM exporter DaemonSet: on GPU nodes only (selected by the

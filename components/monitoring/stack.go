@@ -40,11 +40,19 @@ func AgentsAllows(a *Args) []isolation.Allow {
 	if !a.DCGMOn() {
 		return nil
 	}
-	return []isolation.Allow{{
+	allows := []isolation.Allow{{
 		Name: "dcgm-scrape", Pods: []string{DCGMName}, Ports: []isolation.Port{{Port: DCGMPort}},
 		From: []isolation.Peer{{Components: []string{PrometheusName}, Namespace: a.NamespaceDNS}},
 		Why:  "Prometheus, in " + a.NamespaceDNS + ", scrapes the DCGM exporters.",
 	}}
+	if len(a.NodeWatchers) > 0 {
+		allows = append(allows, isolation.Allow{
+			Name: "dcgm-node-watch", Pods: []string{DCGMName}, Ports: []isolation.Port{{Port: DCGMPort}},
+			From: []isolation.Peer{{Components: a.NodeWatchers, Namespace: a.NamespaceDNS}},
+			Why:  "The sentinels beside the towers, in " + a.NamespaceDNS + ", read their own node's GPU metrics (sentinels.watchGPUs).",
+		})
+	}
+	return allows
 }
 
 // Outputs are the monitoring's stack outputs: each endpoint's URL, port-forward and local URL,

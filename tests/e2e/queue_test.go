@@ -227,6 +227,16 @@ func (p podList) String() string {
 	return b.String()
 }
 
+// only is the pod of that name, if it is in the list.
+func (p podList) only(name string) podList {
+	for _, x := range p {
+		if x.Name == name {
+			return podList{x}
+		}
+	}
+	return nil
+}
+
 // samePlacement: the same pods (by UID) on the same nodes.
 func samePlacement(before, after podList) bool {
 	if len(before) != len(after) {
@@ -346,4 +356,82 @@ func podWorkload(t *testing.T, s *stack, ns, pod string) kueueWorkload {
 		}
 	}
 	return kueueWorkload{}
+}
+
+// TestQueueElasticExtrasYield: stack A's queued elastic workers on simulated GPU pools (the real
+// Kueue): the group at minNodes (1 worker × 8 GPUs) and one extra worker (8 GPUs) fill A's
+// ClusterQueue (16 GPUs), each admitted. Stack B's ring (8 GPUs), in A's ClusterQueue at the
+// default priority, then does not fit: Kueue preempts A's extra, whose priority is one below
+// (A's ClusterQueue preempts withinClusterQueue: LowerPriority,
+// https://kueue.sigs.k8s.io/docs/concepts/preemption/), and admits B. A's group keeps running
+// on its node; the extra's pod comes back gated, waiting for quota. Without the extras' lower
+// priority or the ClusterQueue's preemption, B would wait for as long as A's extra runs.
+func TestQueueElasticExtrasYield(t *testing.T) {
+	suffix := randomHex(t, 3)
+	quiet := map[string]any{
+		"towers":     map[string]any{"enabled": false},
+		"carriers":   map[string]any{"enabled": false},
+		"sentinels":  map[string]any{"enabled": false},
+		"entrypoint": map[string]any{"jupyter": false, "tensorboard": false, "daskDashboard": false},
+	}
+	aName, bName := "qea-"+suffix, "qeb-"+suffix
+	aNS, bNS := "kolotoc-"+aName, "kolotoc-"+bName
+	aCfg := map[string]any{
+		"queue":   map[string]any{"type": "kueue"},
+		"elastic": map[string]any{"enabled": true, "pool": "gpu", "minNodes": 1, "maxNodes": 2, "nodes": 2, "cpu": "2", "memory": "8Gi"},
+	}
+	for k, v := range quiet {
+		aCfg[k] = v
+	}
+	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", aCfg)
+	a.up()
+	waitFor(t, "A's elastic group and its extra worker admitted and running", 3*time.Minute, func() (bool, string) {
+		g, x := workload(t, a, aNS, "elastic"), podWorkload(t, a, aNS, "elastic-extra-1")
+		pods := elasticPods(t, a, aNS)
+		return g.admitted() && x.admitted() && pods.running() == 2, fmt.Sprintf("group %s, extra %s, %d of %d running", g, x, pods.running(), len(pods))
+	})
+	group := elasticPods(t, a, aNS).only("elastic-0")
+
+	bCfg := map[string]any{
+		"queue":  map[string]any{"type": "kueue", "clusterQueue": aNS},
+		"towers": map[string]any{"count": 1, "gpusPerTower": 8, "pool": "gpu"},
+	}
+	for k, v := range quiet {
+		if k != "towers" {
+			bCfg[k] = v
+		}
+	}
+	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", bCfg)
+	start := time.Now()
+	b.up()
+	waitFor(t, "B's ring admitted, A's extra preempted", 3*time.Minute, func() (bool, string) {
+		w := workload(t, b, bNS, "tower")
+		all := allQueued(t, b, bNS)
+		return w.admitted() && all.gated() == 0, fmt.Sprintf("B's workload %s, %d of B's pods gated; A's extra %s",
+			w, all.gated(), podWorkload(t, a, aNS, "elastic-extra-1"))
+	})
+	t.Logf("B admitted %s after its up began, by preempting A's extra worker", time.Since(start).Round(100*time.Millisecond))
+	if job := b.waitJob(t, bNS, "launcher", 3*time.Minute); job.Status.Succeeded == 0 {
+		t.Errorf("B's launcher did not succeed: %+v", job.Status)
+	}
+	if g := workload(t, a, aNS, "elastic"); !g.admitted() {
+		t.Errorf("A's group after B's admission: %s, want still admitted (its priority is B's)", g)
+	}
+	if now := elasticPods(t, a, aNS).only("elastic-0"); !samePlacement(group, now) {
+		t.Errorf("A's group worker moved: %s, then %s", group, now)
+	}
+	waitFor(t, "A's extra back in the queue, gated", 2*time.Minute, func() (bool, string) {
+		x := elasticPods(t, a, aNS).only("elastic-extra-1")
+		return len(x) == 1 && x.gated() == 1 && x.bound() == 0, fmt.Sprintf("extra pods %s, its workload %s", x, podWorkload(t, a, aNS, "elastic-extra-1"))
+	})
+}
+
+// elasticPods are the elastic workers' pods of a stack, both sets.
+func elasticPods(t *testing.T, s *stack, ns string) podList {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods(ns).List(context.Background(), listOpts(s.selector()+",app.kubernetes.io/component=elastic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return podList(pods.Items)
 }
