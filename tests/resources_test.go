@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kolotoc/components/meta/rendertest"
@@ -206,49 +208,46 @@ func TestSentinelsWatchProcesses(t *testing.T) {
 func TestSentinelsWatchGPUs(t *testing.T) {
 	towers := `{"enabled":true,"count":1,"gpusPerTower":8,"pool":"gpu"}`
 	rec := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true,"watchGPUs":true}`}))
-	ds := inputs(rec.one(t, "kubernetes:apps/v1:DaemonSet", "monitoring-dcgm-exporter"))
-	agents := get(ds, "metadata", "namespace")
-	exporterLabels, _ := get(ds, "spec", "template", "metadata", "labels").(map[string]any)
-	svc := inputs(rec.one(t, tService, "monitoring-dcgm-node"))
-	if get(svc, "spec", "internalTrafficPolicy") != "Local" || get(svc, "metadata", "namespace") != agents {
-		t.Errorf("node metrics Service: internalTrafficPolicy %v in %v; want Local in the exporter's namespace %v",
-			get(svc, "spec", "internalTrafficPolicy"), get(svc, "metadata", "namespace"), agents)
+	ds := decode[appsv1.DaemonSet](t, rec.one(t, tDaemonSet, "monitoring-dcgm-exporter"))
+	agents := ds.Namespace
+	exporterLabels := ds.Spec.Template.Labels
+	svc := decode[corev1.Service](t, rec.one(t, tService, "monitoring-dcgm-node"))
+	if p := svc.Spec.InternalTrafficPolicy; p == nil || *p != corev1.ServiceInternalTrafficPolicyLocal || svc.Namespace != agents {
+		t.Errorf("node metrics Service: internalTrafficPolicy %v in %v; want Local in the exporter's namespace %v", p, svc.Namespace, agents)
 	}
-	sel, _ := get(svc, "spec", "selector").(map[string]any)
+	sel := svc.Spec.Selector
 	for k, v := range sel {
 		if exporterLabels[k] != v {
 			t.Errorf("node metrics Service selects %s=%v, the exporter's pods have %v", k, v, exporterLabels[k])
 		}
 	}
-	if len(sel) == 0 || get(svc, "spec", "ports", "[0]", "targetPort") != get(ds, "spec", "template", "spec", "containers", "[0]", "ports", "[0]", "containerPort") {
-		t.Errorf("node metrics Service: selector %v, ports %v; want the exporter's pods on its metrics port", sel, get(svc, "spec", "ports"))
+	exporterPorts := ds.Spec.Template.Spec.Containers[0].Ports
+	if len(sel) == 0 || len(svc.Spec.Ports) == 0 || len(exporterPorts) == 0 || svc.Spec.Ports[0].TargetPort.IntValue() != int(exporterPorts[0].ContainerPort) {
+		t.Fatalf("node metrics Service: selector %v, ports %+v; want the exporter's pods on its metrics port", sel, svc.Spec.Ports)
 	}
-	url := fmt.Sprintf("http://%s.%s.svc:%v/metrics", get(svc, "metadata", "name"), agents, get(svc, "spec", "ports", "[0]", "port"))
-	tower := inputs(rec.one(t, tStatefulSet, "towers"))
-	var sentinelEnv any
-	for _, c := range get(tower, "spec", "template", "spec", "containers").([]any) {
-		if get(c, "name") == "sentinel" {
-			sentinelEnv = get(c, "env")
-		}
+	url := fmt.Sprintf("http://%s.%s.svc:%v/metrics", svc.Name, agents, svc.Spec.Ports[0].Port)
+	tower := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "towers"))
+	sentinel := containerNamed(t, tower.Spec.Template.Spec, "sentinel")
+	if got := envValues(sentinel)["KOLOTOC_NODE_GPU_METRICS"]; got != url {
+		t.Errorf("sentinel KOLOTOC_NODE_GPU_METRICS = %q, want %s", got, url)
 	}
-	if !strings.Contains(fmt.Sprint(sentinelEnv), "name:KOLOTOC_NODE_GPU_METRICS value:"+url) {
-		t.Errorf("sentinel env %v: want KOLOTOC_NODE_GPU_METRICS=%s", sentinelEnv, url)
-	}
-	var allow any
+	var allow *networkingv1.NetworkPolicy
 	for _, r := range rec.ofType(tNetworkPolicy) {
-		if in := inputs(r); get(in, "metadata", "name") == "dcgm-node-watch" && get(in, "metadata", "namespace") == agents {
-			allow = in
+		if np := decode[networkingv1.NetworkPolicy](t, r); np.Name == "dcgm-node-watch" && np.Namespace == agents {
+			allow = &np
 		}
 	}
-	towerLabels := get(tower, "spec", "template", "metadata", "labels")
 	if allow == nil {
 		t.Fatal("no NetworkPolicy dcgm-node-watch in the agents' namespace: the default deny drops the sentinels' reads")
 	}
-	from := get(allow, "spec", "ingress", "[0]", "from", "[0]")
-	if get(from, "podSelector", "matchLabels", "app.kubernetes.io/component") != get(towerLabels, "app.kubernetes.io/component") ||
-		get(from, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != get(tower, "metadata", "namespace") ||
-		get(allow, "spec", "ingress", "[0]", "ports", "[0]", "port") != get(svc, "spec", "ports", "[0]", "targetPort") {
-		t.Errorf("dcgm-node-watch admits %v on %v; want the towers' pods of %v on the exporter's port", from, get(allow, "spec", "ingress", "[0]", "ports"), get(tower, "metadata", "namespace"))
+	if len(allow.Spec.Ingress) == 0 || len(allow.Spec.Ingress[0].From) == 0 || len(allow.Spec.Ingress[0].Ports) == 0 {
+		t.Fatalf("dcgm-node-watch ingress %+v: want one peer and one port", allow.Spec.Ingress)
+	}
+	from, port := allow.Spec.Ingress[0].From[0], allow.Spec.Ingress[0].Ports[0]
+	if from.PodSelector == nil || from.PodSelector.MatchLabels["app.kubernetes.io/component"] != tower.Spec.Template.Labels["app.kubernetes.io/component"] ||
+		from.NamespaceSelector == nil || from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != tower.Namespace ||
+		port.Port == nil || port.Port.IntValue() != svc.Spec.Ports[0].TargetPort.IntValue() {
+		t.Errorf("dcgm-node-watch admits %+v on %+v; want the towers' pods of %v on the exporter's port", from, port, tower.Namespace)
 	}
 
 	off := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true}`}))
@@ -257,7 +256,9 @@ func TestSentinelsWatchGPUs(t *testing.T) {
 			t.Error("a node metrics Service although no sentinel watches GPUs")
 		}
 	}
-	if strings.Contains(fmt.Sprint(inputs(off.one(t, tStatefulSet, "towers"))), "KOLOTOC_NODE_GPU_METRICS") {
-		t.Error("sentinels told of GPU metrics although they do not watch GPUs")
+	for _, c := range containersOf(templateOf(t, off.one(t, tStatefulSet, "towers")).Spec) {
+		if _, ok := envVars(c)["KOLOTOC_NODE_GPU_METRICS"]; ok {
+			t.Errorf("container %s told of GPU metrics although no sentinel watches GPUs", c.Name)
+		}
 	}
 }
