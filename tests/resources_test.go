@@ -212,8 +212,12 @@ func TestSentinelsWatchGPUs(t *testing.T) {
 	agents := ds.Namespace
 	exporterLabels := ds.Spec.Template.Labels
 	svc := decode[corev1.Service](t, rec.one(t, tService, "monitoring-dcgm-node"))
-	if p := svc.Spec.InternalTrafficPolicy; p == nil || *p != corev1.ServiceInternalTrafficPolicyLocal || svc.Namespace != agents {
-		t.Errorf("node metrics Service: internalTrafficPolicy %v in %v; want Local in the exporter's namespace %v", p, svc.Namespace, agents)
+	var policy corev1.ServiceInternalTrafficPolicy
+	if p := svc.Spec.InternalTrafficPolicy; p != nil {
+		policy = *p
+	}
+	if policy != corev1.ServiceInternalTrafficPolicyLocal || svc.Namespace != agents {
+		t.Errorf("node metrics Service: internalTrafficPolicy %q in %v; want Local in the exporter's namespace %v", policy, svc.Namespace, agents)
 	}
 	sel := svc.Spec.Selector
 	for k, v := range sel {
