@@ -117,7 +117,7 @@ func TestGPUPool(t *testing.T) {
 		t.Errorf("node config %+v: want Spot a2-highgpu-8g labelled pool gpu", nc)
 	}
 	if np.Autoscaling == nil || np.Autoscaling.Min != 1 || np.Autoscaling.Max != 3 || np.InitialNodeCount == nil || *np.InitialNodeCount != 2 || np.NodeCount != nil {
-		t.Errorf("autoscaling %+v initial %v count %v: want 1..3 from 2 per zone (totals 2..6 from 4 over 2 zones)", np.Autoscaling, np.InitialNodeCount, np.NodeCount)
+		t.Errorf("autoscaling %+v initial %v count %v: want 1..3 from 2 per zone (totals 2..6 from 4 over 2 zones)", np.Autoscaling, val(np.InitialNodeCount), val(np.NodeCount))
 	}
 	if np.UpgradeSettings == nil || np.UpgradeSettings.MaxSurge != 0 || np.UpgradeSettings.MaxUnavailable != 1 {
 		t.Errorf("upgrade %+v: a GPU pool has no quota for a surge node", np.UpgradeSettings)
@@ -151,7 +151,7 @@ func TestFixedPool(t *testing.T) {
 		t.Errorf("name %q prefix %q deleteBeforeReplace %v: want the pinned name, deleted first", np.Name, np.NamePrefix, r.DeleteBeforeReplace)
 	}
 	if np.NodeCount == nil || *np.NodeCount != 3 || np.Autoscaling != nil || len(r.IgnoreChanges) != 0 {
-		t.Errorf("count %v autoscaling %+v ignore %v: want 3 fixed nodes, Pulumi owning the count", np.NodeCount, np.Autoscaling, r.IgnoreChanges)
+		t.Errorf("count %v autoscaling %+v ignore %v: want 3 fixed nodes, Pulumi owning the count", val(np.NodeCount), np.Autoscaling, r.IgnoreChanges)
 	}
 	if len(np.NodeConfig.Taints) != 0 || len(np.NodeConfig.GuestAccelerators) != 0 || np.UpgradeSettings != nil {
 		t.Errorf("CPU pool: taints %v accelerators %v upgrade %+v", np.NodeConfig.Taints, np.NodeConfig.GuestAccelerators, np.UpgradeSettings)
@@ -257,6 +257,14 @@ func TestFilestore(t *testing.T) {
 		in.Shares.Exports[0].Access != "READ_WRITE" || in.Shares.Exports[0].Squash != "NO_ROOT_SQUASH" {
 		t.Errorf("exports %+v: want read-write, root kept, to the node ranges only", in.Shares.Exports)
 	}
+}
+
+// val prints an optional count: its value, or "unset".
+func val(p *int) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
 }
 
 func TestArgsRequired(t *testing.T) {
