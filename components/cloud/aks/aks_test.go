@@ -140,7 +140,7 @@ func TestSpotGPUPool(t *testing.T) {
 		t.Errorf("priority %q eviction %q max price %v: want Spot, Delete, -1 (up to the on-demand price)", ap.Priority, ap.Eviction, ap.SpotMaxPrice)
 	}
 	if !ap.Autoscaling || ap.Min == nil || *ap.Min != 0 || ap.Max == nil || *ap.Max != 4 || ap.Count != 1 {
-		t.Errorf("autoscaling %v %v..%v count %d: want 0..4 from 1", ap.Autoscaling, ap.Min, ap.Max, ap.Count)
+		t.Errorf("autoscaling %v %v..%v count %d: want 0..4 from 1", ap.Autoscaling, val(ap.Min), val(ap.Max), ap.Count)
 	}
 	if !cmp.Equal(r.IgnoreChanges, []string{"count"}) || r.DeleteBeforeReplace || r.CreateTimeout != "90m" {
 		t.Errorf("ignore %v deleteBeforeReplace %v timeout %q", r.IgnoreChanges, r.DeleteBeforeReplace, r.CreateTimeout)
@@ -271,4 +271,12 @@ func TestSMBKeySecret(t *testing.T) {
 	if !secret {
 		t.Error("the storage account key is not a secret")
 	}
+}
+
+// val prints an optional number: its value, or "unset".
+func val[T any](p *T) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
 }

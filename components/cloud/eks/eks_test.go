@@ -97,7 +97,7 @@ func TestGPUNodeGroup(t *testing.T) {
 		t.Errorf("subnets %v: a compact group runs in its one subnet", ng.SubnetIDs)
 	}
 	if ng.LaunchTemplate == nil || ng.DiskSize != nil {
-		t.Errorf("launch template %+v, disk size %v: EKS refuses a disk size beside a template", ng.LaunchTemplate, ng.DiskSize)
+		t.Errorf("launch template %+v, disk size %v: EKS refuses a disk size beside a template", ng.LaunchTemplate, val(ng.DiskSize))
 	}
 	if !cmp.Equal(r.IgnoreChanges, []string{"scalingConfig.desiredSize"}) || r.DeleteBeforeReplace || r.CreateTimeout != "90m" || r.Protect {
 		t.Errorf("options: ignore %v, deleteBeforeReplace %v, timeout %q, protect %v", r.IgnoreChanges, r.DeleteBeforeReplace, r.CreateTimeout, r.Protect)
@@ -166,7 +166,7 @@ func TestFixedNodeGroup(t *testing.T) {
 		t.Errorf("%+v, deleteBeforeReplace %v", ng, r.DeleteBeforeReplace)
 	}
 	if ng.DiskSize == nil || *ng.DiskSize != 100 || ng.LaunchTemplate != nil || len(ng.Taints) != 0 || len(ng.SubnetIDs) != 2 {
-		t.Errorf("disk %v template %+v taints %v subnets %v", ng.DiskSize, ng.LaunchTemplate, ng.Taints, ng.SubnetIDs)
+		t.Errorf("disk %v template %+v taints %v subnets %v", val(ng.DiskSize), ng.LaunchTemplate, ng.Taints, ng.SubnetIDs)
 	}
 }
 
@@ -274,4 +274,12 @@ func TestNetwork(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("subnets (-want +got):\n%s", d)
 	}
+}
+
+// val prints an optional number: its value, or "unset".
+func val[T any](p *T) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
 }
