@@ -33,16 +33,17 @@ const (
 // the shared volume reaches its file store, and the stack outputs of the cluster. It is nil for
 // the simulated cloud and an existing cluster; its methods accept that.
 type cloudResult struct {
-	storage func(*storage.Args)
+	store   *cloudVolume // how the shared volume reaches the file store the cloud made; nil for none
 	outputs pulumi.Map
 	kube    KubeAccess // how a user's kubectl reaches the cluster (kubeaccess.go)
 }
 
-// applyStorage points the shared volume at the cloud's file store.
-func (r *cloudResult) applyStorage(a *storage.Args) {
-	if r != nil && r.storage != nil {
-		r.storage(a)
+// volume is how the shared volume reaches the cloud's file store, nil when the cloud made none.
+func (r *cloudResult) volume() *cloudVolume {
+	if r == nil {
+		return nil
 	}
+	return r.store
 }
 
 // exports are the cloud's stack outputs: the cluster's name and its kubeconfig (a secret).
@@ -110,7 +111,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 			Compact: f.PlacementGroup, GVNIC: f.GVNIC,
 			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
-			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == ScratchEmptyDir, Labels: labels,
+			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == storage.ScratchEmptyDir, Labels: labels,
 			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
 		}
 	}
@@ -125,7 +126,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, cl.Project)}
-	if s := c.Storage; s.Type == StorageFilestore {
+	if s := c.Storage; c.store().cloudStore { // a Filestore instance (storage_cloud.go)
 		location := s.Zone
 		if s.Tier == FilestoreRegional {
 			location = k.Region
@@ -137,9 +138,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
-		res.storage = func(a *storage.Args) {
-			a.InCluster, a.ServerAddress, a.Path, a.MountOptions = false, fs.Address, fs.Path, gke.NFSMountOptions
-		}
+		res.store = &cloudVolume{serverAddress: fs.Address, path: fs.Path, mountOptions: gke.NFSMountOptions}
 		res.outputs["filestoreAddress"] = fs.Address
 	}
 	return cl.Kubeconfig, track.Resources(), res, nil
@@ -204,7 +203,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
-	if s := c.Storage; s.Type == StorageEFS {
+	if s := c.Storage; c.store().cloudStore { // an EFS file system, made or existing (storage_cloud.go)
 		nodes := []pulumi.Resource{cl.PodIdentity}
 		for _, ng := range cl.NodeGroups {
 			nodes = append(nodes, ng)
@@ -223,17 +222,16 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		if s.FileSystemID != "" {
 			return cl.Kubeconfig, track.Resources(), res, nil
 		}
-		res.storage = func(a *storage.Args) {
-			a.InCluster = false
+		res.store = &cloudVolume{
 			// tls: efs-utils encrypts NFS in transit.
-			a.MountOptions = []string{"tls"}
-			a.CSI = &storage.CSI{
+			mountOptions: []string{"tls"},
+			csi: &storage.CSI{
 				Driver: storage.EFSDriver, VolumeHandle: fs.FileSystemID,
 				// Further claims of this class get an access point (a directory) of their own.
 				ClassParameters: pulumi.StringMap{
 					"provisioningMode": pulumi.String("efs-ap"), "fileSystemId": fs.FileSystemID, "directoryPerms": pulumi.String("700"),
 				},
-			}
+			},
 		}
 	}
 	return cl.Kubeconfig, track.Resources(), res, nil
@@ -269,10 +267,10 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &cloudResult{outputs: pulumi.Map{}, kube: cloudKubeAccess(c, pulumi.StringOutput{})}
-	if s := c.Storage; s.Type == StorageAzureFiles && s.Share != "" {
+	if s, st := c.Storage, c.store(); st.cloudStore && st.existing {
 		// An existing share: nothing to create, AKS mounts it with its built-in driver (storage_existing.go).
 		res.outputs["storageAccount"] = pulumi.String(s.Account)
-	} else if s.Type == StorageAzureFiles {
+	} else if st.cloudStore { // an Azure Files share (storage_cloud.go)
 		nfs := s.Protocol == AzureFilesNFS
 		protocol := aks.SMB
 		if nfs {
@@ -287,7 +285,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 		if err != nil {
 			return pulumi.StringOutput{}, nil, nil, err
 		}
-		res.storage = azureFilesVolume(files, cl.ResourceGroup.Name, nfs)
+		res.store = azureFilesVolume(files, cl.ResourceGroup.Name, nfs)
 		res.outputs["storageAccount"] = files.Account
 	}
 	return cl.Kubeconfig, track.Resources(), res, nil

@@ -47,13 +47,9 @@ func (c *Config) applyAccessDefaults() {
 	if len(w.Days) == 0 {
 		w.Days = slices.Clone(defaultMaintenanceDays)
 	}
-	if s := &c.Storage; s.Type == StorageFilestore && len(s.ClientRanges) == 0 && c.Cluster.Network == defaultGCPNetwork {
-		s.ClientRanges = []string{gcpAutoModeRange}
-	}
 }
 
-// validateAccess checks who may reach the API server, the maintenance window and the Filestore
-// client ranges.
+// validateAccess checks who may reach the API server and the maintenance window.
 func (c *Config) validateAccess(v *validator) {
 	k := c.Cluster
 	for i, cidr := range k.AuthorizedNetworks {
@@ -71,20 +67,6 @@ func (c *Config) validateAccess(v *validator) {
 		v.add("cluster.maintenanceWindow", "(set)", "only GKE's upgrades follow a Kolotoc maintenance window; remove it on cloud "+c.Cloud)
 	}
 
-	s := c.Storage
-	if s.Type != StorageFilestore {
-		if len(s.ClientRanges) > 0 {
-			v.add("storage.clientRanges", strings.Join(s.ClientRanges, ","), "only for storage.type filestore")
-		}
-		return
-	}
-	if c.Cloud == CloudGCP && len(s.ClientRanges) == 0 {
-		v.add("storage.clientRanges", "[]", fmt.Sprintf("required with cluster.network %s: the ranges of the cluster's nodes (its subnet's primary range), "+
-			"which alone may mount the Filestore share; e.g. [10.10.0.0/20]", k.Network))
-	}
-	for i, cidr := range s.ClientRanges {
-		v.cidr(fmt.Sprintf("storage.clientRanges[%d]", i), cidr, "the ranges of the cluster's nodes, e.g. 10.128.0.0/9 on the default network")
-	}
 }
 
 func (c *Config) validateMaintenanceWindow(v *validator) {

@@ -7,10 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-
 	"kolotoc/components/cloud/aks"
-	"kolotoc/components/storage"
 )
 
 // Azure Files protocols for `kolotoc:storage.protocol` with storage.type azurefiles.
@@ -35,20 +32,6 @@ var (
 	aksReservedRanges = []string{"169.254.0.0/16", "172.30.0.0/16", "172.31.0.0/16", "192.0.2.0/24"}
 )
 
-// applyAzureDefaults chooses the Azure Files protocol: NFS, which needs no key and no public
-// network, wherever it can run (a subnet of the user's own, for the storage firewall to name);
-// SMB otherwise, as before the key existed. Zero values only.
-func (c *Config) applyAzureDefaults() {
-	s := &c.Storage
-	if s.Type != StorageAzureFiles || s.Protocol != "" || s.Share != "" { // an existing share's protocol is named (storage_existing.go)
-		return
-	}
-	s.Protocol = AzureFilesSMB
-	if c.Cluster.SubnetID != "" {
-		s.Protocol = AzureFilesNFS
-	}
-}
-
 // AzureSubscription is the subscription of cluster.subnetId, or "" when it has none.
 func (k Cluster) AzureSubscription() string {
 	if m := azureSubnetID.FindStringSubmatch(k.SubnetID); m != nil {
@@ -72,7 +55,7 @@ func (k Cluster) AKSDNSServiceIP() string {
 // Azure Files protocol. Like the other cloud keys, they are accepted on the simulated cloud, so
 // that a copy of an azure stack runs there unchanged.
 func (c *Config) validateAzureNetwork(v *validator) {
-	k, s := c.Cluster, c.Storage
+	k := c.Cluster
 	if (IsCloud(c.Cloud) && c.Cloud != CloudAzure) || c.Cloud == CloudExisting {
 		for key, val := range map[string]string{"cluster.subnetId": k.SubnetID, "cluster.serviceCidr": k.ServiceCIDR, "cluster.podCidr": k.PodCIDR,
 			"cluster.adminPrincipalType": k.AdminPrincipalType} {
@@ -126,42 +109,6 @@ func (c *Config) validateAzureNetwork(v *validator) {
 		v.add("cluster.podCidr", k.PodCIDR, "overlaps cluster.serviceCidr "+k.ServiceCIDR+"; allowed: a range apart from it")
 	}
 
-	if s.PrivateDNSZoneID != "" && !s.PrivateEndpoint {
-		v.add("storage.privateDnsZoneId", s.PrivateDNSZoneID, "only with storage.privateEndpoint: true")
-	}
-	if s.Type != StorageAzureFiles || s.Share != "" {
-		if s.PrivateEndpoint {
-			v.add("storage.privateEndpoint", "true", "only for a share the stack creates (storage.type azurefiles without storage.share)")
-		}
-	}
-	if s.Type != StorageAzureFiles {
-		if s.Protocol != "" {
-			v.add("storage.protocol", s.Protocol, "only for storage.type azurefiles")
-		}
-		return
-	}
-	if s.Share != "" {
-		return // an existing share: its protocol is checked with it (storage_existing.go)
-	}
-	if s.PrivateEndpoint && s.Protocol != AzureFilesNFS {
-		v.add("storage.privateEndpoint", "true", "a private endpoint serves the NFS share (storage.protocol nfs, with cluster.subnetId); allowed with smb: false")
-	}
-	if z := s.PrivateDNSZoneID; z != "" && !privateFilesZoneID.MatchString(z) {
-		v.add("storage.privateDnsZoneId", z, "allowed: the resource ID of a "+aks.FilesPrivateZone+" zone, "+
-			"/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Network/privateDnsZones/"+aks.FilesPrivateZone)
-	}
-	v.oneOf("storage.protocol", s.Protocol, allowedAzureFilesProtocols)
-	if s.Protocol != AzureFilesNFS {
-		return
-	}
-	if k.SubnetID == "" {
-		v.add("storage.protocol", s.Protocol, "an NFS share answers only a virtual network rule, and needs cluster.subnetId: "+
-			"the subnet the cluster runs in, with the Microsoft.Storage service endpoint; allowed without it: smb (mounted with the account key)")
-	}
-	if s.Tier != AzureFilesPremium {
-		v.add("storage.tier", s.Tier, "Azure Files serves NFS from Premium (FileStorage) accounts only; allowed with storage.protocol nfs: Premium "+
-			"(or storage.protocol smb)")
-	}
 }
 
 // overlapsAny is the first of ranges that n overlaps, or "".
@@ -173,42 +120,4 @@ func overlapsAny(n *net.IPNet, ranges []string) string {
 		}
 	}
 	return ""
-}
-
-// azureFilesVolume points the shared volume at the Azure Files share, through the Azure Files
-// CSI driver. An NFS share needs nothing secret: it answers the cluster's subnet and asks for no
-// key. An SMB share is mounted with the account key, which goes into a Kubernetes Secret.
-func azureFilesVolume(files *aks.Files, resourceGroup pulumi.StringOutput, nfs bool) func(*storage.Args) {
-	return func(a *storage.Args) {
-		a.InCluster = false
-		// With a private endpoint, the volume waits for the share's private DNS records, so that
-		// no node mounts it through a name that still points at the closed public endpoint.
-		a.VolumeDeps = files.Ready
-		if nfs {
-			a.MountOptions = aks.NFSMountOptions
-			a.CSI = &storage.CSI{
-				Driver: storage.AzureFilesDriver,
-				// The driver's form for a share it did not provision, <account>_<share> ('#' is
-				// its own); the attributes say where the share is.
-				VolumeHandle: pulumi.Sprintf("%s_%s", files.Account, files.ShareName),
-				Attributes: pulumi.StringMap{
-					"resourceGroup":  resourceGroup,
-					"storageAccount": files.Account,
-					"shareName":      files.ShareName,
-					"protocol":       pulumi.String("nfs"),
-				},
-			}
-			return
-		}
-		a.MountOptions = aks.MountOptions
-		a.CSI = &storage.CSI{
-			Driver:       storage.AzureFilesDriver,
-			VolumeHandle: pulumi.Sprintf("%s#%s#%s", resourceGroup, files.Account, files.ShareName),
-			Attributes:   pulumi.StringMap{"shareName": files.ShareName},
-			SecretData: pulumi.ToSecret(pulumi.StringMap{
-				"azurestorageaccountname": files.Account,
-				"azurestorageaccountkey":  files.Key,
-			}).(pulumi.StringMapOutput),
-		}
-	}
 }

@@ -109,19 +109,6 @@ var (
 // IsCloud reports whether the stack's cloud is one whose cluster Kolotoc creates.
 func IsCloud(cloud string) bool { return cloud == CloudGCP || cloud == CloudAWS || cloud == CloudAzure }
 
-// storageCloud is the cloud a storage type belongs to, or "" for the cloud-independent ones.
-func storageCloud(t string) string {
-	switch t {
-	case StorageFilestore:
-		return CloudGCP
-	case StorageEFS:
-		return CloudAWS
-	case StorageAzureFiles:
-		return CloudAzure
-	}
-	return ""
-}
-
 // applyCloudDefaults runs first in applyDefaults: pool figures from the catalogue (so the generic
 // 8-core default never hides a machine type's real size), storage tier and size, and the cloud
 // keys. Like applyDefaults, it fills zero values only.
@@ -140,39 +127,6 @@ func (c *Config) applyCloudDefaults() {
 		}
 	}
 
-	s := &c.Storage
-	switch s.Type {
-	case StorageFilestore:
-		meta.Fill(&s.Tier, defaultFilestoreTier)
-		if s.Size == "" {
-			if min, ok := filestoreMinGiB[s.Tier]; ok {
-				s.Size = fmt.Sprintf("%dGi", min)
-			}
-		}
-		if s.Zone == "" && s.Tier != FilestoreRegional {
-			s.Zone = c.Cluster.Zone
-			if s.Zone == "" {
-				if p := c.towersPool(); p != nil && len(p.Zones) > 0 {
-					s.Zone = p.Zones[0]
-				}
-			}
-		}
-	case StorageEFS:
-		if s.Tier == "" && s.FileSystemID == "" { // an existing file system's throughput is its own
-			s.Tier = defaultEFSThroughput
-		}
-		if s.FileSystemID == "" {
-			meta.Fill(&s.PerformanceMode, EFSGeneralPurpose)
-		}
-	case StorageAzureFiles:
-		if s.Share != "" {
-			break // an existing share: its account, tier and protocol are named, never derived
-		}
-		meta.Fill(&s.Tier, defaultAzureFilesTier)
-		meta.Fill(&s.Account, defaultStorageAccount(c.Project, c.Stack, c.Cluster.Name))
-		meta.Fill(&s.ShareName, defaultAzureShareName)
-	}
-
 	k := &c.Cluster
 	switch c.Cloud {
 	case CloudGCP:
@@ -186,9 +140,9 @@ func (c *Config) applyCloudDefaults() {
 		meta.Fill(&k.SystemVMSize, defaultSystemVMSize)
 		meta.Fill(&k.SystemNodes, defaultSystemNodes)
 	}
-	c.applyAzureDefaults()
 	c.applyAccessDefaults()
 	c.applyRecoveryDefaults()
+	c.applyCloudStoreDefaults() // storage_cloud.go
 }
 
 // towersPool is the pool the towers will run on, as applyDefaults will choose it.
@@ -270,24 +224,21 @@ func (c *Config) validateCloud(v *validator) {
 	if cloud == CloudAzure {
 		c.validateAzureSpot(v)
 	}
-	c.validateCloudStorage(v)
+	c.validateCloudStorage(v) // storage_cloud.go
 	c.validateAzureNetwork(v)
+	c.validateAzureFilesNetwork(v) // storage_cloud.go
 	c.validateAccess(v)
+	c.validateFilestoreAccess(v) // storage_cloud.go
 	c.validateRecovery(v)
+	c.validateBackup(v) // storage_cloud.go
 }
 
 // validateAzureSpot refuses Spot for the pools Kolotoc's workloads run on: AKS taints every Spot
 // node kubernetes.azure.com/scalesetpriority=spot:NoSchedule, and the workloads tolerate only the
-// GPU taint, so their pods would stay Pending. Spot pools for other jobs are fine.
+// GPU taint, so their pods would stay Pending. Every enabled workload's pools count (workloads.go);
+// Spot pools for other jobs are fine.
 func (c *Config) validateAzureSpot(v *validator) {
-	users := map[string][]string{}
-	if c.Towers.Enabled {
-		users[c.Towers.Pool] = append(users[c.Towers.Pool], "towers")
-	}
-	if c.Carriers.Enabled {
-		users[c.Carriers.Pool] = append(users[c.Carriers.Pool], "carriers")
-	}
-	users[c.Entrypoint.Pool] = append(users[c.Entrypoint.Pool], "the entrypoint")
+	users := c.workloadPools()
 	for i, p := range c.NodePools {
 		if p.Spot && len(users[p.Name]) > 0 {
 			v.add(fmt.Sprintf("nodePools[%d].spot", i), "true", fmt.Sprintf(
@@ -425,107 +376,4 @@ func (c *Config) validatePoolZones(v *validator, i int, p NodePool) {
 				"only a compact pool names its one zone (nodePools[%d].placement: %s)", i, PlacementCompact))
 		}
 	}
-}
-
-func (c *Config) validateCloudStorage(v *validator) {
-	s := c.Storage
-	if want := storageCloud(s.Type); want != "" && want != c.Cloud && c.Cloud != CloudSimulated && c.Cloud != "" && !c.mountsExistingStore() {
-		v.add("storage.type", s.Type, fmt.Sprintf("needs cloud %s (a simulated stack stands it in with an in-cluster NFS server); allowed on %s: %s",
-			want, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
-	}
-	if s.Type == StorageLocal && IsCloud(c.Cloud) {
-		v.add("storage.type", s.Type, fmt.Sprintf("a directory of one node, for the local cluster or an existing one-node cluster; allowed on %s: %s",
-			c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
-	}
-	size, sizeErr := resource.ParseQuantity(s.Size)
-	gib := (size.Value() + (1<<30 - 1)) >> 30 // rounded up
-	switch s.Type {
-	case StorageFilestore:
-		v.oneOf("storage.tier", s.Tier, allowedFilestoreTiers)
-		if min, ok := filestoreMinGiB[s.Tier]; ok && sizeErr == nil {
-			if gib < min || gib > filestoreMaxGiB[s.Tier] {
-				v.add("storage.size", s.Size, fmt.Sprintf("Filestore tier %s holds %dGi to %dGi; allowed: %dGi..%dGi (or leave storage.size unset for %dGi)",
-					s.Tier, min, filestoreMaxGiB[s.Tier], min, filestoreMaxGiB[s.Tier], min))
-			}
-		}
-		if s.Tier != FilestoreRegional && c.Cloud == CloudGCP {
-			if s.Zone == "" {
-				v.add("storage.zone", "(unset)", "required for a zonal Filestore tier with a regional cluster and no zones on the towers' pool; e.g. "+c.Cluster.Region+"-a")
-			} else if c.Cluster.Region != "" && !strings.HasPrefix(s.Zone, c.Cluster.Region+"-") {
-				v.add("storage.zone", s.Zone, fmt.Sprintf("not a zone of region %s; allowed: %s-a, %s-b, …", c.Cluster.Region, c.Cluster.Region, c.Cluster.Region))
-			}
-		}
-	case StorageEFS:
-		if s.FileSystemID == "" {
-			v.oneOf("storage.tier", s.Tier, allowedEFSThroughput)
-			v.oneOf("storage.performanceMode", s.PerformanceMode, allowedEFSPerformance)
-			// "Max I/O performance mode is not supported ... with Elastic throughput" (Amazon EFS
-			// User Guide, Performance modes: https://docs.aws.amazon.com/efs/latest/ug/performance.html#performancemodes).
-			if s.PerformanceMode == EFSMaxIO && s.Tier == EFSElastic {
-				v.add("storage.performanceMode", s.PerformanceMode, "EFS does not offer Max I/O with elastic throughput; allowed with storage.tier elastic: generalPurpose (or set storage.tier bursting or provisioned)")
-			}
-			switch {
-			case s.Tier == EFSProvisioned && (s.ThroughputMibps < 1 || s.ThroughputMibps > efsMaxProvisionedMibps):
-				v.add("storage.throughputMibps", strconv.Itoa(s.ThroughputMibps), fmt.Sprintf("required with storage.tier provisioned: MiB/s; allowed: 1..%d", efsMaxProvisionedMibps))
-			case s.Tier != EFSProvisioned && s.ThroughputMibps != 0:
-				v.add("storage.throughputMibps", strconv.Itoa(s.ThroughputMibps), "only with storage.tier provisioned")
-			}
-		} else if s.PerformanceMode != "" || s.ThroughputMibps != 0 {
-			v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "an existing file system (storage.fileSystemId) keeps its own modes; leave storage.performanceMode and storage.throughputMibps unset")
-		}
-	case StorageAzureFiles:
-		if s.Share != "" {
-			break // an existing share (validateExistingStorage)
-		}
-		v.oneOf("storage.tier", s.Tier, allowedAzureFilesTiers)
-		if min, ok := azureFilesMinGiB[s.Tier]; ok && sizeErr == nil && (gib < min || gib > azureFilesMaxGiB) {
-			v.add("storage.size", s.Size, fmt.Sprintf("an Azure Files %s share holds %dGi to %dGi; allowed: %dGi..%dGi", s.Tier, min, azureFilesMaxGiB, min, azureFilesMaxGiB))
-		}
-		// Share names: 3-63 lower-case letters, digits and single hyphens, starting and ending
-		// with a letter or digit (the rule storage.share follows, storage_existing.go).
-		if len(s.ShareName) < 3 || len(s.ShareName) > 63 || !azureShareName.MatchString(s.ShareName) {
-			v.add("storage.shareName", s.ShareName, "Azure share names are 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit")
-		}
-		if !storageAccount.MatchString(s.Account) {
-			v.add("storage.account", s.Account, "storage account names are 3-24 lower-case letters and digits (and unique across Azure); or leave it unset for a derived one")
-		}
-	default:
-		if s.Tier != "" {
-			v.add("storage.tier", s.Tier, "only for storage.type filestore, efs or azurefiles")
-		}
-	}
-	if s.Type != StorageEFS && (s.PerformanceMode != "" || s.ThroughputMibps != 0) {
-		v.add("storage.performanceMode", meta.OrUnset(s.PerformanceMode), "storage.performanceMode and storage.throughputMibps are for storage.type efs")
-	}
-	if s.Type != StorageAzureFiles && s.ShareName != "" {
-		v.add("storage.shareName", s.ShareName, "only for storage.type azurefiles")
-	} else if s.Type == StorageAzureFiles && s.Share != "" && s.ShareName != "" {
-		v.add("storage.shareName", s.ShareName, "names the share Kolotoc creates; with storage.share (an existing share) leave it unset")
-	}
-	c.validateExistingStorage(v)
-}
-
-// storageTypesFor lists the storage types a stack's cloud can use.
-func (c *Config) storageTypesFor() []string {
-	out := []string{StorageNFS}
-	if !IsCloud(c.Cloud) {
-		// On a cloud the in-cluster server's emptyDir would hold the only copy of the checkpoints.
-		out = []string{StorageInClusterNFS, StorageNFS, StorageLocal}
-	}
-	for _, t := range []string{StorageFilestore, StorageEFS, StorageAzureFiles} {
-		if storageCloud(t) == c.Cloud {
-			out = append(out, t)
-		}
-	}
-	if c.Cloud == CloudExisting {
-		out = append(out, existingStoreTypes...)
-	}
-	return out
-}
-
-// InClusterNFS reports whether the shared storage is an NFS server inside the namespace: asked
-// for, or in place of a cloud file store on the simulated cloud (so a simulated copy of a
-// cloud stack runs with the same storage keys).
-func (c *Config) InClusterNFS() bool {
-	return c.Storage.Type == StorageInClusterNFS || (c.Cloud == CloudSimulated && storageCloud(c.Storage.Type) != "")
 }

@@ -3,7 +3,6 @@ package stacks
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 
 	"kolotoc/components/meta"
 )
@@ -50,9 +49,6 @@ func (c *Config) applyRecoveryDefaults() {
 		}
 		meta.Fill(&p.Replace, ReplaceCreateFirst)
 	}
-	if b := &c.Storage.Backup; b.Enabled && c.Storage.Type == StorageAzureFiles {
-		meta.Fill(&b.RetentionDays, defaultShareRetentionDays)
-	}
 }
 
 // validateRecovery checks the pools' cloud names and replacement, and the store's backup.
@@ -88,41 +84,4 @@ func (c *Config) validateRecovery(v *validator) {
 			}
 		}
 	}
-	c.validateBackup(v)
-}
-
-// validateBackup: backups are for the file stores Kolotoc creates and can back up.
-func (c *Config) validateBackup(v *validator) {
-	s := c.Storage
-	b := s.Backup
-	if !b.Enabled {
-		if b.RetentionDays != 0 {
-			v.add("storage.backup.retentionDays", strconv.Itoa(b.RetentionDays), "only with storage.backup.enabled: true")
-		}
-		return
-	}
-	existing := s.FileSystemID != "" || s.Share != ""
-	switch {
-	case s.Type == StorageFilestore:
-		v.add("storage.backup.enabled", "true", "Kolotoc cannot schedule Filestore backups: pulumi-gcp v7 declares one-off backups only, "+
-			"and a backup taken at each `pulumi up` is not a schedule (docs/recovery.md says how to schedule them); allowed with storage.type filestore: false")
-	case s.Type != StorageEFS && s.Type != StorageAzureFiles:
-		v.add("storage.backup.enabled", "true", fmt.Sprintf("storage.type %s is not a file store Kolotoc creates on a cloud; allowed: false "+
-			"(or storage.type efs or azurefiles)", s.Type))
-	case existing:
-		v.add("storage.backup.enabled", "true", "the existing store (storage.fileSystemId or storage.share) is not Kolotoc's: its backups are its owner's; allowed with it: false")
-	case s.Type == StorageEFS && b.RetentionDays != 0:
-		v.add("storage.backup.retentionDays", strconv.Itoa(b.RetentionDays),
-			"EFS automatic backups keep AWS Backup's default plan (daily, kept 35 days); allowed with storage.type efs: unset")
-	case s.Type == StorageAzureFiles && (b.RetentionDays < 1 || b.RetentionDays > maxShareRetentionDays):
-		v.add("storage.backup.retentionDays", strconv.Itoa(b.RetentionDays), fmt.Sprintf("allowed: 1..%d (days a deleted share is kept)", maxShareRetentionDays))
-	}
-}
-
-// backupDays is the Azure Files share soft delete retention (days), 0 without a backup.
-func backupDays(s Storage) int {
-	if !s.Backup.Enabled {
-		return 0
-	}
-	return s.Backup.RetentionDays
 }

@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cloud/eks"
+	"kolotoc/components/storage"
 )
 
 // Config values shared by the cloud cases of TestBadConfigs.
@@ -36,9 +38,9 @@ func exampleRaw(t *testing.T, path, stack string) Raw {
 }
 
 var cloudFiles = []struct{ path, stack, cloud, storage string }{
-	{"../Pulumi.prod.yaml", "prod", CloudGCP, StorageFilestore},
-	{"../examples/aws/Pulumi.aws.yaml", "aws", CloudAWS, StorageEFS},
-	{"../examples/azure/Pulumi.azure.yaml", "azure", CloudAzure, StorageAzureFiles},
+	{"../Pulumi.prod.yaml", "prod", CloudGCP, storage.TypeFilestore},
+	{"../examples/aws/Pulumi.aws.yaml", "aws", CloudAWS, storage.TypeEFS},
+	{"../examples/azure/Pulumi.azure.yaml", "azure", CloudAzure, storage.TypeAzureFiles},
 }
 
 // TestExampleStacksLoad: the ready-to-copy stack files load and validate as they are, and
@@ -322,5 +324,50 @@ func TestAccessDefaults(t *testing.T) {
 	}
 	if w := aws.Cluster.MaintenanceWindow; w.Start != "" || len(w.Days) > 0 {
 		t.Errorf("a maintenance window on aws, which has none: %+v", w)
+	}
+}
+
+// TestAzureSpotEveryWorkload: AKS taints Spot nodes and no Kolotoc pod tolerates the taint, so a
+// Spot pool under any enabled workload is refused, each named in the message; a Spot pool no
+// workload uses is fine. (Until the workloads were registered once the check knew only the
+// towers, the carriers and the entrypoint, and let elastic workers, TF tasks, etcd, the
+// monitoring and the data-in Job be placed on a pool they could never start on.)
+func TestAzureSpotEveryWorkload(t *testing.T) {
+	const spotPool = `{"name":"spot","machineType":"Standard_D16s_v5","spot":true,"zones":["1","2"],"placement":"spread"}`
+	const spotGPUPool = `{"name":"spotgpu","machineType":"Standard_ND96asr_v4","spot":true}`
+	for _, tc := range []struct {
+		name string
+		set  map[string]string
+		want string // "" when the stack loads
+	}{
+		{"unused", nil, ""},
+		{"towers", map[string]string{"kolotoc:towers": `{"count":1,"gpusPerTower":8,"pool":"spotgpu"}`}, "towers do not tolerate it"},
+		{"carriers", map[string]string{"kolotoc:carriers": `{"count":1,"pool":"spot"}`}, "carriers and the entrypoint do not tolerate it"},
+		{"elastic", map[string]string{"kolotoc:elastic": `{"enabled":true,"pool":"spotgpu","command":["python","train.py"]}`}, "the elastic workers do not tolerate it"},
+		{"tfcluster", map[string]string{"kolotoc:tfcluster": `{"enabled":true,"command":["python","train.py"],"ps":{"pool":"spot"}}`}, "the TF ps tasks do not tolerate it"},
+		{"etcd", map[string]string{"kolotoc:etcd": `{"enabled":true,"pool":"spot"}`}, "etcd do not tolerate it"},
+		{"monitoring", map[string]string{"kolotoc:monitoring": `{"enabled":true,"pool":"spot","grafana":false}`}, "the monitoring do not tolerate it"},
+		{"dataIn", map[string]string{"kolotoc:dataIn": `{"enabled":true,"pool":"spot","image":"alpine:3.20","command":["true"]}`}, "the data-in Job do not tolerate it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure")
+			var pools []json.RawMessage
+			if err := json.Unmarshal([]byte(raw.Values["kolotoc:nodePools"]), &pools); err != nil {
+				t.Fatal(err)
+			}
+			pools = append(pools, json.RawMessage(spotPool), json.RawMessage(spotGPUPool))
+			b, _ := json.Marshal(pools)
+			raw.Values["kolotoc:nodePools"] = string(b)
+			for k, v := range tc.set {
+				raw.Values[k] = v
+			}
+			_, err := Load(raw)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("a Spot pool no workload uses is refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want a refusal of the Spot pool: %q", err, tc.want)
+			}
+		})
 	}
 }

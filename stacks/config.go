@@ -1,15 +1,17 @@
-// Package stacks turns one Pulumi stack's configuration into a training environment: it loads the
-// `kolotoc:*` keys into a typed Config, fills defaults, validates the whole, wires the components
-// together and exports the stack outputs. It is the one place that decides what an environment is.
 package stacks
 
 import (
 	"kolotoc/components/dask"
 	"kolotoc/components/datain"
+	"kolotoc/components/elastic"
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/etcd"
 	"kolotoc/components/meta"
+	"kolotoc/components/monitoring"
+	"kolotoc/components/queue"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
+	"kolotoc/components/tfcluster"
 )
 
 // Version is the program's version, stamped on every object as app.kubernetes.io/version. Its one
@@ -30,87 +32,59 @@ const (
 	CloudAzure     = "azure"
 )
 
-// Storage types a stack can name in `kolotoc:storage.type`: the storage package's.
-const (
-	StorageInClusterNFS = storage.TypeInClusterNFS
-	StorageNFS          = storage.TypeNFS
-	StorageFilestore    = storage.TypeFilestore
-	StorageEFS          = storage.TypeEFS
-	StorageAzureFiles   = storage.TypeAzureFiles
-	StorageLocal        = storage.TypeLocal
-)
-
-// Jupyter front ends for `kolotoc:entrypoint.jupyterUI`: the entrypoint's.
-const (
-	JupyterLab      = entrypoint.UILab      // JupyterLab (jupyter_server), start-notebook.py of the Jupyter docker stacks
-	JupyterNotebook = entrypoint.UINotebook // the classic Notebook 6 (`jupyter notebook`), e.g. Debian's, which has no JupyterLab
-)
-
-// Scratch types for `kolotoc:storage.scratch.type`: the storage package's.
-const (
-	ScratchEmptyDir = storage.ScratchEmptyDir
-	ScratchHostPath = storage.ScratchHostPath
-)
-
-// Entrypoint Service types for `kolotoc:entrypoint.serviceType`: the entrypoint's.
-const (
-	ServiceClusterIP    = entrypoint.ServiceClusterIP
-	ServiceLoadBalancer = entrypoint.ServiceLoadBalancer
-)
-
 // Config is one environment, as validated. Field comments give the config key, unit and default.
 type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
 
-	Cloud          string  // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
-	Namespace      string  // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
-	AdoptNamespace bool    // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
-	Cluster        Cluster // kolotoc:cluster
+	Cloud          string  `key:"cloud"`          // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Namespace      string  `key:"namespace"`      // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
+	AdoptNamespace bool    `key:"adoptNamespace"` // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
+	Cluster        Cluster `key:"cluster"`        // kolotoc:cluster
 
-	NodePools  []NodePool // kolotoc:nodePools — at least one
-	Storage    Storage    // kolotoc:storage
-	Towers     Towers     // kolotoc:towers
-	Carriers   Carriers   // kolotoc:carriers
-	Sentinels  Sentinels  // kolotoc:sentinels
-	Entrypoint Entrypoint // kolotoc:entrypoint
+	NodePools  []NodePool           `key:"nodePools"`  // kolotoc:nodePools — at least one
+	Storage    storage.Config       `key:"storage"`    // kolotoc:storage
+	Towers     ring.Config          `key:"towers"`     // kolotoc:towers
+	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers
+	Sentinels  dask.SentinelsConfig `key:"sentinels"`  // kolotoc:sentinels
+	Entrypoint entrypoint.Config    `key:"entrypoint"` // kolotoc:entrypoint
 
-	DevicePlugin DevicePlugin   // kolotoc:devicePlugin
-	Fabric       FabricSettings // kolotoc:fabric — what runs the pools' fabric (fabric.go)
+	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin
+	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the pools' fabric (fabric.go)
 
-	// Optional training workloads, each off unless enabled (types in workloads.go).
-	Etcd       Etcd       // kolotoc:etcd — rendezvous store for elastic
-	Elastic    Elastic    // kolotoc:elastic — torchrun workers
-	TFCluster  TFCluster  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
-	Monitoring Monitoring // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	// Optional training workloads, each off unless enabled (each workload_<key>.go).
+	Etcd       etcd.Config       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
+	Elastic    elastic.Config    `key:"elastic"`    // kolotoc:elastic — torchrun workers
+	TFCluster  tfcluster.Config  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
+	Monitoring monitoring.Config `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
 	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
 	// before any training pod starts (components/datain); off by default.
-	DataIn datain.Config
-	Queue  Queue // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
+	DataIn datain.Config `key:"dataIn"`
+	Queue  queue.Config  `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
 	// claim's root (runas.go); 0 keeps each image's own user; default 0.
-	RunAsUser int
+	RunAsUser int `key:"runAsUser"`
 
-	Code    Code // kolotoc:code — a git repository cloned into every training pod (runs.go)
-	Suspend bool // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
+	Code    Code `key:"code"`    // kolotoc:code — a git repository cloned into every training pod (runs.go)
+	Suspend bool `key:"suspend"` // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
 
 	// AwaitTimeout (kolotoc:awaitTimeout): how long `pulumi up` waits for each awaited workload,
 	// Service and claim (Pulumi customTimeouts), and the launcher for its towers; a Go duration
 	// of whole seconds, 1m to 24h; default 30m, 10m on the simulated cloud (timeouts.go).
-	AwaitTimeout string
+	AwaitTimeout string `key:"awaitTimeout"`
 
-	JupyterPassword  Secret // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
-	SSHKeySeed       Secret // kolotoc:sshKeySeed — secret; required when towers.count > 0
-	GrafanaPassword  Secret // kolotoc:grafanaPassword — secret; required when monitoring is enabled
-	EntrypointTLSKey Secret // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
+	JupyterPassword  Secret `key:"jupyterPassword"`  // kolotoc:jupyterPassword — secret; required when entrypoint.jupyter is on
+	SSHKeySeed       Secret `key:"sshKeySeed"`       // kolotoc:sshKeySeed — secret; required when towers.count > 0
+	GrafanaPassword  Secret `key:"grafanaPassword"`  // kolotoc:grafanaPassword — secret; required when monitoring is enabled
+	EntrypointTLSKey Secret `key:"entrypointTLSKey"` // kolotoc:entrypointTLSKey — secret; the PEM key of entrypoint.tlsCertificate
 
-	PreviewOf         string            // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
-	Fit               bool              // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
-	Registries        []Registry        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
-	RegistryPasswords map[string]Secret // kolotoc:registryPasswords — secret; registry server → password or token
-	StorageAccountKey Secret            // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
+	PreviewOf         string            `key:"previewOf"`         // kolotoc:previewOf — set only on a preview copy (hack/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
+	Fit               bool              `key:"fit"`               // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
+	Registries        []Registry        `key:"registries"`        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
+	RegistryPasswords map[string]Secret `key:"registryPasswords"` // kolotoc:registryPasswords — secret; registry server → password or token
+	StorageAccountKey Secret            `key:"storageAccountKey"` // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
 }
 
 // Cluster says which cluster to use (kolotoc:cluster).
@@ -235,30 +209,6 @@ type Taint struct {
 	Value  string `json:"value"`
 	Effect string `json:"effect"` // NoSchedule | PreferNoSchedule | NoExecute
 }
-
-// Storage is the shared ReadWriteMany volume for checkpoints and logs, plus per-pod scratch
-// (kolotoc:storage): the section's type is the storage package's own. The stack selects the
-// store (which types a cloud allows, the cloud stores' settings: clouds_config.go,
-// storage_existing.go).
-type Storage = storage.Config
-
-// Scratch is per-pod fast local space (kolotoc:storage.scratch): the storage package's.
-type Scratch = storage.ScratchConfig
-
-// Towers are the MPI/Horovod ranks (kolotoc:towers): the section's type is the ring's own.
-type Towers = ring.Config
-
-// Carriers are Dask worker pods on a CPU pool (kolotoc:carriers): the section's type is the
-// dask package's own.
-type Carriers = dask.CarriersConfig
-
-// Sentinels are Dask workers running beside each tower (kolotoc:sentinels): the section's type is
-// the dask package's own.
-type Sentinels = dask.SentinelsConfig
-
-// Entrypoint is the scheduler node: dask-scheduler, Jupyter, TensorBoard, Dask dashboard
-// (kolotoc:entrypoint): the section's type is the entrypoint package's own.
-type Entrypoint = entrypoint.Config
 
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
 type DevicePlugin struct {

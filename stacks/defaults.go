@@ -1,27 +1,19 @@
 package stacks
 
 import (
-	"fmt"
 	"strings"
 
-	"kolotoc/components/dask"
-	"kolotoc/components/entrypoint"
 	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
-	"kolotoc/components/storage"
 )
 
 // Images used when a stack names none. Each is pinned by a tag that exists upstream; `:latest`
 // and tagless images are refused by validation, so a second `pulumi up` never pulls something new.
 const (
-	DefaultDaskImage        = dask.DefaultImage                  // the carriers' (components/dask); the scheduler runs the same Dask
-	DefaultJupyterImage     = entrypoint.DefaultJupyterImage     // the entrypoint's (components/entrypoint)
-	DefaultTensorBoardImage = entrypoint.DefaultTensorBoardImage // the entrypoint's; the TF cluster's own TensorBoard's too
 	// The device plugin's newest release found (v0.19.0, 2026-04; v0.17.0 before). Not run
 	// here (no GPU): Kolotoc sets what upstream's static DaemonSet sets (FAIL_ON_INIT_ERROR, the
 	// kubelet's device-plugins directory), which v0.19.0's release notes do not change.
 	DefaultDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin:v0.19.0"
-	DefaultNFSServerImage    = storage.DefaultServerImage // the in-cluster NFS server's (components/storage)
 )
 
 // Defaults that fill zero values. Each says its unit and why.
@@ -29,9 +21,6 @@ const (
 	// defaultPoolCPUs, defaultPoolMemory: a pool that says nothing is an 8-core, 32 GiB node.
 	defaultPoolCPUs   = 8
 	defaultPoolMemory = "32Gi"
-	// localStorageRoot: storage.type local keeps a stack's shared directory under
-	// <root>/<namespace>/shared on the node, one directory per stack.
-	localStorageRoot = "/var/lib/kolotoc"
 	// defaultEFARegion: the EKS registry region of the EFA device plugin's image on a simulated
 	// stack that names no region (its image is never pulled there: kwok plays the nodes).
 	defaultEFARegion = "us-east-1"
@@ -64,35 +53,7 @@ func (c *Config) applyDefaults() {
 		meta.Fill(&p.Memory, defaultPoolMemory)
 	}
 
-	s := &c.Storage
-	if s.Type == "" && !IsCloud(c.Cloud) {
-		// On a cloud the type must be named (validateStorage): the in-cluster server's data
-		// does not outlive its pod.
-		s.Type = StorageInClusterNFS
-	}
-	if s.Path == "" {
-		s.Path = "/"
-		if s.Type == StorageLocal && c.Namespace != "" {
-			s.Path = fmt.Sprintf("%s/%s/%s", localStorageRoot, c.Namespace, StorageName)
-		}
-	}
-	s.Default() // the rest is the storage's own (components/storage/config.go)
-
-	// Each workload section fills its own defaults, first those it takes from the node pools.
-	pools := c.pools()
-	c.Towers.DefaultPools(pools)
-	c.Towers.Default() // components/ring/config.go
-	c.Carriers.DefaultPools(pools)
-	c.Carriers.Default()  // components/dask/config.go
-	c.Sentinels.Default() // the sentinels' are all their own
-
-	// What one workload takes from another: the scheduler runs the carriers' Dask on their pool,
-	// and the launcher runs beside it.
-	e := &c.Entrypoint
-	meta.Fill(&e.DaskImage, DefaultDaskImage)
-	meta.Fill(&e.Pool, c.Carriers.Pool)
-	meta.Fill(&c.Towers.LauncherPool, e.Pool)
-	e.Default() // components/entrypoint/config.go
+	c.applyStorageDefaults() // storage.go
 
 	meta.Fill(&c.DevicePlugin.Image, DefaultDevicePluginImage)
 	c.applyGPUAgentDefaults() // who runs the device plugin and the DCGM exporter (gpuagents.go)
@@ -101,9 +62,8 @@ func (c *Config) applyDefaults() {
 		meta.Fill(&region, defaultEFARegion)
 		c.Fabric.EFAPluginImage = fabric.DefaultPluginImage(region)
 	}
-	c.applyWorkloadDefaults()
-	c.DataIn.Default(e.Pool) // components/datain: beside the entrypoint unless said
-	c.applyQueueDefaults()   // queue.go
+	c.applyWorkloadDefaults() // each workload's section, from the pools and the sections before it (workloads.go)
+	c.applyQueueDefaults()    // queue.go
 }
 
 // Pool returns the node pool of that name, or nil.

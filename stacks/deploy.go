@@ -11,7 +11,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/cluster"
-	"kolotoc/components/datain"
 	"kolotoc/components/deviceplugin"
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/fabric"
@@ -121,22 +120,10 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	// storage and what it truly needs.
 	workloadDeps := append(append(append([]pulumi.Resource{ns}, clusterDeps...), policies...), pullSecrets...)
 
-	s := c.Storage
-	storageArgs := &storage.Args{
-		Namespace: namespace, NamespaceDNS: c.Namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
-		InCluster: c.InClusterNFS(), Server: s.Server, Path: s.Path, Size: s.Size,
-		ServerImage: s.Image, ServerPool: c.Entrypoint.Pool, Protect: s.Protect, Labels: labels,
-		Owner: c.storageOwner(),
-	}
-	if s.Type == StorageLocal {
-		storageArgs.HostPath = s.Path
-	}
-	cloud.applyStorage(storageArgs) // Filestore, EFS or Azure Files on a cloud
-	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
-	applyExistingStorage(c, storageArgs)
 	// The store's own pods (the in-cluster server, the owner Job) pull images and wait for their
 	// pool only: the server is made while the GPU pools' nodes are, not after them.
-	storageArgs.PodDeps = append(append([]pulumi.Resource{}, pullSecrets...), sim.PoolOf(c.Entrypoint.Pool)...)
+	storageArgs := StorageArgs(c, namespace, labels, cloud.volume(),
+		append(append([]pulumi.Resource{}, pullSecrets...), sim.PoolOf(c.Entrypoint.Pool)...))
 	shared, err := storage.New(ctx, "storage", storageArgs, k8s, pulumi.DependsOn(append([]pulumi.Resource{ns}, clusterDeps...)))
 	if err != nil {
 		return err
@@ -163,44 +150,20 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	site := workloadSite(c)
 	site.Namespace = namespace
 
-	entryArgs := EntrypointArgs(c)
-	entryArgs.Site = site.WithPodDeps(mount...)
-	if c.Entrypoint.Jupyter {
-		entryArgs.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
-	}
-	if c.EntrypointTLSKey.IsSet() {
-		entryArgs.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
-	}
-	entry, err := entrypoint.New(ctx, "entrypoint", entryArgs, k8s, withDeps)
-	if err != nil {
-		return err
-	}
-
-	// The data-in Job fills the store before the training pods start: they wait for it, the
-	// provider awaiting the Job until it completes.
-	workloadMount := mount
-	if c.DataIn.Enabled {
-		a := DataInArgs(c)
-		a.Site = site.WithPodDeps(mount...)
-		job, err := datain.New(ctx, "data-in", a, k8s, withDeps)
-		if err != nil {
-			return err
-		}
-		workloadMount = append(append([]pulumi.Resource{}, mount...), job)
-	}
-
-	if err := deployWorkloads(ctx, c, &wiring{
-		site: site, pools: pools, mount: workloadMount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
+	// The workloads, the entrypoint and the data-in Job first (workloads.go).
+	w := &wiring{
+		site: site, pools: pools, mount: mount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
 		opts: []pulumi.ResourceOption{k8s, withDeps},
-	}); err != nil {
+	}
+	if err := deployWorkloads(ctx, c, w); err != nil {
 		return err
 	}
 
 	for _, outs := range []pulumi.Map{
-		StackOutputs(c, entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
-		kube.outputs(),                  // kubeContext, kubeconfigCommand
-		publicOutputs(entry, entryArgs), // the LoadBalancer's address
-		cloud.exports(),                 // clusterName, kubeconfig (a secret), the file store
+		StackOutputs(c, w.entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
+		kube.outputs(),                      // kubeContext, kubeconfigCommand
+		publicOutputs(w.entry, w.entryArgs), // the LoadBalancer's address
+		cloud.exports(),                     // clusterName, kubeconfig (a secret), the file store
 	} {
 		for k, v := range outs {
 			export(k, v)
@@ -228,23 +191,6 @@ func stackLabels(c *Config) meta.Labels {
 	return l
 }
 
-// EntrypointArgs is the entrypoint's configuration, less its site's namespace input and PodDeps
-// and its secrets.
-func EntrypointArgs(c *Config) *entrypoint.Args {
-	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: EntryName, LoadBalancer: publicLoadBalancer(c)}
-}
-
-// publicLoadBalancer is the load balancer the stack's cluster puts in front of a LoadBalancer
-// Service: on aws the in-tree controller's (a Classic ELB unless told nlb), elsewhere one that
-// passes client addresses through. An existing cluster is taken as the latter: on an existing
-// EKS cluster jupyter-public would refuse every user (docs/operating/security.md, "The entrypoint from outside").
-func publicLoadBalancer(c *Config) string {
-	if c.Cloud == CloudAWS {
-		return entrypoint.LoadBalancerAWSInTree
-	}
-	return entrypoint.LoadBalancerPassthrough
-}
-
 // workloadSite is what every workload takes from the stack (meta.Site), less the namespace input
 // and what the pods wait for, which deploy sets.
 func workloadSite(c *Config) meta.Site {
@@ -255,14 +201,9 @@ func workloadSite(c *Config) meta.Site {
 }
 
 // deployCluster returns the Kubernetes provider of the stack's simulated or existing cluster
-// (the simulated cloud's Nodes come later: deploySimulatedNodes).
+// (the simulated cloud's Nodes come later: deploySimulatedNodes); deployClusterOrCloud calls it
+// for every cloud but the ones Kolotoc creates, and Validate allows no other.
 func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error) {
-	switch c.Cloud {
-	case CloudSimulated, CloudExisting:
-	default:
-		return nil, fmt.Errorf("%s:cloud = %s: not supported yet; this version deploys to %s and %s",
-			ConfigNamespace, c.Cloud, CloudSimulated, CloudExisting)
-	}
 	kubeconfig, err := os.ReadFile(c.Cluster.Kubeconfig)
 	if err != nil {
 		hint := ""

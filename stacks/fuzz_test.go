@@ -141,7 +141,7 @@ func FuzzLoad(f *testing.F) {
 		for _, fe := range ce.Errors {
 			// An unknown key is named as the input spelled it, whatever its characters.
 			if _, setByInput := raw.Values[ConfigNamespace+":"+fe.Key]; setByInput && strings.Contains(fe.Msg, "allowed: ") {
-				if _, known := topLevel[fe.Key]; !known {
+				if _, known := configKeys[fe.Key]; !known {
 					continue
 				}
 			}
@@ -152,7 +152,7 @@ func FuzzLoad(f *testing.F) {
 			if i := strings.IndexAny(top, ".["); i >= 0 {
 				top = top[:i]
 			}
-			if _, known := topLevel[top]; !known {
+			if _, known := configKeys[top]; !known {
 				t.Fatalf("problem names kolotoc:%s, under no key the program reads (%v)", fe.Key, fe)
 			}
 			if !strings.HasPrefix(fe.Error(), ConfigNamespace+":"+fe.Key+" = ") {

@@ -21,59 +21,6 @@ const StorageIdentityOutput = "storageIdentity"
 // completed update, not the one in progress.
 const readStackOutputs = "pulumi:pulumi:readStackOutputs"
 
-// StorageIdentity lists, by config key, the effective values whose change replaces the shared
-// storage, plus storage.protect. Keys that do not apply to the storage type are left out.
-//
-//   - cloud, cluster.name, namespace: the Kubernetes provider (cluster.name is its cluster
-//     identifier), the claim's namespace and the volume's name derive from them; on clouds the
-//     file store's name derives from cluster.name.
-//   - storage.type: a different type is different resources; the old ones are deleted.
-//   - storage.server, storage.path (nfs): the volume's NFS source is immutable.
-//   - storage.path (local): the volume's host directory is immutable.
-//   - cluster.region, cluster.project, cluster.network, storage.tier, storage.zone (filestore):
-//     Filestore cannot move, change tier or change network in place.
-//   - cluster.region (efs), cluster.region, storage.tier, storage.account (azurefiles): an EFS file
-//     system and a storage account live in one region; the account's name and kind are fixed.
-//   - storage.protocol (azurefiles): a share's protocol is chosen when it is created. Updates by
-//     versions before the key recorded none: their shares are all smb (olderIdentity).
-//
-// A size change is not in it: the clouds grow a file store in place, and Kubernetes refuses to
-// shrink a claim rather than replacing it.
-func StorageIdentity(c *Config) map[string]string {
-	s := c.Storage
-	id := map[string]string{
-		"cloud":           c.Cloud,
-		"cluster.name":    c.Cluster.Name,
-		"namespace":       c.Namespace,
-		"storage.type":    s.Type,
-		"storage.protect": strconv.FormatBool(s.Protect),
-	}
-	switch s.Type {
-	case StorageNFS:
-		id["storage.server"], id["storage.path"] = s.Server, s.Path
-	case StorageLocal:
-		id["storage.path"] = s.Path
-	case StorageFilestore:
-		id["cluster.region"], id["cluster.project"], id["cluster.network"] = c.Cluster.Region, c.Cluster.Project, c.Cluster.Network
-		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone
-	case StorageEFS:
-		id["cluster.region"] = c.Cluster.Region
-		if s.PerformanceMode != "" && s.PerformanceMode != EFSGeneralPurpose {
-			// Fixed when the file system is created. Recorded only when not the default, so
-			// that the identity of a stack from before the key is unchanged.
-			id["storage.performanceMode"] = s.PerformanceMode
-		}
-	case StorageAzureFiles:
-		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
-		id["storage.protocol"] = s.Protocol
-		if s.ShareName != "" && s.ShareName != defaultAzureShareName {
-			id["storage.shareName"] = s.ShareName // a new name is a new share; the default is not recorded (as before the key)
-		}
-	}
-	existingStoreIdentity(c, id) // storage.fileSystemId, .accessPointId, .share, .resourceGroup (storage_existing.go)
-	return id
-}
-
 // Keys the guard records beside the identity (RecordedIdentity).
 const (
 	// guardedKey is "true" while the guard holds: storage.protect was on, and no update has let
@@ -148,20 +95,6 @@ func CheckStorageReplacement(c *Config, previous map[string]string) error {
 			shown(previous[k]), what)})
 	}
 	return &ConfigError{Stack: c.Stack, Errors: errs}
-}
-
-// olderIdentity fills in what an update by an older version did not record but deployed all the
-// same: Azure Files shares were SMB before storage.protocol existed.
-func olderIdentity(previous map[string]string) map[string]string {
-	if previous["storage.type"] != StorageAzureFiles || previous["storage.protocol"] != "" {
-		return previous
-	}
-	filled := make(map[string]string, len(previous)+1)
-	for k, v := range previous {
-		filled[k] = v
-	}
-	filled["storage.protocol"] = AzureFilesSMB
-	return filled
 }
 
 func shown(v string) string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"kolotoc/components/storage"
 )
 
 // TestStorageReplacementGuard: once protected storage is deployed, a change of any key that
@@ -24,7 +26,7 @@ func TestStorageReplacementGuard(t *testing.T) {
 	}
 	prod := func(t *testing.T, set map[string]string) *Config { return load(t, "../Pulumi.prod.yaml", "prod", set) }
 	deployed := StorageIdentity(prod(t, nil))
-	if deployed["storage.protect"] != "true" || deployed["storage.type"] != StorageFilestore || deployed["storage.zone"] != "us-central1-a" {
+	if deployed["storage.protect"] != "true" || deployed["storage.type"] != storage.TypeFilestore || deployed["storage.zone"] != "us-central1-a" {
 		t.Fatalf("prod's identity: %v", deployed)
 	}
 
@@ -107,9 +109,9 @@ func TestStorageIdentityPerType(t *testing.T) {
 			}
 			id := StorageIdentity(c)
 			want := map[string][]string{
-				StorageFilestore:  {"cluster.network", "cluster.project", "cluster.region", "storage.tier", "storage.zone"},
-				StorageEFS:        {"cluster.region"},
-				StorageAzureFiles: {"cluster.region", "storage.account", "storage.protocol", "storage.tier"}, // the example's share is NFS
+				storage.TypeFilestore:  {"cluster.network", "cluster.project", "cluster.region", "storage.tier", "storage.zone"},
+				storage.TypeEFS:        {"cluster.region"},
+				storage.TypeAzureFiles: {"cluster.region", "storage.account", "storage.protocol", "storage.tier"}, // the example's share is NFS
 			}[f.storage]
 			for _, k := range append(want, "cloud", "cluster.name", "namespace", "storage.type", "storage.protect") {
 				if _, ok := id[k]; !ok {

@@ -3,6 +3,8 @@ package stacks
 import (
 	"reflect"
 	"strings"
+
+	"kolotoc/components/meta"
 )
 
 // Key is one top-level config key (kolotoc:<Name>) as Pulumi.yaml declares it and the
@@ -15,39 +17,56 @@ type Key struct {
 	Field func(c *Config) any
 }
 
-// keyFields is the Config field behind each key of topLevel (a test keeps the two alike).
-var keyFields = map[string]func(c *Config) any{
-	"cloud":             func(c *Config) any { return &c.Cloud },
-	"namespace":         func(c *Config) any { return &c.Namespace },
-	"awaitTimeout":      func(c *Config) any { return &c.AwaitTimeout },
-	"cluster":           func(c *Config) any { return &c.Cluster },
-	"nodePools":         func(c *Config) any { return &c.NodePools },
-	"storage":           func(c *Config) any { return &c.Storage },
-	"towers":            func(c *Config) any { return &c.Towers },
-	"carriers":          func(c *Config) any { return &c.Carriers },
-	"sentinels":         func(c *Config) any { return &c.Sentinels },
-	"entrypoint":        func(c *Config) any { return &c.Entrypoint },
-	"devicePlugin":      func(c *Config) any { return &c.DevicePlugin },
-	"fabric":            func(c *Config) any { return &c.Fabric },
-	"etcd":              func(c *Config) any { return &c.Etcd },
-	"elastic":           func(c *Config) any { return &c.Elastic },
-	"tfcluster":         func(c *Config) any { return &c.TFCluster },
-	"monitoring":        func(c *Config) any { return &c.Monitoring },
-	"code":              func(c *Config) any { return &c.Code },
-	"dataIn":            func(c *Config) any { return &c.DataIn },
-	"queue":             func(c *Config) any { return &c.Queue },
-	"suspend":           func(c *Config) any { return &c.Suspend },
-	"runAsUser":         func(c *Config) any { return &c.RunAsUser },
-	"grafanaPassword":   func(c *Config) any { return &c.GrafanaPassword },
-	"entrypointTLSKey":  func(c *Config) any { return &c.EntrypointTLSKey },
-	"jupyterPassword":   func(c *Config) any { return &c.JupyterPassword },
-	"sshKeySeed":        func(c *Config) any { return &c.SSHKeySeed },
-	"fit":               func(c *Config) any { return &c.Fit },
-	"previewOf":         func(c *Config) any { return &c.PreviewOf },
-	"adoptNamespace":    func(c *Config) any { return &c.AdoptNamespace },
-	"registries":        func(c *Config) any { return &c.Registries },
-	"registryPasswords": func(c *Config) any { return &c.RegistryPasswords },
-	"storageAccountKey": func(c *Config) any { return &c.StorageAccountKey },
+// configKey is one top-level key as the Config field tagged `key:"<name>"` declares it: the
+// field, its decoder (by the field's type) and whether it must be set as a secret. The tags are
+// the one list of keys: Load decodes, Keys documents and secretKeys demands a secret from them.
+type configKey struct {
+	index  int // of the field in Config
+	decode func(c *Config, key, v string) []FieldError
+	secret bool
+}
+
+// configKeys are the keys of Config's tagged fields, and secretKeys those that must be set with
+// --secret (a plaintext value would sit unencrypted in Pulumi.<stack>.yaml and in the state
+// file), in the fields' order.
+var configKeys, secretKeys = func() (map[string]configKey, []string) {
+	keys, secrets := map[string]configKey{}, []string{}
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, ok := f.Tag.Lookup("key")
+		if !ok {
+			continue
+		}
+		k := configKey{index: i}
+		field := func(c *Config) reflect.Value { return reflect.ValueOf(c).Elem().Field(i) }
+		switch f.Type {
+		case reflect.TypeOf(""):
+			k.decode = func(c *Config, _ string, v string) []FieldError {
+				field(c).SetString(v)
+				return nil
+			}
+		case reflect.TypeOf(Secret{}):
+			k.decode, k.secret = func(c *Config, _ string, v string) []FieldError {
+				field(c).Set(reflect.ValueOf(NewSecret(v)))
+				return nil
+			}, true
+		case reflect.TypeOf(map[string]Secret{}):
+			k.decode, k.secret = decodeRegistryPasswords, true // the one map of secrets (registries.go)
+		default:
+			k.decode = decodeObject(func(c *Config) any { return field(c).Addr().Interface() })
+		}
+		keys[name] = k
+		if k.secret {
+			secrets = append(secrets, name)
+		}
+	}
+	return keys, secrets
+}()
+
+// field is the Config field behind the key, in c.
+func (k configKey) field(c *Config) any {
+	return reflect.ValueOf(c).Elem().Field(k.index).Addr().Interface()
 }
 
 // requiredKeys have no default: Pulumi.yaml declares them without one, so the Pulumi CLI itself
@@ -56,13 +75,10 @@ var requiredKeys = map[string]bool{"cloud": true}
 
 // Keys returns every top-level key the program reads, sorted by name.
 func Keys() []Key {
-	secret := map[string]bool{}
-	for _, k := range secretKeys {
-		secret[k] = true
-	}
-	out := make([]Key, 0, len(keyFields))
-	for _, name := range sortedKeys(keyFields) {
-		out = append(out, Key{Name: name, Secret: secret[name], Field: keyFields[name]})
+	out := make([]Key, 0, len(configKeys))
+	for _, name := range meta.SortedKeys(configKeys) {
+		k := configKeys[name]
+		out = append(out, Key{Name: name, Secret: k.secret, Field: k.field})
 	}
 	return out
 }

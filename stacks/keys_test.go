@@ -2,18 +2,36 @@ package stacks
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// Every key the program decodes has its field (keys.go), and no other key has one: the
-// configuration reference and Pulumi.yaml are generated from keyFields.
-func TestKeyFieldsMatchDecoders(t *testing.T) {
-	if got, want := sortedKeys(keyFields), sortedKeys(topLevel); !reflect.DeepEqual(got, want) {
-		t.Fatalf("keyFields has %v, topLevel decodes %v", got, want)
-	}
-	for _, k := range secretKeys {
-		if _, ok := keyFields[k]; !ok {
-			t.Errorf("secret key %s has no field", k)
+// Every field of Config but the project's and the stack's names is a key (its `key` tag): a
+// field without one would never be decoded, documented or declared in Pulumi.yaml. The secret
+// keys are the fields that hold secrets.
+func TestEveryConfigFieldIsAKey(t *testing.T) {
+	typ := reflect.TypeOf(Config{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, tagged := f.Tag.Lookup("key")
+		if f.Name == "Project" || f.Name == "Stack" {
+			if tagged {
+				t.Errorf("Config.%s is the Pulumi project's or stack's name, not a key, yet tagged %q", f.Name, name)
+			}
+			continue
+		}
+		if !tagged {
+			t.Errorf("Config.%s has no key tag: no key would fill it", f.Name)
+			continue
+		}
+		k, ok := configKeys[name]
+		if !ok || k.index != i {
+			t.Errorf("key %s does not decode into Config.%s", name, f.Name)
+		}
+		holdsSecret := strings.Contains(f.Type.String(), "Secret")
+		if k.secret != holdsSecret || slices.Contains(secretKeys, name) != holdsSecret {
+			t.Errorf("key %s: secret %v, but Config.%s is a %s", name, k.secret, f.Name, f.Type)
 		}
 	}
 }

@@ -9,11 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kolotoc/components/dask"
-	"kolotoc/components/elastic"
-	"kolotoc/components/entrypoint"
-	"kolotoc/components/ring"
-	"kolotoc/components/tfcluster"
+	"kolotoc/components/meta"
 )
 
 // Raw is a stack's configuration as Pulumi hands it to the program: every `kolotoc:*` key with its
@@ -24,47 +20,6 @@ type Raw struct {
 	Values  map[string]string // "kolotoc:towers" -> `{"count":2}`
 	Secrets map[string]bool   // keys set with `pulumi config set --secret`
 }
-
-// topLevel lists every key the program reads, each with its decoder. A key outside this list is
-// refused, so that a typo (`kolotoc:tower`) is an error rather than a silently ignored setting.
-var topLevel = map[string]func(c *Config, key, v string) []FieldError{
-	"cloud":            decodeString(func(c *Config) *string { return &c.Cloud }),
-	"namespace":        decodeString(func(c *Config) *string { return &c.Namespace }),
-	"awaitTimeout":     decodeString(func(c *Config) *string { return &c.AwaitTimeout }),
-	"cluster":          decodeObject(func(c *Config) any { return &c.Cluster }),
-	"nodePools":        decodeObject(func(c *Config) any { return &c.NodePools }),
-	"storage":          decodeObject(func(c *Config) any { return &c.Storage }),
-	"towers":           decodeObject(func(c *Config) any { return &c.Towers }),
-	"carriers":         decodeObject(func(c *Config) any { return &c.Carriers }),
-	"sentinels":        decodeObject(func(c *Config) any { return &c.Sentinels }),
-	"entrypoint":       decodeObject(func(c *Config) any { return &c.Entrypoint }),
-	"devicePlugin":     decodeObject(func(c *Config) any { return &c.DevicePlugin }),
-	"fabric":           decodeObject(func(c *Config) any { return &c.Fabric }),
-	"etcd":             decodeObject(func(c *Config) any { return &c.Etcd }),
-	"elastic":          decodeObject(func(c *Config) any { return &c.Elastic }),
-	"tfcluster":        decodeObject(func(c *Config) any { return &c.TFCluster }),
-	"dataIn":           decodeObject(func(c *Config) any { return &c.DataIn }),
-	"monitoring":       decodeObject(func(c *Config) any { return &c.Monitoring }),
-	"queue":            decodeObject(func(c *Config) any { return &c.Queue }),
-	"code":             decodeObject(func(c *Config) any { return &c.Code }),
-	"suspend":          decodeObject(func(c *Config) any { return &c.Suspend }),
-	"runAsUser":        decodeObject(func(c *Config) any { return &c.RunAsUser }),
-	"grafanaPassword":  decodeSecret(func(c *Config) *Secret { return &c.GrafanaPassword }),
-	"entrypointTLSKey": decodeSecret(func(c *Config) *Secret { return &c.EntrypointTLSKey }),
-	"jupyterPassword":  decodeSecret(func(c *Config) *Secret { return &c.JupyterPassword }),
-	"sshKeySeed":       decodeSecret(func(c *Config) *Secret { return &c.SSHKeySeed }),
-	"fit":              decodeObject(func(c *Config) any { return &c.Fit }),
-	"previewOf":        decodeString(func(c *Config) *string { return &c.PreviewOf }),
-	"adoptNamespace":   decodeObject(func(c *Config) any { return &c.AdoptNamespace }),
-	// Private registries and existing stores (registries.go, storage_existing.go).
-	"registries":        decodeObject(func(c *Config) any { return &c.Registries }),
-	"registryPasswords": decodeRegistryPasswords,
-	"storageAccountKey": decodeSecret(func(c *Config) *Secret { return &c.StorageAccountKey }),
-}
-
-// secretKeys must be set with --secret: a plaintext value would sit unencrypted in
-// Pulumi.<stack>.yaml and in the state file.
-var secretKeys = []string{"jupyterPassword", "sshKeySeed", "grafanaPassword", "entrypointTLSKey", "registryPasswords", "storageAccountKey"}
 
 // Load decodes, defaults and validates a stack's configuration. The error lists every problem at
 // once, each naming its key; nothing is registered before Load has returned without error.
@@ -82,20 +37,20 @@ func Load(raw Raw) (*Config, error) {
 		if !ok || ns != ConfigNamespace {
 			continue // other packages' keys (gcp:project, kubernetes:…) are not ours
 		}
-		decode, known := topLevel[key]
+		k, known := configKeys[key] // a key outside Config's tags is refused: a typo (kolotoc:tower) is an error, not a setting ignored
 		if !known {
 			what := "unknown key"
 			if key == "" {
 				what = "a key with no name"
 			}
 			errs = append(errs, FieldError{Key: key, Value: "(set)",
-				Msg: what + "; allowed: " + strings.Join(sortedKeys(topLevel), ", ")})
+				Msg: what + "; allowed: " + strings.Join(meta.SortedKeys(configKeys), ", ")})
 			continue
 		}
 		if d, ok := projectDefaults[key]; ok && raw.Values[full] == d {
 			continue // Pulumi.yaml's default for a key the stack leaves unset (keys.go): unset
 		}
-		errs = append(errs, decode(c, key, raw.Values[full])...)
+		errs = append(errs, k.decode(c, key, raw.Values[full])...)
 	}
 	for _, k := range secretKeys {
 		full := ConfigNamespace + ":" + k
@@ -119,30 +74,9 @@ func Load(raw Raw) (*Config, error) {
 // newConfig is a Config whose switches that default to on are on; decoding then only turns off
 // what the stack turns off, and absent keys keep their default.
 func newConfig(project, stack string) *Config {
-	c := &Config{
-		Project:    project,
-		Stack:      stack,
-		Towers:     ring.NewConfig(),
-		Carriers:   dask.NewCarriersConfig(),
-		Elastic:    elastic.NewConfig(),
-		TFCluster:  tfcluster.NewConfig(),
-		Entrypoint: entrypoint.NewConfig(),
-	}
+	c := &Config{Project: project, Stack: stack}
+	presetWorkloads(c) // workloads.go
 	return c
-}
-
-func decodeString(field func(*Config) *string) func(*Config, string, string) []FieldError {
-	return func(c *Config, _ string, v string) []FieldError {
-		*field(c) = v
-		return nil
-	}
-}
-
-func decodeSecret(field func(*Config) *Secret) func(*Config, string, string) []FieldError {
-	return func(c *Config, _ string, v string) []FieldError {
-		*field(c) = NewSecret(v)
-		return nil
-	}
 }
 
 // decodeObject decodes a structured key strictly: unknown fields and wrong types are errors that
@@ -207,13 +141,4 @@ func abbreviate(s string) string {
 		return s[:57] + "..."
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

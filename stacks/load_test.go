@@ -3,10 +3,13 @@ package stacks
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 )
 
 const (
@@ -72,11 +75,11 @@ func TestDevDefaults(t *testing.T) {
 	if t0 := c.Towers; t0.Count != 2 || t0.Pool != "node" || t0.GPUsPerTower != 0 || t0.Slots != ring.DefaultCPUTowerSlots || t0.SSHPort != ring.DefaultSSHPort {
 		t.Errorf("towers = %+v", c.Towers)
 	}
-	if c.Storage.Type != StorageLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
+	if c.Storage.Type != storage.TypeLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
 		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
-	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != ServiceClusterIP || c.Entrypoint.Pool != "node" ||
-		c.Entrypoint.JupyterUI != JupyterNotebook || c.Carriers.Pool != "node" {
+	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
+		c.Entrypoint.JupyterUI != entrypoint.UINotebook || c.Carriers.Pool != "node" {
 		t.Errorf("cluster %+v entrypoint %+v carriers %+v", c.Cluster, c.Entrypoint, c.Carriers)
 	}
 	if *c.DevicePlugin.Enabled {
@@ -303,7 +306,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "GPU driver outside GKE", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1"}`, "nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","gpuDriver":"LATEST"},{"name":"cpu","machineType":"m6i.4xlarge"}]`}, wantKey: "nodePools[0].gpuDriver", wantMsg: "only GKE installs GPU drivers"},
 		{name: "local SSDs outside GKE", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1"}`, "nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","localSsds":2},{"name":"cpu","machineType":"m6i.4xlarge"}]`}, wantKey: "nodePools[0].localSsds", wantMsg: "allowed: 0"},
 		{name: "existing VPC without subnets", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","vpcId":"vpc-0abc"}`}, wantKey: "cluster.subnetIds", wantMsg: "required with cluster.vpcId"},
-		// Azure's own subnet, its Kubernetes ranges and the Azure Files protocol (clouds_azure.go).
+		// Azure's own subnet, its Kubernetes ranges and the Azure Files protocol (clouds_azure.go, storage_cloud.go).
 		{name: "Azure subnet not a resource ID", set: map[string]string{"cloud": "azure", "cluster": `{"region":"eastus","subnetId":"aks-subnet"}`, "nodePools": aksPools}, wantKey: "cluster.subnetId", wantMsg: "not an Azure subnet resource ID; allowed: /subscriptions/<subscription id>/resourceGroups/<group>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>"},
 		{name: "Azure subnet on aws", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","subnetId":"` + azSubnet + `"}`}, wantKey: "cluster.subnetId", wantMsg: "only for cloud azure (on aws: cluster.vpcId and cluster.subnetIds)"},
 		{name: "AWS subnets on azure", set: map[string]string{"cloud": "azure", "cluster": `{"region":"eastus","subnetIds":["subnet-a","subnet-b"]}`, "nodePools": aksPools}, wantKey: "cluster.subnetIds", wantMsg: "on azure name the one subnet every pool runs in as cluster.subnetId"},
@@ -319,7 +322,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "AKS pod range with host bits", set: map[string]string{"cloud": "azure", "cluster": `{"region":"eastus","podCidr":"10.244.0.1/16"}`, "nodePools": aksPools}, wantKey: "cluster.podCidr", wantMsg: "allowed: an IPv4 network address from /8 to /24"},
 		{name: "AKS pod range inside the service range", set: map[string]string{"cloud": "azure", "cluster": `{"region":"eastus","serviceCidr":"10.200.0.0/16","podCidr":"10.200.128.0/17"}`, "nodePools": aksPools}, wantKey: "cluster.podCidr", wantMsg: "overlaps cluster.serviceCidr 10.200.0.0/16"},
 		{name: "VPC CIDR too small", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","vpcCidr":"10.0.0.0/24"}`}, wantKey: "cluster.vpcCidr", wantMsg: "allowed: an IPv4 CIDR from /16 to /20"},
-		// Who reaches the clouds' control planes, GKE's maintenance window, Filestore's clients (clouds_access.go).
+		// Who reaches the clouds' control planes, GKE's maintenance window, Filestore's clients (clouds_access.go, storage_cloud.go).
 		{name: "API server open to the IPv4 internet", set: map[string]string{"cloud": "gcp", "cluster": `{"region":"us-central1","zone":"us-central1-a","authorizedNetworks":["203.0.113.0/24","0.0.0.0/0"]}`}, wantKey: "cluster.authorizedNetworks[1]", wantMsg: "opens it to the whole internet; allowed: /8 or narrower for IPv4, the networks allowed to reach the API server"},
 		// One width rule for every CIDR that opens something: two halves of the internet were
 		// accepted here (only /0 was refused) while sourceRanges refused them.
@@ -337,7 +340,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "maintenance window outside GKE", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","maintenanceWindow":{"start":"01:00"}}`}, wantKey: "cluster.maintenanceWindow", wantMsg: "only GKE's upgrades"},
 		{name: "Filestore clients unknown on a custom network", set: map[string]string{"cloud": "gcp", "cluster": `{"region":"us-central1","zone":"us-central1-a","network":"training"}`, "storage": `{"type":"filestore"}`}, wantKey: "storage.clientRanges", wantMsg: "required with cluster.network training"},
 		{name: "Filestore open to every address", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "storage": `{"type":"filestore","clientRanges":["0.0.0.0/0"]}`}, wantKey: "storage.clientRanges[0]", wantMsg: "opens it to the whole internet"},
-		// The optional workloads (workloads_validate.go).
+		// The optional workloads (workload_<key>.go).
 		{name: "elastic min above max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":3,"maxNodes":2}`}, wantKey: "elastic.minNodes", wantMsg: "more than elastic.maxNodes (2); allowed: 1..2"},
 		{name: "elastic nodes outside min..max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":1,"maxNodes":2,"nodes":3}`}, wantKey: "elastic.nodes", wantMsg: "allowed: 1..2"},
 		{name: "etcd rendezvous without etcd", set: map[string]string{"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`, "elastic": `{"enabled":true,"rdzvBackend":"etcd-v2"}`}, wantKey: "elastic.rdzvBackend", wantMsg: "needs the etcd component"},
@@ -421,7 +424,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "existing share name malformed", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "storage": `{"type":"azurefiles","share":"Check--Points","account":"mldata","resourceGroup":"ml-data","protocol":"nfs"}`}, wantKey: "storage.share", wantMsg: "not an Azure Files share name"},
 		{name: "new Azure Files on an existing cluster", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "storage": `{"type":"azurefiles"}`}, wantKey: "storage.share", wantMsg: "required with storage.type azurefiles on cloud existing"},
 		{name: "storage account key without an existing share", set: map[string]string{"cloud": "azure", "cluster": `{"region":"eastus"}`, "nodePools": aksPools, "storage": `{"type":"azurefiles"}`, "storageAccountKey": "hunter2-key"}, secret: []string{"storageAccountKey"}, wantKey: "storageAccountKey", wantMsg: "only for an existing SMB share"},
-		// Cloud pools' names and replacement, and the stores' backups (clouds_recovery.go).
+		// Cloud pools' names and replacement, and the stores' backups (clouds_recovery.go, storage_cloud.go).
 		{name: "unknown pool replacement", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","replace":"surge"},{"name":"cpu","machineType":"n2-standard-16"}]`}, wantKey: "nodePools[0].replace", wantMsg: "allowed: createFirst, deleteFirst"},
 		{name: "pinned pool name created first", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","cloudName":"gpu","replace":"createFirst"},{"name":"cpu","machineType":"n2-standard-16"}]`}, wantKey: "nodePools[0].replace", wantMsg: `the pinned cloudName "gpu" cannot exist twice, so the new pool cannot be created beside the old one; allowed with cloudName: deleteFirst`},
 		{name: "GKE pool name malformed", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","cloudName":"GPU_Pool"},{"name":"cpu","machineType":"n2-standard-16"}]`}, wantKey: "nodePools[0].cloudName", wantMsg: "not a GKE node pool name; allowed: 1-40 lower-case letters, digits and '-'"},
@@ -540,5 +543,35 @@ func TestCodeTransportsAccepted(t *testing.T) {
 		if c.validateCodeTransport(v); len(v.errs) > 0 {
 			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
 		}
+	}
+}
+
+// TestProblemsInPipelineOrder: the problems are listed in the order the checks run: the
+// stack-wide keys (runAsUser), then each workload in the order they are registered (workloads.go:
+// the towers, …, the data-in Job last), then what the workloads ask of a pool together (the GPU
+// budget). Before the workloads were registered once, runAsUser came after the towers and the
+// GPU budget before the data-in Job.
+func TestProblemsInPipelineOrder(t *testing.T) {
+	raw := gpuRaw(t)
+	raw.Values["kolotoc:runAsUser"] = "-1"
+	raw.Values["kolotoc:towers"] = `{"count":2,"gpusPerTower":8,"image":"horovod/horovod"}` // unpinned
+	raw.Values["kolotoc:elastic"] = `{"enabled":true,"minNodes":2,"command":["python","train.py"]}`
+	raw.Values["kolotoc:dataIn"] = `{"enabled":true,"image":"alpine:3.20","command":[""]}`
+	_, err := Load(raw)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v", err)
+	}
+	got := ce.Keys()
+	at := func(key string) int {
+		i := slices.Index(got, key)
+		if i < 0 {
+			t.Fatalf("no problem with %s in %v", key, got)
+		}
+		return i
+	}
+	if !(at("kolotoc:runAsUser") < at("kolotoc:towers.image") && at("kolotoc:towers.image") < at("kolotoc:dataIn.command[0]") &&
+		at("kolotoc:dataIn.command[0]") < at("kolotoc:nodePools[0].maxNodes")) {
+		t.Errorf("problems out of the pipeline's order: %v", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"kolotoc/components/meta"
 )
 
 // uncatalogued reports whether a pool of a cloud stack names a machine type that no catalogue
@@ -86,7 +88,7 @@ func (c *Config) validateUncatalogued(v *validator, key string, p NodePool) {
 // validateAttachedGPUs checks the GPUs a pool attaches to a GCP N1 machine type against what GCP
 // allows: the GPU types, their counts, and the largest machine each count may have.
 func validateAttachedGPUs(v *validator, key string, p NodePool, m MachineType) {
-	types := sortedKeys(n1GPUs)
+	types := meta.SortedKeys(n1GPUs)
 	if p.GPUsPerNode == 0 {
 		if p.GPUType != "" {
 			if limits, ok := n1GPUs[p.GPUType]; ok {

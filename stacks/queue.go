@@ -6,22 +6,15 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"kolotoc/components/elastic"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
+	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
 
 // The stack's queue (kolotoc:queue, components/queue): which workloads join it, the quota it
 // derives from the pools, and the checks of each queued workload against that quota.
-
-// Queue is the stack's queue (kolotoc:queue): the queue package's section type.
-type Queue = queue.Config
-
-// Queue types for kolotoc:queue.type: the queue package's.
-const (
-	QueueOff   = queue.TypeOff
-	QueueKueue = queue.TypeKueue
-)
 
 // applyQueueDefaults fills the queue's defaults: Kolotoc installs Kueue on the clouds it makes.
 func (c *Config) applyQueueDefaults() { c.Queue.Default(IsCloud(c.Cloud)) }
@@ -40,22 +33,20 @@ func (c *Config) validateQueue(v *validator) {
 	if q.Image != "" {
 		v.image("queue.image", q.Image)
 	}
-	if c.Towers.Enabled && c.Towers.Count > 0 {
-		c.checkGang(v, "towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed())
-	}
-	if c.TFCluster.Enabled {
-		c.checkGang(v, "tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed())
-	}
-	if c.Elastic.Enabled && c.Elastic.MinNodes > 0 {
-		c.checkGang(v, "elastic.minNodes", fmt.Sprint(c.Elastic.MinNodes),
-			fmt.Sprintf("the elastic workers' group (minNodes = %d workers, admitted together)", c.Elastic.MinNodes), c.ElasticNeed())
+	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (workload_<key>.go)
+		if wl.gang == nil {
+			continue
+		}
+		if g := wl.gang(c); g != nil {
+			c.checkGang(v, g.key, g.value, g.what, g.need)
+		}
 	}
 }
 
 // checkGang refuses a gang whose need exceeds the queue's quota in any resource.
 func (c *Config) checkGang(v *validator, key, value, what string, need map[string]string) {
 	quota := c.QueueQuota()
-	for _, r := range sortedKeys(need) {
+	for _, r := range meta.SortedKeys(need) {
 		have, known := quota[r]
 		if !known {
 			continue // an existing ClusterQueue's quota Kolotoc does not know (queue.quota)
@@ -142,7 +133,7 @@ func (c *Config) towersGang() *meta.Gang {
 	if !c.Queue.On() {
 		return nil
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TowerName, c.Towers.Run), Total: c.Towers.Count + 1}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ring.Name, c.Towers.Run), Total: c.Towers.Count + 1}
 	if _, ok := c.Queue.Priorities["towers"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "towers")
 	}
@@ -174,7 +165,7 @@ func (c *Config) elasticGang() (*meta.Gang, string) {
 	if !c.Queue.On() {
 		return nil, ""
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ElasticName, ""), Total: c.Elastic.MinNodes, Serving: true}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(elastic.Name, ""), Total: c.Elastic.MinNodes, Serving: true}
 	if _, ok := c.Queue.Priorities["elastic"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "elastic")
 	}

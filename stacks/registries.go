@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/meta"
 	"kolotoc/components/registry"
 )
 
@@ -88,7 +89,7 @@ func (c *Config) validateRegistries(v *validator) {
 			v.add(key+".username", r.Username, "a user name cannot contain ':' or a line break (the registry's basic auth splits on the first ':')")
 		}
 	}
-	for _, server := range sortedKeys(c.RegistryPasswords) {
+	for _, server := range meta.SortedKeys(c.RegistryPasswords) {
 		if !seen[server] && !c.namesRegistry(server) {
 			v.add(fieldKey("registryPasswords", server), "[secret]", "no registry of this server in kolotoc:registries; "+
 				"add {server, username} there, or remove the password")

@@ -55,30 +55,25 @@ func (c *Config) storageOwner() *storage.Owner {
 }
 
 // writtenDirs are the directories under the shared claim that Kolotoc's workloads write into:
-// the checkpoint and log trees, and the elastic and TF directories in them.
+// the checkpoint and log trees, and the enabled workloads' own in them.
 func (c *Config) writtenDirs() []string {
 	dirs := []string{"checkpoints", "logs"}
-	if c.Elastic.Enabled && c.Elastic.RdzvID != "" {
-		dirs = append(dirs, "checkpoints/"+c.Elastic.RdzvID)
-	}
-	if c.TFCluster.Enabled {
-		dirs = append(dirs, "logs/tfcluster", "checkpoints/tfcluster")
+	for _, wl := range c.enabledWorkloads() {
+		if wl.dirs != nil {
+			dirs = append(dirs, wl.dirs(c)...)
+		}
 	}
 	return dirs
 }
 
-// ownerImage is the image the storage owner Job runs: the towers', else the carriers', the
-// elastic workers', the TF tasks', else Jupyter's (the entrypoint is always deployed).
+// ownerImage is the image the storage owner Job runs: the first enabled training workload's (the
+// towers', the carriers', the elastic workers', the TF tasks'), else Jupyter's (the entrypoint
+// is always deployed).
 func (c *Config) ownerImage() string {
-	switch {
-	case c.Towers.Enabled:
-		return c.Towers.Image
-	case c.Carriers.Enabled:
-		return c.Carriers.Image
-	case c.Elastic.Enabled:
-		return c.Elastic.Image
-	case c.TFCluster.Enabled:
-		return c.TFCluster.Image
+	for _, wl := range c.enabledWorkloads() {
+		if wl.image != nil {
+			return wl.image(c)
+		}
 	}
 	return c.Entrypoint.JupyterImage
 }

@@ -10,11 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
-	"kolotoc/components/monitoring"
 	"kolotoc/components/registry"
-	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
 
@@ -37,21 +34,8 @@ type Code struct {
 	CredentialsSecret string `json:"credentialsSecret"`
 }
 
-// EnvVar, EnvVarSource and SecretKeyRef are a workload's environment as its config section says
-// it (kolotoc:<workload>.env); the workload packages share the type (meta.EnvSetting).
-type (
-	EnvVar       = meta.EnvSetting
-	EnvVarSource = meta.EnvSource
-	SecretKeyRef = meta.SecretKeyRef
-)
-
-// Run policies of towers.onSuccess, elastic.onSuccess and tfcluster.onSuccess.
-const (
-	OnSuccessKeep    = meta.OnSuccessKeep
-	OnSuccessRelease = meta.OnSuccessRelease
-)
-
-var allowedOnSuccess = []string{OnSuccessKeep, OnSuccessRelease}
+// allowedOnSuccess are the run policies of a workload's onSuccess (towers, elastic, tfcluster).
+var allowedOnSuccess = []string{meta.OnSuccessKeep, meta.OnSuccessRelease}
 
 const (
 	// DefaultGitImage clones kolotoc:code (git 2.45.2 on Alpine; its entrypoint is replaced).
@@ -72,9 +56,9 @@ func (c *Config) applyRunDefaults() {
 		meta.Fill(&c.Code.Path, defaultCodePath)
 		meta.Fill(&c.Code.Image, DefaultGitImage)
 	}
-	for _, p := range []*string{&c.Towers.OnSuccess, &c.Elastic.OnSuccess, &c.TFCluster.OnSuccess} {
-		if *p == "" {
-			*p = OnSuccessKeep
+	for _, wl := range workloads {
+		if wl.onSuccess != nil {
+			meta.Fill(wl.onSuccess(c), meta.OnSuccessKeep)
 		}
 	}
 }
@@ -82,11 +66,13 @@ func (c *Config) applyRunDefaults() {
 // validateRuns checks runs, code and every workload's env.
 func (c *Config) validateRuns(v *validator) {
 	v.runID("towers.run", c.Towers.Run)
-	v.oneOf("towers.onSuccess", c.Towers.OnSuccess, allowedOnSuccess)
-	v.oneOf("elastic.onSuccess", c.Elastic.OnSuccess, allowedOnSuccess)
-	v.oneOf("tfcluster.onSuccess", c.TFCluster.OnSuccess, allowedOnSuccess)
-	if c.TFCluster.Enabled && c.TFCluster.OnSuccess == OnSuccessRelease && c.TFCluster.Chief.Count == 0 {
-		v.add("tfcluster.onSuccess", OnSuccessRelease, "the chief releases the cluster when its program succeeds; set tfcluster.chief.count 1")
+	for _, wl := range workloads {
+		if wl.onSuccess != nil {
+			v.oneOf(wl.key+".onSuccess", *wl.onSuccess(c), allowedOnSuccess)
+		}
+	}
+	if c.TFCluster.Enabled && c.TFCluster.OnSuccess == meta.OnSuccessRelease && c.TFCluster.Chief.Count == 0 {
+		v.add("tfcluster.onSuccess", meta.OnSuccessRelease, "the chief releases the cluster when its program succeeds; set tfcluster.chief.count 1")
 	}
 
 	if code := c.Code; code.Repository != "" || code.Ref != "" || code.Path != "" || code.Image != "" || code.CredentialsSecret != "" {
@@ -124,12 +110,14 @@ func (c *Config) validateRuns(v *validator) {
 	}
 
 	own := OwnSecrets()
-	v.env("towers.env", c.Towers.Env, own)
-	v.env("towers.launcherEnv", c.Towers.LauncherEnv, own)
-	v.env("carriers.env", c.Carriers.Env, own)
-	v.env("entrypoint.env", c.Entrypoint.Env, own)
-	v.env("elastic.env", c.Elastic.Env, own)
-	v.env("tfcluster.env", c.TFCluster.Env, own)
+	for _, wl := range workloads {
+		if wl.env == nil {
+			continue
+		}
+		for _, e := range wl.env(c) {
+			v.env(e.key, e.env, own)
+		}
+	}
 }
 
 // OwnSecrets are the Secrets Kolotoc itself writes in the stack's namespace, by the names the
@@ -137,14 +125,11 @@ func (c *Config) validateRuns(v *validator) {
 // password, the registries' pull credentials and the shared store's mount credentials. A
 // workload's env must not hand them out (every rank would see the towers' private key, say).
 func OwnSecrets() []string {
-	return []string{
-		ring.SSHSecretName(TowerName),
-		entrypoint.JupyterSecretName(EntryName),
-		entrypoint.TLSSecretName(EntryName),
-		monitoring.GrafanaSecretName,
-		registry.SecretName,
-		storage.CredentialsName(StorageName),
+	var out []string
+	for _, wl := range workloads {
+		out = append(out, wl.secrets...)
 	}
+	return append(out, registry.SecretName, storage.CredentialsName(StorageName))
 }
 
 // hasUserInfo reports whether an http(s) URL carries a user (and perhaps a password or token),
@@ -220,7 +205,7 @@ func (v *validator) dnsSubdomain(key, name string) {
 
 // env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
 // each once, and each a value or a key of a Secret that is not Kolotoc's own (own), not both.
-func (v *validator) env(key string, env []EnvVar, own []string) {
+func (v *validator) env(key string, env []meta.EnvSetting, own []string) {
 	seen := map[string]bool{}
 	for i, e := range env {
 		k := fmt.Sprintf("%s[%d]", key, i)

@@ -15,6 +15,7 @@ import (
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
+	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
 
@@ -38,7 +39,12 @@ func (c *Config) GPUAgentsNamespace() string {
 
 // usesScratch reports whether any workload mounts the per-pod scratch volume.
 func (c *Config) usesScratch() bool {
-	return c.Towers.Enabled || c.Carriers.Enabled || c.Elastic.Enabled || c.TFCluster.Enabled
+	for _, wl := range c.enabledWorkloads() {
+		if wl.scratch {
+			return true
+		}
+	}
+	return false
 }
 
 // PodSecurity is the Pod Security level the stack's namespace enforces: baseline, unless an
@@ -49,10 +55,10 @@ func PodSecurity(c *Config) isolation.Level {
 		reasons = append(reasons, "towers.hostNetwork: the towers use the node's network namespace")
 	}
 	if c.InClusterNFS() {
-		reasons = append(reasons, "storage.type "+StorageInClusterNFS+": the in-cluster NFS server runs a privileged container (the kernel NFS server)")
+		reasons = append(reasons, "storage.type "+storage.TypeInClusterNFS+": the in-cluster NFS server runs a privileged container (the kernel NFS server)")
 	}
-	if c.Storage.Scratch.Type == ScratchHostPath && c.usesScratch() {
-		reasons = append(reasons, "storage.scratch.type "+ScratchHostPath+": every workload mounts a directory of its node")
+	if c.Storage.Scratch.Type == storage.ScratchHostPath && c.usesScratch() {
+		reasons = append(reasons, "storage.scratch.type "+storage.ScratchHostPath+": every workload mounts a directory of its node")
 	}
 	if len(reasons) > 0 {
 		if c.EFAPools() {
@@ -105,7 +111,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 				"which no pod selector matches, Kolotoc cannot know, and Cilium matches by no address range; nothing else of the server is reachable.",
 		})
 	}
-	return append(out, workloadAllows(c)...) // each workload's own (workloads_deploy.go)
+	return append(out, workloadAllows(c)...) // each workload's own (workload_<key>.go)
 }
 
 // GPUAgentsNetworkAllows are the GPU agents' namespace's allows: only Prometheus, from the
@@ -116,6 +122,19 @@ func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
 		return nil
 	}
 	return monitoring.AgentsAllows(MonitoringArgs(c)) // dcgm-scrape, when the exporter runs
+}
+
+// daskWorkers are the components whose pods run Dask workers: the carriers, and the towers
+// when sentinels run beside them.
+func daskWorkers(c *Config) []string {
+	out := []string{}
+	if c.Carriers.Enabled {
+		out = append(out, dask.CarrierComponent)
+	}
+	if c.Towers.Enabled && c.Sentinels.Enabled {
+		out = append(out, ring.TowerComponent)
+	}
+	return out
 }
 
 // gpuShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of

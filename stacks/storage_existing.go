@@ -17,7 +17,7 @@ import (
 // EFS add-on; AKS has Azure Files built in); on an existing cluster the driver must be there.
 
 // existingStoreTypes are the cloud file stores an existing cluster can mount, for the errors.
-var existingStoreTypes = []string{StorageEFS + " (with storage.fileSystemId)", StorageAzureFiles + " (with storage.share)"}
+var existingStoreTypes = []string{storage.TypeEFS + " (with storage.fileSystemId)", storage.TypeAzureFiles + " (with storage.share)"}
 
 var (
 	// efsFileSystemID: fs- and 8 (older) or 17 hexadecimal digits.
@@ -33,19 +33,11 @@ var (
 	mountOption = regexp.MustCompile(`^[a-z0-9_]+(=[A-Za-z0-9_.:/-]+)?$`)
 )
 
-// ExistingStore reports whether the shared storage is a store the stack mounts but does not own:
-// an external NFS export, an existing EFS file system or Azure Files share. Its volume keeps it
-// (Retain) whatever happens to the claim or the stack.
-func (c *Config) ExistingStore() bool {
-	s := c.Storage
-	return s.Type == StorageNFS || (s.Type == StorageEFS && s.FileSystemID != "") || (s.Type == StorageAzureFiles && s.Share != "")
-}
-
 // mountsExistingStore reports whether an existing cluster mounts an existing cloud file store,
 // which it may whatever cloud the store lives in, the CSI driver being the cluster's.
 func (c *Config) mountsExistingStore() bool {
 	s := c.Storage
-	return c.Cloud == CloudExisting && ((s.Type == StorageEFS && s.FileSystemID != "") || (s.Type == StorageAzureFiles && s.Share != ""))
+	return c.Cloud == CloudExisting && ((s.Type == storage.TypeEFS && s.FileSystemID != "") || (s.Type == storage.TypeAzureFiles && s.Share != ""))
 }
 
 // validateExistingStorage checks the keys of existing stores: each only with its type, well
@@ -57,15 +49,15 @@ func (c *Config) validateExistingStorage(v *validator) {
 			v.add(key, value, "only for storage.type "+typ)
 		}
 	}
-	if s.Type != StorageEFS {
-		only("storage.fileSystemId", s.FileSystemID, StorageEFS)
-		only("storage.accessPointId", s.AccessPointID, StorageEFS+" with storage.fileSystemId")
+	if s.Type != storage.TypeEFS {
+		only("storage.fileSystemId", s.FileSystemID, storage.TypeEFS)
+		only("storage.accessPointId", s.AccessPointID, storage.TypeEFS+" with storage.fileSystemId")
 	}
-	if s.Type != StorageAzureFiles {
-		only("storage.share", s.Share, StorageAzureFiles)
-		only("storage.resourceGroup", s.ResourceGroup, StorageAzureFiles+" with storage.share")
+	if s.Type != storage.TypeAzureFiles {
+		only("storage.share", s.Share, storage.TypeAzureFiles)
+		only("storage.resourceGroup", s.ResourceGroup, storage.TypeAzureFiles+" with storage.share")
 	}
-	if s.Type != StorageNFS && len(s.MountOptions) > 0 {
+	if s.Type != storage.TypeNFS && len(s.MountOptions) > 0 {
 		v.add("storage.mountOptions", strings.Join(s.MountOptions, ","), "only for storage.type nfs (the cloud file stores' options are Kolotoc's)")
 	}
 	for i, o := range s.MountOptions {
@@ -74,12 +66,12 @@ func (c *Config) validateExistingStorage(v *validator) {
 		}
 	}
 	switch s.Type {
-	case StorageEFS:
+	case storage.TypeEFS:
 		c.validateExistingEFS(v)
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		c.validateExistingShare(v)
 	}
-	if c.StorageAccountKey.IsSet() && !(s.Type == StorageAzureFiles && s.Share != "" && s.Protocol == AzureFilesSMB) {
+	if c.StorageAccountKey.IsSet() && !(s.Type == storage.TypeAzureFiles && s.Share != "" && s.Protocol == AzureFilesSMB) {
 		v.add("storageAccountKey", "[secret]", "only for an existing SMB share (storage.type azurefiles with storage.share and "+
 			"storage.protocol smb), which is mounted with it; without storage.share Kolotoc creates the account and reads its key itself; remove it")
 	}
@@ -156,18 +148,18 @@ func (c *Config) validateExistingShare(v *validator) {
 	}
 }
 
-// existingStoreIdentity adds, to the storage's identity (guard.go), the keys that name an existing
+// existingStoreIdentity adds, to the storage's identity (StorageIdentity, storage.go), the keys that name an existing
 // store: another file system, access point, subdirectory or share is another volume. Absent keys
 // are left out, so the identity of a created store is what it was.
 func existingStoreIdentity(c *Config, id map[string]string) {
 	s := c.Storage
 	switch {
-	case s.Type == StorageEFS && s.FileSystemID != "":
+	case s.Type == storage.TypeEFS && s.FileSystemID != "":
 		id["storage.fileSystemId"], id["storage.path"] = s.FileSystemID, s.Path
 		if s.AccessPointID != "" {
 			id["storage.accessPointId"] = s.AccessPointID
 		}
-	case s.Type == StorageAzureFiles && s.Share != "":
+	case s.Type == storage.TypeAzureFiles && s.Share != "":
 		id["storage.share"], id["storage.resourceGroup"] = s.Share, s.ResourceGroup
 	}
 }
@@ -183,13 +175,13 @@ func applyExistingStorage(c *Config, a *storage.Args) {
 	s := c.Storage
 	a.External = true
 	switch s.Type {
-	case StorageNFS:
+	case storage.TypeNFS:
 		a.MountOptions = s.MountOptions
-	case StorageEFS:
+	case storage.TypeEFS:
 		a.InCluster = false
 		a.MountOptions = []string{"tls"} // efs-utils encrypts NFS in transit (and access points need it)
 		a.CSI = &storage.CSI{Driver: storage.EFSDriver, VolumeHandle: pulumi.String(EFSVolumeHandle(s))}
-	case StorageAzureFiles:
+	case storage.TypeAzureFiles:
 		a.InCluster = false
 		if s.Protocol == AzureFilesNFS {
 			a.MountOptions = aks.NFSMountOptions
@@ -220,7 +212,7 @@ func applyExistingStorage(c *Config, a *storage.Args) {
 // EFSVolumeHandle is the EFS CSI driver's handle of an existing file system:
 // <fileSystemId>[:<subdirectory>][:<accessPointId>] (storage.path as the subdirectory, relative to
 // the access point's root when there is one; "/" is the root).
-func EFSVolumeHandle(s Storage) string {
+func EFSVolumeHandle(s storage.Config) string {
 	path := s.Path
 	if path == "/" {
 		path = ""

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kolotoc/components/elastic"
+	"kolotoc/components/etcd"
 	"kolotoc/components/tfcluster"
 )
 
@@ -40,7 +41,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	if tf.Chief.Count != 1 || tf.Evaluator.Count != 1 || tf.PS.Pool != "cpu" || tf.Workers.Pool != "gpu" || tf.Workers.GPUs != 4 || tf.Port != tfcluster.DefaultPort {
 		t.Errorf("tfcluster = %+v", tf)
 	}
-	if c.Etcd.Pool != "cpu" || c.Etcd.Image != DefaultEtcdImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
+	if c.Etcd.Pool != "cpu" || c.Etcd.Image != etcd.DefaultImage || c.Monitoring.Pool != "cpu" || !*c.Monitoring.DCGMExporter {
 		t.Errorf("etcd %+v monitoring %+v", c.Etcd, c.Monitoring)
 	}
 	again := *c
@@ -100,13 +101,34 @@ func TestPackGPUs(t *testing.T) {
 		capacity int
 		want     bool
 	}{
-		{"exact", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}}, 3, 8, true},
-		{"one GPU too many", []gpuDemand{{"a", 2, 8}, {"b", 2, 4}, {"c", 1, 1}}, 3, 8, false},
-		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6}, {"b", 2, 4}}, 2, 8, false},
-		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6}, {"b", 4, 1}}, 2, 8, true},
+		{"exact", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}}, 3, 8, true},
+		{"one GPU too many", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}, {"c", 1, 1, ""}}, 3, 8, false},
+		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6, ""}, {"b", 2, 4, ""}}, 2, 8, false},
+		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6, ""}, {"b", 4, 1, ""}}, 2, 8, true},
 	} {
 		if got := packGPUs(tc.demands, tc.nodes, tc.capacity); got != tc.want {
 			t.Errorf("%s: packGPUs = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestWorkloadsRegisteredOnce: each workload's entry names a key of the Config once, and the
+// phases reach every entry: its preset and defaults run in Load, its check in Validate.
+func TestWorkloadsRegisteredOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, wl := range workloads {
+		if seen[wl.key] {
+			t.Errorf("workload %s registered twice", wl.key)
+		}
+		seen[wl.key] = true
+		if _, ok := configKeys[wl.key]; !ok {
+			t.Errorf("workload %s is no key of Config", wl.key)
+		}
+		if wl.check == nil {
+			t.Errorf("workload %s has no check: nothing of it would be validated in the stack's context", wl.key)
+		}
+	}
+	if len(workloads) == 0 {
+		t.Fatal("no workload registered")
 	}
 }

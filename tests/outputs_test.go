@@ -13,6 +13,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
 )
@@ -335,8 +336,8 @@ func TestLoadBalancerAddress(t *testing.T) {
 			if got := str(t, outs, "jupyterPublicUrl"); got != tc.wantURL {
 				t.Errorf("jupyterPublicUrl %q, want %q", got, tc.wantURL)
 			}
-			if got := str(t, outs, "jupyterPublicUrlCommand"); !strings.Contains(got, "get svc "+stacks.EntryName+"-public ") {
-				t.Errorf("jupyterPublicUrlCommand %q does not read the Service %s-public", got, stacks.EntryName)
+			if got := str(t, outs, "jupyterPublicUrlCommand"); !strings.Contains(got, "get svc "+entrypoint.Name+"-public ") {
+				t.Errorf("jupyterPublicUrlCommand %q does not read the Service %s-public", got, entrypoint.Name)
 			}
 		})
 	}

@@ -18,7 +18,9 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
 	"kolotoc/components/meta/rendertest"
+	"kolotoc/components/storage"
 	"kolotoc/stacks"
 )
 
@@ -158,11 +160,11 @@ var allowList = []privilege{
 	// onSuccess release: the token may patch the scale of the run's own StatefulSets, nothing else
 	// (meta.NewReleaser; TestRuns checks the roles).
 	{"launcher", "", "service account token", "towers.onSuccess release: the launcher scales the towers to zero",
-		func(c *stacks.Config) bool { return c.Towers.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.Towers.OnSuccess == meta.OnSuccessRelease }},
 	{"elastic", "", "service account token", "elastic.onSuccess release: a worker scales the workers to zero",
-		func(c *stacks.Config) bool { return c.Elastic.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.Elastic.OnSuccess == meta.OnSuccessRelease }},
 	{"tf-chief", "", "service account token", "tfcluster.onSuccess release: the chief scales the task types to zero",
-		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == stacks.OnSuccessRelease }},
+		func(c *stacks.Config) bool { return c.TFCluster.OnSuccess == meta.OnSuccessRelease }},
 }
 
 // runsAsNonRoot are the containers (component/container) that run as a user other than root in
@@ -198,8 +200,8 @@ func enabledTraining(c *stacks.Config) []string {
 	add(c.Carriers.Enabled, "carrier/dask-worker")
 	add(c.Elastic.Enabled && !c.Suspend, "elastic/worker")
 	add(c.TFCluster.Enabled && !c.Suspend, "tf-worker/worker")
-	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI == stacks.JupyterNotebook, "entrypoint/jupyter")
-	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI != stacks.JupyterNotebook, "entrypoint/jupyterlab")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI == entrypoint.UINotebook, "entrypoint/jupyter")
+	add(c.Entrypoint.Jupyter && c.Entrypoint.JupyterUI != entrypoint.UINotebook, "entrypoint/jupyterlab")
 	return out
 }
 
@@ -216,7 +218,7 @@ func rootTowers(c *stacks.Config) bool { return c.Towers.Enabled && c.RunAsUser 
 
 // scratchHostPath: with storage.scratch.type hostPath every workload mounts the node's local SSD.
 func scratchHostPath(c *stacks.Config, path string) bool {
-	return c.Storage.Scratch.Type == stacks.ScratchHostPath && path == c.Storage.Scratch.Path
+	return c.Storage.Scratch.Type == storage.ScratchHostPath && path == c.Storage.Scratch.Path
 }
 
 func allowed(c *stacks.Config, component, container, what string) bool {
@@ -474,7 +476,7 @@ func TestNetworkPolicies(t *testing.T) {
 				return out
 			}
 			lb := cfg.Entrypoint.SourceRanges
-			if cfg.Entrypoint.ServiceType != stacks.ServiceLoadBalancer {
+			if cfg.Entrypoint.ServiceType != entrypoint.ServiceLoadBalancer {
 				lb = nil
 			}
 
@@ -498,7 +500,7 @@ func TestNetworkPolicies(t *testing.T) {
 			// The entrypoint's user-facing ports are the ones its Service offers besides the scheduler.
 			var uiPorts []int
 			for _, r := range rec.ofType(tService) {
-				if svc := decode[corev1.Service](t, r); svc.Name == stacks.EntryName && svc.Namespace == ns {
+				if svc := decode[corev1.Service](t, r); svc.Name == entrypoint.Name && svc.Namespace == ns {
 					for _, sp := range svc.Spec.Ports {
 						if sp.Name != "scheduler" {
 							uiPorts = append(uiPorts, int(sp.Port))
@@ -713,20 +715,20 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 			continue
 		}
 		switch svc.Name {
-		case stacks.EntryName:
+		case entrypoint.Name:
 			internal = &svc
-		case stacks.EntryName + "-public":
+		case entrypoint.Name + "-public":
 			public = &svc
 		}
-		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Name != stacks.EntryName+"-public" {
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Name != entrypoint.Name+"-public" {
 			t.Errorf("Service %v is a LoadBalancer", svc.Name)
 		}
 	}
 	if public == nil || internal == nil {
-		t.Fatalf("want Services %s and %s-public; internal %v, public %v", stacks.EntryName, stacks.EntryName, internal != nil, public != nil)
+		t.Fatalf("want Services %s and %s-public; internal %v, public %v", entrypoint.Name, entrypoint.Name, internal != nil, public != nil)
 	}
 	if typ := internal.Spec.Type; typ != corev1.ServiceTypeClusterIP {
-		t.Errorf("Service %s type %v, want ClusterIP", stacks.EntryName, typ)
+		t.Errorf("Service %s type %v, want ClusterIP", entrypoint.Name, typ)
 	}
 	ports := public.Spec.Ports
 	if len(ports) != 1 || ports[0].Port != 443 || ports[0].TargetPort.IntValue() != 8888 {
@@ -781,7 +783,7 @@ func TestPublicLoadBalancerPerCloud(t *testing.T) {
 				"entrypointTLSKey": testTLSKey(t),
 			})
 			raw.Secrets["kolotoc:entrypointTLSKey"] = true
-			svc := decode[corev1.Service](t, deploy(t, raw).one(t, tService, stacks.EntryName+"-public"))
+			svc := decode[corev1.Service](t, deploy(t, raw).one(t, tService, entrypoint.Name+"-public"))
 			var lbType any
 			if v, ok := svc.Annotations[entrypoint.AWSLoadBalancerTypeAnnotation]; ok {
 				lbType = v

@@ -118,3 +118,17 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestNewSaysWhatItAccepts: New's refusal of impossible Args says the bounds it checks: CPU
+// workers (gpusPerNode 0) are accepted, so the message may not ask for gpusPerNode >= 1.
+func TestNewSaysWhatItAccepts(t *testing.T) {
+	for _, a := range []*Args{
+		{Config: Config{MinNodes: 0, MaxNodes: 1, GPUsPerNode: 0}},
+		{Config: Config{MinNodes: 1, MaxNodes: 1, GPUsPerNode: -1}},
+	} {
+		_, err := New(nil, "elastic", a) // refused before anything is registered
+		if err == nil || !strings.Contains(err.Error(), "gpusPerNode >= 0") {
+			t.Errorf("New(%+v) = %v, want a refusal naming gpusPerNode >= 0", a.Config, err)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, errors.New("elastic: args are required")
 	}
 	if args.MinNodes < 1 || args.MaxNodes < args.MinNodes || args.GPUsPerNode < 0 {
-		return nil, fmt.Errorf("elastic %q: need 1 <= minNodes <= maxNodes and gpusPerNode >= 1", name)
+		return nil, fmt.Errorf("elastic %q: need 1 <= minNodes <= maxNodes and gpusPerNode >= 0 (0: CPU workers)", name)
 	}
 	if args.RdzvBackend != BackendC10d && args.EtcdEndpoint == "" {
 		return nil, fmt.Errorf("elastic %q: rendezvous backend %s needs an etcd endpoint", name, args.RdzvBackend)

@@ -89,15 +89,6 @@ const (
 // Balancer (value "nlb") instead of a Classic ELB.
 const AWSLoadBalancerTypeAnnotation = "service.beta.kubernetes.io/aws-load-balancer-type"
 
-// Endpoint is one service of the entrypoint as users reach it.
-type Endpoint struct {
-	URL      string // in-cluster URL
-	LocalURL string // URL once the port-forward runs
-	// PortForwardArgs are the kubectl arguments that make it reachable on localhost
-	// (`-n <ns> port-forward svc/<name> <port>:<port>`); the stack binds kubectl to its cluster.
-	PortForwardArgs string
-}
-
 // Entrypoint is the scheduler node.
 type Entrypoint struct {
 	pulumi.ResourceState
@@ -191,14 +182,10 @@ func SchedulerAddress(name, namespace string) string {
 }
 
 // Endpoints lists the enabled services by output name (jupyter, tensorboard, daskDashboard).
-func Endpoints(a *Args) map[string]Endpoint {
-	out := map[string]Endpoint{}
+func Endpoints(a *Args) map[string]meta.Endpoint {
+	out := map[string]meta.Endpoint{}
 	add := func(key, scheme string, port int, path string) {
-		out[key] = Endpoint{
-			URL:             fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, a.Name, a.NamespaceDNS, port, path),
-			PortForwardArgs: fmt.Sprintf("-n %s port-forward svc/%s %d:%d", a.NamespaceDNS, a.Name, port, port),
-			LocalURL:        fmt.Sprintf("%s://localhost:%d%s", scheme, port, path),
-		}
+		out[key] = meta.ServiceEndpoint(scheme, a.Name, a.NamespaceDNS, port, path)
 	}
 	if a.Jupyter {
 		scheme := "http"

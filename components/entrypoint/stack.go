@@ -68,9 +68,7 @@ func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput)
 			out["daskSchedulerAddress"] = pulumi.String(ep.URL)
 			continue
 		}
-		out[name+"Url"] = pulumi.String(ep.URL)
-		out[name+"PortForward"] = kubectl("%s", ep.PortForwardArgs)
-		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+		ep.Outputs(out, name, kubectl)
 	}
 	if a.ServiceType == ServiceLoadBalancer {
 		// The LoadBalancer's address is the cloud's to assign once the Service exists; the

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -76,3 +77,29 @@ const PodIndex = "${N:-0}"
 // TaskVar is how a printed command names a task type the user picks, `${TASK:-<default>}`, as
 // PodIndex names the index.
 func TaskVar(def string) string { return "${TASK:-" + def + "}" }
+
+// Endpoint is one user-facing service of a component, as users reach it.
+type Endpoint struct {
+	URL      string // in-cluster URL
+	LocalURL string // URL once the port-forward runs
+	// PortForwardArgs are the kubectl arguments that make it reachable on localhost
+	// (`-n <ns> port-forward svc/<name> <port>:<port>`); the stack binds kubectl to its cluster.
+	PortForwardArgs string
+}
+
+// ServiceEndpoint is the endpoint of port on the Service svc of namespace, path on it.
+func ServiceEndpoint(scheme, svc, namespace string, port int, path string) Endpoint {
+	return Endpoint{
+		URL:             fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, svc, namespace, port, path),
+		PortForwardArgs: fmt.Sprintf("-n %s port-forward svc/%s %d:%d", namespace, svc, port, port),
+		LocalURL:        fmt.Sprintf("%s://localhost:%d%s", scheme, port, path),
+	}
+}
+
+// Outputs adds the endpoint's stack outputs to out under name: <name>Url, <name>PortForward (a
+// kubectl command line for the stack's cluster) and <name>LocalUrl.
+func (ep Endpoint) Outputs(out pulumi.Map, name string, kubectl func(format string, a ...any) pulumi.StringOutput) {
+	out[name+"Url"] = pulumi.String(ep.URL)
+	out[name+"PortForward"] = kubectl("%s", ep.PortForwardArgs)
+	out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+}

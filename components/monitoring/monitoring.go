@@ -62,15 +62,6 @@ type Args struct {
 	NodeWatchers []string
 }
 
-// Endpoint is one user-facing service.
-type Endpoint struct {
-	URL      string // in-cluster URL
-	LocalURL string // URL once the port-forward runs
-	// PortForwardArgs are the kubectl arguments that make it reachable on localhost; the stack
-	// binds kubectl to its cluster.
-	PortForwardArgs string
-}
-
 // Monitoring is Prometheus, Grafana and the DCGM exporter.
 type Monitoring struct {
 	pulumi.ResourceState
@@ -171,17 +162,10 @@ func newGrafana(ctx *pulumi.Context, name string, args *Args, parent pulumi.Reso
 }
 
 // Endpoints are Prometheus's and (with grafana) Grafana's URLs and the port-forward arguments that reach them.
-func Endpoints(namespace string, grafana bool) map[string]Endpoint {
-	ep := func(svc string, port int, path string) Endpoint {
-		return Endpoint{
-			URL:             fmt.Sprintf("http://%s.%s.svc:%d%s", svc, namespace, port, path),
-			PortForwardArgs: fmt.Sprintf("-n %s port-forward svc/%s %d:%d", namespace, svc, port, port),
-			LocalURL:        fmt.Sprintf("http://localhost:%d%s", port, path),
-		}
-	}
-	eps := map[string]Endpoint{"prometheus": ep(PrometheusName, PrometheusPort, "/")}
+func Endpoints(namespace string, grafana bool) map[string]meta.Endpoint {
+	eps := map[string]meta.Endpoint{"prometheus": meta.ServiceEndpoint("http", PrometheusName, namespace, PrometheusPort, "/")}
 	if grafana {
-		eps["grafana"] = ep(GrafanaName, GrafanaPort, "/")
+		eps["grafana"] = meta.ServiceEndpoint("http", GrafanaName, namespace, GrafanaPort, "/")
 	}
 	return eps
 }

@@ -62,9 +62,7 @@ func AgentsAllows(a *Args) []isolation.Allow {
 func Outputs(a *Args, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	out := pulumi.Map{}
 	for name, ep := range Endpoints(a.NamespaceDNS, a.GrafanaOn()) {
-		out[name+"Url"] = pulumi.String(ep.URL)
-		out[name+"PortForward"] = kubectl("%s", ep.PortForwardArgs)
-		out[name+"LocalUrl"] = pulumi.String(ep.LocalURL)
+		ep.Outputs(out, name, kubectl)
 	}
 	if a.GrafanaOn() {
 		out["grafanaGpuDashboardLocalUrl"] = pulumi.String(fmt.Sprintf("http://localhost:%d/d/%s", GrafanaPort, DashboardUID))

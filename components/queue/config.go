@@ -6,7 +6,6 @@ package queue
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -135,7 +134,7 @@ func (c Config) Validate(p meta.Problems) {
 			p.Add(Key+q.key, q.v, "not a positive quantity (e.g. 64, 500m, 256Gi)")
 		}
 	}
-	for _, w := range sortedKeys(c.Priorities) {
+	for _, w := range meta.SortedKeys(c.Priorities) {
 		if !contains(Workloads, w) {
 			p.Add(Key+".priorities."+w, fmt.Sprint(c.Priorities[w]), "not a queued workload; allowed: "+strings.Join(Workloads, ", "))
 		}
@@ -156,13 +155,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -88,7 +88,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			return nil, fmt.Errorf("queue %q: ClusterQueue %q: %w", name, name+"-cluster", err)
 		}
 	}
-	for _, w := range sortedKeys(args.Priorities) {
+	for _, w := range meta.SortedKeys(args.Priorities) {
 		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), pulumi.Parent(q), after)
 		if err != nil {
 			return nil, fmt.Errorf("queue %q: WorkloadPriorityClass %q: %w", name, name+"-priority-"+w, err)
@@ -153,7 +153,7 @@ func RenderFlavor(a *Args) *apiextensions.CustomResourceArgs {
 // requests (Kueue refuses a Workload that asks for a resource its queue does not cover), open
 // to every namespace's LocalQueue, so that another stack may name it in queue.clusterQueue.
 func RenderClusterQueue(a *Args) *apiextensions.CustomResourceArgs {
-	names := sortedKeys(a.Quota)
+	names := meta.SortedKeys(a.Quota)
 	var resources pulumi.Array
 	for _, n := range names {
 		resources = append(resources, pulumi.Map{"name": pulumi.String(n), "nominalQuota": pulumi.String(a.Quota[n])})

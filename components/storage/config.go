@@ -79,7 +79,7 @@ type Config struct {
 	MountOptions    []string `json:"mountOptions"`  // nfs: mount options of the volume; default nfsvers=4.1, hard
 
 	// Backup (a file store Kolotoc creates: efs, azurefiles): copies of the shared data that
-	// outlive a deletion or an overwrite (stacks/clouds_recovery.go, docs/recovery.md).
+	// outlive a deletion or an overwrite (stacks/storage_cloud.go, docs/recovery.md).
 	Backup BackupConfig `json:"backup"`
 
 	// AllowReplace lets one update replace storage deployed with protect (stacks/guard.go); default false.

@@ -7,7 +7,7 @@ import (
 )
 
 // workloadKeys are the config keys behind a workload's pod count and per-pod size, for the
-// suggestions. The names are the objects the program registers (stacks.TowerName, …).
+// suggestions. The names are the objects the program registers (ring.Name, …).
 type workloadKeys struct {
 	count             string // "" when the count is not a simple number to lower (etcd members: 1 or 3)
 	gpus, cpu, memory string

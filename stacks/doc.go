@@ -1,0 +1,28 @@
+// Package stacks turns one Pulumi stack's configuration into a training environment: it loads the
+// `kolotoc:*` keys into a typed Config, fills defaults, validates the whole, wires the components
+// together and exports the stack outputs. It is the one place that decides what an environment is.
+//
+// The pipeline, one file a phase, each calling the workloads and the features in turn:
+//
+//	config.go    the Config: one field a key (its `key` tag); keys.go derives the key list
+//	load.go      Raw → Config: decode every key strictly (load_errors.go, load_stackfile.go, preview.go)
+//	defaults.go  fill the zero values
+//	validate.go  check the whole, every problem at once (validate_workloads.go: checks shared by workloads)
+//	deploy.go    register the cluster, the namespace, the store, the workloads; export the outputs
+//
+// The workloads, registered once (workloads.go), each declaring its whole entry in its own file:
+//
+//	workload_<key>.go  towers, sentinels, carriers, entrypoint, etcd, elastic, tfcluster,
+//	                   monitoring, dataIn: preset, defaults, checks, the facts other checks need of
+//	                   it, deploy, allows, outputs
+//
+// The features, each in one place with its own defaults, checks and deploy:
+//
+//	storage.go, storage_cloud.go, storage_existing.go  the shared store, selected once (store)
+//	clouds.go, clouds_*.go, catalogue.go, machines.go, kubeaccess.go  the clouds and their pools
+//	fabric.go, gpuagents.go, hostnet.go  the pools' fabric, the GPU agents, the towers' host network
+//	security.go  Pod Security and NetworkPolicies; registries.go  private registries
+//	runs.go, runas.go  runs, code and env; the user the workloads run as
+//	queue.go  the stack's queue; timeouts.go  awaits; guard.go, adopt.go  what must not be replaced or taken
+//	fit.go  make fit's throw-away stacks
+package stacks

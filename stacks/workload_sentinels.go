@@ -1,0 +1,44 @@
+package stacks
+
+import (
+	"kolotoc/components/dask"
+	"kolotoc/components/monitoring"
+)
+
+// The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
+// (components/dask), deployed with the towers (deployTowers).
+var sentinelsWorkload = &workload{
+	key:      dask.SentinelsKey,
+	enabled:  func(c *Config) bool { return c.Sentinels.Enabled },
+	defaults: func(c *Config) { c.Sentinels.Default() }, // the sentinels' are all their own
+	check:    (*Config).validateSentinels,
+}
+
+func (c *Config) validateSentinels(v *validator) {
+	s := c.Sentinels
+	switch {
+	case !c.Towers.Enabled:
+		if s.Enabled {
+			v.add("sentinels.enabled", "true", "sentinels run beside towers; enable towers or turn sentinels off")
+		}
+	case s.Enabled:
+		s.Validate(v) // the sentinels' own settings (components/dask/config.go)
+		v.quantity("sentinels.memory", s.Memory)
+		v.quantity("sentinels.cpu", s.CPU)
+	case s.WatchProcesses:
+		v.add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
+	}
+	if c.Towers.Enabled && s.WatchGPUs && (!s.Enabled || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn()) {
+		v.add("sentinels.watchGPUs", "true", "reads the node's GPU metrics from kolotoc:monitoring's DCGM exporter; "+
+			"needs sentinels.enabled: true, monitoring.enabled: true and the exporter (monitoring.dcgmExporter, on by default with GPU pools)")
+	}
+}
+
+// nodeGPUMetrics is where a sentinel watching GPUs reads its node's (sentinels.watchGPUs): the
+// DCGM exporter's node-local Service; "" when the sentinels do not watch them.
+func (c *Config) nodeGPUMetrics() string {
+	if !c.Sentinels.Enabled || !c.Sentinels.WatchGPUs || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn() {
+		return ""
+	}
+	return monitoring.NodeGPUMetricsURL(c.GPUAgentsNamespace()) // never "" with the exporter on
+}

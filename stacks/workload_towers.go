@@ -1,0 +1,235 @@
+package stacks
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"kolotoc/components/dask"
+	"kolotoc/components/entrypoint"
+	"kolotoc/components/fabric"
+	"kolotoc/components/isolation"
+	"kolotoc/components/meta"
+	"kolotoc/components/ring"
+)
+
+// The towers (kolotoc:towers): the MPI/Horovod ranks and their launcher (components/ring), with
+// a Dask sentinel beside each tower when sentinels run (workload_sentinels.go).
+var towersWorkload = &workload{
+	key:          ring.Key,
+	enabled:      func(c *Config) bool { return c.Towers.Enabled },
+	preset:       func(c *Config) { c.Towers = ring.NewConfig() },
+	poolDefaults: func(c *Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
+	defaults: func(c *Config) {
+		meta.Fill(&c.Towers.LauncherPool, c.Entrypoint.Pool) // the launcher runs beside the scheduler
+		c.Towers.Default()                                   // components/ring/config.go
+	},
+	onSuccess: func(c *Config) *string { return &c.Towers.OnSuccess },
+	check:     (*Config).validateTowers,
+	pools:     func(c *Config) []poolUse { return []poolUse{{c.Towers.Pool, "towers"}} },
+	gpus: func(c *Config) []gpuDemand {
+		return []gpuDemand{{who: "towers", pods: c.Towers.Count, gpus: c.Towers.GPUsPerTower, pool: c.Towers.Pool}}
+	},
+	env: func(c *Config) []envSetting {
+		return []envSetting{{"towers.env", c.Towers.Env}, {"towers.launcherEnv", c.Towers.LauncherEnv}}
+	},
+	secrets: []string{ring.SSHSecretName(ring.Name)},
+	gang: func(c *Config) *gangNeed {
+		if c.Towers.Count < 1 {
+			return nil
+		}
+		return &gangNeed{"towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed()}
+	},
+	image:   func(c *Config) string { return c.Towers.Image },
+	scratch: true,
+	deploy:  deployTowers,
+	allows:  func(*Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
+	outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+		return ring.Outputs(ring.Name, ring.LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf)
+	},
+}
+
+// deployTowers registers the ring, with a Dask sentinel beside each tower when sentinels run.
+func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
+	a := TowerArgs(c)
+	a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
+	if c.Sentinels.Enabled {
+		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
+			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, c.nodeGPUMetrics()))
+		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
+	}
+	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
+	a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}
+	_, err := ring.New(ctx, "towers", a, w.opts...)
+	return err
+}
+
+// TowerArgs is the ring's configuration, less its site's namespace input and PodDeps, the
+// sentinels beside the towers and the ssh keys' seed and binding.
+func TowerArgs(c *Config) *ring.Args {
+	t := c.Towers
+	return &ring.Args{
+		Config: t, Site: workloadSite(c), Name: ring.Name, LauncherName: ring.LauncherName,
+		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
+		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
+		Fabric:      c.towerFabric(),
+		Gang:        c.towersGang(), // queue.go
+	}
+}
+
+// towerFabric is what the towers take of their pool's fabric: their share of each node's EFA
+// interfaces and NCCL's environment on them; zero without a fabric.
+func (c *Config) towerFabric() ring.Fabric {
+	p := c.Pool(c.Towers.Pool)
+	if p == nil {
+		return ring.Fabric{}
+	}
+	f := c.PoolFabric(*p)
+	n := f.PerPod(c.Towers.GPUsPerTower, p.GPUsPerNode)
+	if n == 0 {
+		return ring.Fabric{}
+	}
+	return ring.Fabric{Resource: fabric.EFAResource, PerTower: n, Env: f.FabricEnv()}
+}
+
+func (c *Config) validateTowers(v *validator) {
+	t := c.Towers
+	if !t.Enabled {
+		return
+	}
+	t.Validate(v) // the towers' own settings (components/ring/config.go)
+	pool := v.pool(c, "towers.pool", t.Pool, true)
+	if pool != nil {
+		switch {
+		case pool.GPUsPerNode == 0 && t.GPUsPerTower != 0:
+			v.add("towers.pool", t.Pool, fmt.Sprintf("is a CPU pool (gpusPerNode 0); towers with gpusPerTower %d need a pool with GPUs (or set gpusPerTower 0 for CPU towers)",
+				t.GPUsPerTower))
+		case pool.GPUsPerNode == 0:
+			c.validateCPUTowers(v, pool)
+		case t.GPUsPerTower < 1 || t.GPUsPerTower > pool.GPUsPerNode:
+			v.add("towers.gpusPerTower", strconv.Itoa(t.GPUsPerTower),
+				fmt.Sprintf("pool %q has %d GPUs per node; allowed: 1..%d", pool.Name, pool.GPUsPerNode, pool.GPUsPerNode))
+		default:
+			perNode := pool.GPUsPerNode / t.GPUsPerTower
+			if capacity := perNode * pool.MaxNodes; t.Count > capacity {
+				v.add("towers.count", strconv.Itoa(t.Count),
+					fmt.Sprintf("%d towers × %d GPUs need more GPUs than pool %q has (%d nodes × %d GPUs, %d towers per node); allowed: 1..%d",
+						t.Count, t.GPUsPerTower, pool.Name, pool.MaxNodes, pool.GPUsPerNode, perNode, capacity))
+			}
+		}
+		v.fits("towers", pool, t.CPU, t.Memory)
+		c.validateTowerDevices(v, pool)
+	}
+	c.validateHostNetwork(v, pool) // hostnet.go
+	if lp := c.validateLauncherPool(v); lp != nil {
+		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
+	}
+	v.image("towers.image", t.Image)
+	if t.LauncherImage != t.Image {
+		v.image("towers.launcherImage", t.LauncherImage)
+	}
+	if t.Count > 0 {
+		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", ring.Name, t.Count-1), ring.Name, c.Namespace)
+	}
+}
+
+// validateLauncherPool refuses a launcher on spot capacity or on GPU nodes. The launcher is the
+// run's one coordinator: a spot node reclaimed under it ends the run, whatever the towers' nodes
+// are. It requests no GPU and does not tolerate the GPU taint.
+func (c *Config) validateLauncherPool(v *validator) *NodePool {
+	t := c.Towers
+	p := v.pool(c, "towers.launcherPool", t.LauncherPool, false)
+	if p == nil {
+		return nil
+	}
+	var allowed []string
+	for _, q := range c.NodePools {
+		if !q.Spot && q.GPUsPerNode == 0 {
+			allowed = append(allowed, q.Name)
+		}
+	}
+	choice := "allowed: a CPU pool without spot: " + strings.Join(allowed, ", ")
+	if len(allowed) == 0 {
+		choice = "allowed: a CPU pool without spot, and nodePools declares none: add a small on-demand one"
+	}
+	src := ""
+	if t.LauncherPool == c.Entrypoint.Pool {
+		src = " (towers.launcherPool defaults to entrypoint.pool)"
+	}
+	switch {
+	case p.Spot:
+		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+			"pool %q is spot capacity (spot: true)%s: the launcher coordinates the whole run, and a reclaimed node ends it; %s",
+			p.Name, src, choice))
+	case p.GPUsPerNode > 0:
+		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+			"pool %q is a GPU pool%s: the launcher requests no GPU and does not tolerate the GPU taint; %s", p.Name, src, choice))
+	}
+	return p
+}
+
+// validateTowerDevices checks towers.resources against what the towers' pool's nodes advertise
+// (nodePools[i].devices): an extended resource or huge page size the nodes lack would leave every
+// tower Pending, and the towers one node holds by each are counted as by GPUs.
+func (c *Config) validateTowerDevices(v *validator, pool *NodePool) {
+	t := c.Towers
+	req, _ := t.Resources.Quantities()
+	poolKey := fmt.Sprintf("nodePools[%d].devices", slices.IndexFunc(c.NodePools, func(p NodePool) bool { return p.Name == pool.Name }))
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		if !meta.IsExtended(name) && !strings.HasPrefix(name, "hugepages-") {
+			continue
+		}
+		have, ok := pool.Devices.Values[name]
+		if !ok {
+			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf(
+				"pool %q declares no %s, so no node would take a tower; declare what each node advertises in %s.%s", pool.Name, name, poolKey, name))
+			continue
+		}
+		perNode := meta.PerNode(have, req[name])
+		if perNode == 0 && req[name] != "0" {
+			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf("more than a node of pool %q has (%s: %s)", pool.Name, name, have))
+			continue
+		}
+		if capacity := perNode * int64(pool.MaxNodes); perNode > 0 && int64(t.Count) > capacity {
+			v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+				"%d towers × %s %s need more than pool %q has (%d nodes × %s, %d towers per node); allowed: 1..%d",
+				t.Count, req[name], name, pool.Name, pool.MaxNodes, have, perNode, capacity))
+		}
+	}
+}
+
+// validateCPUTowers checks CPU towers (gpusPerTower 0) against their pool: as many towers as
+// the pool's nodes hold by CPU and memory requests.
+func (c *Config) validateCPUTowers(v *validator, pool *NodePool) {
+	t := c.Towers
+	cpu, errC := resource.ParseQuantity(t.CPU)
+	mem, errM := resource.ParseQuantity(t.Memory)
+	nodeMem, errN := resource.ParseQuantity(pool.Memory)
+	if errC != nil || errM != nil || errN != nil || cpu.Sign() <= 0 || mem.Sign() <= 0 {
+		return // reported by fits
+	}
+	perNode := min(int64(pool.CPUs)*1000/cpu.MilliValue(), nodeMem.Value()/mem.Value())
+	if perNode == 0 {
+		// Not one tower per node (an old cluster.sh layout of n1-standard-4 towers with the
+		// default 4 CPU, 16Gi request): say what fits, leaving a core and a quarter of the
+		// memory to the node's own daemons.
+		fitCPU := max(int64(pool.CPUs)-1, 1)
+		fitMem := nodeMem.Value() * 3 / 4 >> 30
+		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+			"a node of pool %q (%d cores, %s) holds no CPU tower of (%s CPU, %s); set kolotoc:towers.cpu and "+
+				"kolotoc:towers.memory to what one node gives a tower, e.g. cpu: \"%d\", memory: %dGi (a core and a quarter of "+
+				"the memory left to the node's daemons), or give the pool a larger machineType",
+			pool.Name, pool.CPUs, pool.Memory, t.CPU, t.Memory, fitCPU, max(fitMem, 1)))
+		return
+	}
+	if capacity := perNode * int64(pool.MaxNodes); int64(t.Count) > capacity {
+		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+			"%d CPU towers × (%s CPU, %s) need more than pool %q has (%d nodes × %d cores, %s: %d towers per node); allowed: 1..%d",
+			t.Count, t.CPU, t.Memory, pool.Name, pool.MaxNodes, pool.CPUs, pool.Memory, perNode, capacity))
+	}
+}
