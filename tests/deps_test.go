@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
 )
 
@@ -35,17 +38,16 @@ func TestOnlyPodsWaitForSimulatedNodes(t *testing.T) {
 }
 
 func onlyPodsWaitForNodes(t *testing.T, rec *recorder, nodes, checks int) {
-	pools := map[string]map[string]any{} // pool resource → its nodes' labels
+	pools := map[string]map[string]string{} // pool resource → its nodes' labels
 	for _, p := range rec.ofType(tPool) {
-		labels, _ := get(inputs(p), "spec", "template", "metadata", "labels").(map[string]any)
-		pools[p.Name] = labels
+		pools[p.Name] = rendertest.DecodeSome[simulatedPool](t, p).Spec.Template.Metadata.Labels
 	}
 	if n := len(rec.simulatedNodes()); len(pools) != 2 || n != nodes {
 		t.Fatalf("%d pools of %d nodes registered, want 2 pools of %d nodes", len(pools), n, nodes)
 	}
 	// placeable: the pools whose nodes a pod template's nodeSelector matches (all without one).
 	placeable := func(r registered) []string {
-		sel, _ := get(inputs(r), "spec", "template", "spec", "nodeSelector").(map[string]any)
+		sel := templateOf(t, r).Spec.NodeSelector
 		var out []string
 		for name, labels := range pools {
 			fits := true
@@ -144,14 +146,9 @@ func waitsForURN(rec *recorder, r registered, suffix string) bool {
 const claimURN = "kubernetes:core/v1:PersistentVolumeClaim::storage"
 
 // templateMountsClaim reports whether a workload's pod template mounts the shared claim.
-func templateMountsClaim(r registered) bool {
-	vols, _ := get(inputs(r), "spec", "template", "spec", "volumes").([]any)
-	for _, v := range vols {
-		if get(v, "persistentVolumeClaim", "claimName") != nil {
-			return true
-		}
-	}
-	return false
+func templateMountsClaim(t *testing.T, r registered) bool {
+	t.Helper()
+	return slices.ContainsFunc(templateOf(t, r).Spec.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })
 }
 
 // TestPodsWaitForEveryPolicy: every workload that makes pods waits for every NetworkPolicy of the
@@ -192,7 +189,7 @@ func TestPodsWaitForEveryPolicy(t *testing.T) {
 				// The shared claim itself, for the pods that mount it, for the same reason (a
 				// dependency on the storage component could miss its claim; the worst was a pod
 				// Pending a moment).
-				if templateMountsClaim(r) && !waitsForURN(rec, r, claimURN) {
+				if templateMountsClaim(t, r) && !waitsForURN(rec, r, claimURN) {
 					t.Errorf("%s %s mounts the shared claim and does not wait for it", r.Type, r.Name)
 				}
 			}

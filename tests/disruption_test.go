@@ -1,11 +1,13 @@
 package tests
 
 import (
-	"fmt"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // TestDisruptionBudgets: the towers, the elastic workers and each task type of the TF cluster
@@ -16,15 +18,17 @@ import (
 func TestDisruptionBudgets(t *testing.T) {
 	check := func(t *testing.T, rec *recorder, pdbName, stsName string, maxUnavailable int) {
 		t.Helper()
-		pdb := inputs(rec.one(t, tPDB, pdbName))
-		sts := inputs(rec.one(t, tStatefulSet, stsName))
-		sel, _ := get(pdb, "spec", "selector", "matchLabels").(map[string]any)
-		if d := cmp.Diff(get(sts, "spec", "selector", "matchLabels"), any(sel)); d != "" {
+		pdb := decode[policyv1.PodDisruptionBudget](t, rec.one(t, tPDB, pdbName))
+		sts := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, stsName))
+		if pdb.Spec.Selector == nil || sts.Spec.Selector == nil {
+			t.Fatalf("PDB %s selector %v, StatefulSet %s selector %v", pdbName, pdb.Spec.Selector, stsName, sts.Spec.Selector)
+		}
+		if d := cmp.Diff(sts.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels); d != "" {
 			t.Errorf("PDB %s selector is not StatefulSet %s's (-sts +pdb):\n%s", pdbName, stsName, d)
 		}
 		var selected []string
 		for _, p := range podTemplates(t, rec) {
-			if selects(map[string]any{"spec": map[string]any{"selector": sel}}, map[string]any{"metadata": map[string]any{"labels": p.labels}}) {
+			if selectorMatches(t, pdb.Spec.Selector, p.labels) {
 				selected = append(selected, p.owner)
 			}
 		}
@@ -32,14 +36,14 @@ func TestDisruptionBudgets(t *testing.T) {
 		if want := []string{tStatefulSet + " " + stsName}; !cmp.Equal(selected, want) {
 			t.Errorf("PDB %s selects the pods of %v, want only %v", pdbName, selected, want)
 		}
-		if got := get(pdb, "spec", "maxUnavailable"); got != float64(maxUnavailable) {
+		if got := pdb.Spec.MaxUnavailable; got == nil || got.IntValue() != maxUnavailable || got.Type != intstr.Int {
 			t.Errorf("PDB %s maxUnavailable = %v, want %d", pdbName, got, maxUnavailable)
 		}
-		if got := get(pdb, "spec", "unhealthyPodEvictionPolicy"); got != "AlwaysAllow" {
+		if got := pdb.Spec.UnhealthyPodEvictionPolicy; got == nil || *got != policyv1.AlwaysAllow {
 			t.Errorf("PDB %s unhealthyPodEvictionPolicy = %v, want AlwaysAllow", pdbName, got)
 		}
-		if got, want := fmt.Sprint(get(pdb, "metadata", "labels")), fmt.Sprint(get(sts, "metadata", "labels")); got != want {
-			t.Errorf("PDB %s labels %s, want the StatefulSet's %s", pdbName, got, want)
+		if d := cmp.Diff(sts.Labels, pdb.Labels); d != "" {
+			t.Errorf("PDB %s labels are not the StatefulSet's (-sts +pdb):\n%s", pdbName, d)
 		}
 	}
 	t.Run("towers", func(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The pools' placement and fabric on each cloud (stacks/fabric.go), as the vendors document what
@@ -85,31 +88,33 @@ func checkEFAWorkloads(t *testing.T, rec *recorder, ns string, perTower int) {
 	t.Helper()
 	// Amazon EKS, "Manage EFA devices on Amazon EKS", EFA device plugin: the plugin advertises
 	// vpc.amazonaws.com/efa; pods request it in their limits.
-	plugin := inputs(rec.one(t, tDaemonSet, "efa-device-plugin"))
-	if get(plugin, "metadata", "namespace") != ns+"-gpu-agents" || get(plugin, "spec", "template", "spec", "nodeSelector", "kolotoc.dev/fabric") != "efa" {
-		t.Errorf("EFA device plugin: namespace %v node selector %v", get(plugin, "metadata", "namespace"), get(plugin, "spec", "template", "spec", "nodeSelector"))
+	plugin := decode[appsv1.DaemonSet](t, rec.one(t, tDaemonSet, "efa-device-plugin"))
+	pod := plugin.Spec.Template.Spec
+	if plugin.Namespace != ns+"-gpu-agents" || pod.NodeSelector["kolotoc.dev/fabric"] != "efa" {
+		t.Errorf("EFA device plugin: namespace %v node selector %v", plugin.Namespace, pod.NodeSelector)
 	}
-	img, _ := get(plugin, "spec", "template", "spec", "containers", "[0]", "image").(string)
-	if !strings.HasSuffix(img, "/eks/aws-efa-k8s-device-plugin:v0.5.8") {
+	if img := pod.Containers[0].Image; !strings.HasSuffix(img, "/eks/aws-efa-k8s-device-plugin:v0.5.8") {
 		t.Errorf("EFA device plugin image %q, want the pinned release", img)
 	}
-	sts := inputs(rec.one(t, tStatefulSet, "towers"))
-	c := get(sts, "spec", "template", "spec", "containers", "[0]")
+	c := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
 	want := fmt.Sprint(perTower)
-	if get(c, "resources", "limits", "vpc.amazonaws.com/efa") != want || get(c, "resources", "requests", "vpc.amazonaws.com/efa") != want {
-		t.Errorf("tower requests %v, want vpc.amazonaws.com/efa: %s", get(c, "resources"), want)
+	efa := func(list corev1.ResourceList) string {
+		if q, ok := list["vpc.amazonaws.com/efa"]; ok {
+			return q.String()
+		}
+		return "none"
 	}
-	env := map[string]any{}
-	for _, e := range get(c, "env").([]any) {
-		env[get(e, "name").(string)] = get(e, "value")
+	if efa(c.Resources.Limits) != want || efa(c.Resources.Requests) != want {
+		t.Errorf("tower requests %v, want vpc.amazonaws.com/efa: %s", c.Resources, want)
 	}
+	env := envValues(c)
 	// AWS, "Get started with EFA and NCCL for ML workloads on Amazon EC2": FI_PROVIDER=efa, and
 	// GPUDirect RDMA on P4d/P5 (FI_EFA_USE_DEVICE_RDMA=1).
 	if env["FI_PROVIDER"] != "efa" || env["FI_EFA_USE_DEVICE_RDMA"] != "1" {
 		t.Errorf("tower environment %v, want NCCL's on EFA", env)
 	}
-	scripts := inputs(rec.one(t, tConfigMap, "towers-scripts"))
-	if sshd, _ := get(scripts, "data", "sshd_config").(string); !strings.Contains(sshd, "\nSetEnv FI_EFA_FORK_SAFE=1 FI_EFA_USE_DEVICE_RDMA=1 FI_PROVIDER=efa\n") {
+	scripts := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "towers-scripts"))
+	if sshd := scripts.Data["sshd_config"]; !strings.Contains(sshd, "\nSetEnv FI_EFA_FORK_SAFE=1 FI_EFA_USE_DEVICE_RDMA=1 FI_PROVIDER=efa\n") {
 		t.Errorf("sshd_config sets no fabric environment for the ranks' sessions:\n%s", sshd)
 	}
 }
@@ -133,9 +138,9 @@ func TestEKSFabricOff(t *testing.T) {
 			t.Error("the EFA device plugin runs without EFA pools")
 		}
 	}
-	c := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
-	if get(c, "resources", "limits", "vpc.amazonaws.com/efa") != nil {
-		t.Errorf("towers request EFA with fabric off: %v", get(c, "resources"))
+	c := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
+	if _, ok := c.Resources.Limits["vpc.amazonaws.com/efa"]; ok {
+		t.Errorf("towers request EFA with fabric off: %v", c.Resources)
 	}
 }
 
@@ -200,9 +205,9 @@ func TestSimulatedFabric(t *testing.T) {
 	rec := deploy(t, mirroredRaw(t, "aws", nil))
 	var gpuNodes []registered
 	for _, n := range rec.simulatedNodes() {
-		md := get(inputs(n), "metadata")
+		md := decode[corev1.Node](t, n).ObjectMeta
 		var capacity map[string]string
-		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+		if err := json.Unmarshal([]byte(md.Annotations["kolotoc.dev/simulated-capacity"]), &capacity); err != nil {
 			t.Fatal(err)
 		}
 		if capacity["nvidia.com/gpu"] == "" {
@@ -212,8 +217,8 @@ func TestSimulatedFabric(t *testing.T) {
 			continue
 		}
 		gpuNodes = append(gpuNodes, n)
-		labels := get(md, "labels")
-		if capacity["vpc.amazonaws.com/efa"] != "4" || get(labels, "kolotoc.dev/fabric") != "efa" || get(labels, "topology.kubernetes.io/zone") != "us-east-1a" {
+		labels := md.Labels
+		if capacity["vpc.amazonaws.com/efa"] != "4" || labels["kolotoc.dev/fabric"] != "efa" || labels["topology.kubernetes.io/zone"] != "us-east-1a" {
 			t.Errorf("GPU node %s: capacity %v labels %v, want 4 EFAs, fabric efa, zone us-east-1a", n.Name, capacity, labels)
 		}
 	}

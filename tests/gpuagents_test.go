@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/stacks"
 )
@@ -19,40 +20,35 @@ var monitoringOn = map[string]string{"monitoring": `{"enabled":true,"grafana":fa
 
 // dcgmPod is the DCGM exporter's pod spec, its first container's env by name, and its host paths
 // by volume name.
-func dcgmPod(t *testing.T, rec *recorder) (container any, env map[string]any, hostPaths map[string]any) {
+func dcgmPod(t *testing.T, rec *recorder) (container corev1.Container, env map[string]string, hostPaths map[string]string) {
 	t.Helper()
-	pod := get(inputs(rec.one(t, tDaemonSet, "monitoring-dcgm-exporter")), "spec", "template", "spec")
-	container = get(pod, "containers", "[0]")
-	env, hostPaths = map[string]any{}, map[string]any{}
-	list, _ := get(container, "env").([]any)
-	for _, e := range list {
-		env[get(e, "name").(string)] = get(e, "value")
-	}
-	vols, _ := get(pod, "volumes").([]any)
-	for _, v := range vols {
-		if p := get(v, "hostPath", "path"); p != nil {
-			hostPaths[get(v, "name").(string)] = p
+	pod := templateOf(t, rec.one(t, tDaemonSet, "monitoring-dcgm-exporter")).Spec
+	container = pod.Containers[0]
+	hostPaths = map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
 		}
 	}
-	return container, env, hostPaths
+	return container, envValues(container), hostPaths
 }
 
-// mountPathOf is where container mounts volume; nil if it does not.
-func mountPathOf(container any, volume string) any {
-	list, _ := get(container, "volumeMounts").([]any)
-	for _, m := range list {
-		if get(m, "name") == volume {
-			return get(m, "mountPath")
+// mountPathOf is where container mounts volume; "" if it does not.
+func mountPathOf(container corev1.Container, volume string) string {
+	for _, m := range container.VolumeMounts {
+		if m.Name == volume {
+			return m.MountPath
 		}
 	}
-	return nil
+	return ""
 }
 
 // deviceDaemonSets are the registered DaemonSets running NVIDIA's device plugin image.
-func deviceDaemonSets(rec *recorder) []string {
+func deviceDaemonSets(t *testing.T, rec *recorder) []string {
+	t.Helper()
 	var out []string
 	for _, ds := range rec.ofType(tDaemonSet) {
-		img, _ := get(inputs(ds), "spec", "template", "spec", "containers", "[0]", "image").(string)
+		img := templateOf(t, ds).Spec.Containers[0].Image
 		// NVIDIA's (k8s-device-plugin), not the EFA device plugin (aws-efa-k8s-device-plugin),
 		// which advertises network interfaces, not GPUs.
 		if strings.Contains(img, "nvidia/k8s-device-plugin") {
@@ -75,15 +71,17 @@ func TestDCGMPerCloud(t *testing.T) {
 		if paths["nvidia-driver"] != "/home/kubernetes/bin/nvidia" || mountPathOf(c, "nvidia-driver") != "/usr/local/nvidia" {
 			t.Errorf("GKE's driver directory is not mounted at /usr/local/nvidia: host paths %v, mount %v", paths, mountPathOf(c, "nvidia-driver"))
 		}
-		for k, want := range map[string]any{"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "device-name"} {
+		for k, want := range map[string]string{"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "device-name"} {
 			if env[k] != want {
 				t.Errorf("%s = %v, want %v", k, env[k], want)
 			}
 		}
-		if get(c, "securityContext", "privileged") != true {
-			t.Errorf("not privileged, so the GPU devices stay closed to it: %v", get(c, "securityContext"))
+		if c.SecurityContext == nil || !isTrue(c.SecurityContext.Privileged) {
+			t.Errorf("not privileged, so the GPU devices stay closed to it: %+v", c.SecurityContext)
 		}
-		if get(c, "resources", "requests", "nvidia.com/gpu") != nil || get(c, "resources", "limits", "nvidia.com/gpu") != nil {
+		_, reqGPU := c.Resources.Requests["nvidia.com/gpu"]
+		_, limGPU := c.Resources.Limits["nvidia.com/gpu"]
+		if reqGPU || limGPU {
 			t.Error("the exporter takes a GPU from training")
 		}
 	})
@@ -97,15 +95,15 @@ func TestDCGMPerCloud(t *testing.T) {
 	for _, name := range []string{"aws", "azure"} {
 		t.Run(name, func(t *testing.T) {
 			c, env, paths := dcgmPod(t, cloudRec(t, name, monitoringOn))
-			for k, want := range map[string]any{"NVIDIA_VISIBLE_DEVICES": "all", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"} {
+			for k, want := range map[string]string{"NVIDIA_VISIBLE_DEVICES": "all", "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE": "uid"} {
 				if env[k] != want {
 					t.Errorf("%s = %v, want %v", k, env[k], want)
 				}
 			}
-			if d := cmp.Diff(map[string]any{"pod-resources": "/var/lib/kubelet/pod-resources"}, paths); d != "" {
+			if d := cmp.Diff(map[string]string{"pod-resources": "/var/lib/kubelet/pod-resources"}, paths); d != "" {
 				t.Errorf("host paths (-want +got): the runtime injects the driver:\n%s", d)
 			}
-			if get(c, "securityContext", "privileged") == true {
+			if c.SecurityContext != nil && isTrue(c.SecurityContext.Privileged) {
 				t.Error("privileged where the runtime injects the devices")
 			}
 		})
@@ -135,7 +133,7 @@ func TestOneDevicePluginPerNode(t *testing.T) {
 	// ("Prerequisites"), and https://cloud.google.com/kubernetes-engine/docs/how-to/gpus ("About
 	// the NVIDIA GPU device plugin": GKE installs it). Kolotoc's, asked for, is refused.
 	t.Run("gcp: none of Kolotoc's, and asking for one is refused", func(t *testing.T) {
-		if ds := deviceDaemonSets(cloudRec(t, "prod", nil)); len(ds) != 0 {
+		if ds := deviceDaemonSets(t, cloudRec(t, "prod", nil)); len(ds) != 0 {
 			t.Errorf("device plugin DaemonSets %v beside GKE's", ds)
 		}
 		for key, override := range map[string]string{
@@ -154,7 +152,7 @@ func TestOneDevicePluginPerNode(t *testing.T) {
 	// (https://learn.microsoft.com/azure/aks/gpu-cluster, "NVIDIA device plugin installation").
 	for _, name := range []string{"aws", "azure"} {
 		t.Run(name+": Kolotoc's", func(t *testing.T) {
-			if d := cmp.Diff([]string{"device-plugin"}, deviceDaemonSets(cloudRec(t, name, nil))); d != "" {
+			if d := cmp.Diff([]string{"device-plugin"}, deviceDaemonSets(t, cloudRec(t, name, nil))); d != "" {
 				t.Errorf("device plugin DaemonSets (-want +got):\n%s", d)
 			}
 			errs := configErrors(t, cloudRaw(t, name, map[string]string{"devicePlugin": `{"provider":"gpuOperator"}`}))
@@ -191,7 +189,7 @@ func TestOneDevicePluginPerNode(t *testing.T) {
 				t.Errorf("namespace %s with no agent to run", ns.Name)
 			}
 		}
-		prom, _ := get(inputs(rec.one(t, tConfigMap, "monitoring-prometheus")), "data", "prometheus.yml").(string)
+		prom := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "monitoring-prometheus")).Data["prometheus.yml"]
 		if strings.Contains(prom, "job_name: dcgm-exporter") {
 			t.Error("Prometheus scrapes an exporter Kolotoc does not run")
 		}
@@ -202,7 +200,7 @@ func TestOneDevicePluginPerNode(t *testing.T) {
 	})
 	t.Run("existing with the GPU Operator, the exporter asked for: the toolkit's way", func(t *testing.T) {
 		rec := deploy(t, workloadsRaw(t, existing(`{"provider":"gpuOperator"}`, `{"enabled":true,"dcgmExporter":true}`)))
-		if ds := deviceDaemonSets(rec); len(ds) != 0 {
+		if ds := deviceDaemonSets(t, rec); len(ds) != 0 {
 			t.Errorf("device plugin DaemonSets %v beside the operator's", ds)
 		}
 		if _, env, _ := dcgmPod(t, rec); env["NVIDIA_VISIBLE_DEVICES"] != "all" {
@@ -210,7 +208,7 @@ func TestOneDevicePluginPerNode(t *testing.T) {
 		}
 	})
 	t.Run("existing, unsaid: Kolotoc's plugin", func(t *testing.T) {
-		if d := cmp.Diff([]string{"device-plugin"}, deviceDaemonSets(deploy(t, workloadsRaw(t, existing(`{}`, ""))))); d != "" {
+		if d := cmp.Diff([]string{"device-plugin"}, deviceDaemonSets(t, deploy(t, workloadsRaw(t, existing(`{}`, ""))))); d != "" {
 			t.Errorf("device plugin DaemonSets (-want +got):\n%s", d)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"kolotoc/stacks"
 )
 
@@ -25,26 +27,27 @@ func TestMigrationExamples(t *testing.T) {
 			if !strings.Contains(str(t, outs, "gotoTowerN"), "tower-${N:-0}") || str(t, outs, "gotoEntrypoint") == "" {
 				t.Error("no command reaching any tower, or the scheduler")
 			}
-			if n := len(get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers").([]any)); n != 2 {
+			if n := len(templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers); n != 2 {
 				t.Errorf("towers have %d containers, want the tower and its sentinel", n)
 			}
 		},
 		"horovod-chart": func(t *testing.T, rec *recorder, _ map[string]output) {
-			launcher := get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec", "containers", "[0]")
-			tower := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
-			if get(launcher, "image") != "horovod/horovod:0.28.1-cpu" || get(tower, "resources", "limits", "rdma/hca") != "1" || get(tower, "resources", "limits", "hugepages-2Mi") != "2Gi" {
-				t.Errorf("launcher image %v, tower resources %v", get(launcher, "image"), get(tower, "resources"))
+			launcher := templateOf(t, rec.one(t, tJob, "towers-launcher")).Spec.Containers[0]
+			tower := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
+			lim := tower.Resources.Limits
+			if launcher.Image != "horovod/horovod:0.28.1-cpu" || lim.Name("rdma/hca", "").String() != "1" || lim.Name("hugepages-2Mi", "").String() != "2Gi" {
+				t.Errorf("launcher image %v, tower resources %v", launcher.Image, tower.Resources)
 			}
 		},
 		"mpi-nfs": func(t *testing.T, rec *recorder, _ map[string]output) {
-			if get(inputs(rec.one(t, tPV, "storage")), "spec", "nfs", "server") != "10.0.0.2" {
+			if nfs := decode[corev1.PersistentVolume](t, rec.one(t, tPV, "storage")).Spec.NFS; nfs == nil || nfs.Server != "10.0.0.2" {
 				t.Error("the NFS export is not mounted")
 			}
 		},
 		"tf-azure": func(t *testing.T, rec *recorder, _ map[string]output) {
-			ps := get(inputs(rec.one(t, tStatefulSet, "tfcluster-ps")), "spec", "template", "spec", "containers", "[0]")
-			if get(ps, "image") != "tensorflow/tensorflow:2.17.0" || get(inputs(rec.one(t, tFileShare, "shared-store")), "shareName") != "tf-share" {
-				t.Errorf("ps image %v, share %v", get(ps, "image"), get(inputs(rec.one(t, tFileShare, "shared-store")), "shareName"))
+			ps := templateOf(t, rec.one(t, tStatefulSet, "tfcluster-ps")).Spec.Containers[0]
+			if ps.Image != "tensorflow/tensorflow:2.17.0" || get(inputs(rec.one(t, tFileShare, "shared-store")), "shareName") != "tf-share" {
+				t.Errorf("ps image %v, share %v", ps.Image, get(inputs(rec.one(t, tFileShare, "shared-store")), "shareName"))
 			}
 		},
 		"torchelastic-eks": func(t *testing.T, rec *recorder, outs map[string]output) {
@@ -53,12 +56,8 @@ func TestMigrationExamples(t *testing.T) {
 				t.Errorf("EFS %v %v", get(fs, "throughputMode"), get(fs, "provisionedThroughputInMibps"))
 			}
 			rec.one(t, tJob, "data-in")
-			w := get(inputs(rec.one(t, tStatefulSet, "elastic")), "spec", "template", "spec", "containers", "[0]")
-			found := false
-			for _, e := range get(w, "env").([]any) {
-				found = found || (get(e, "name") == "KOLOTOC_RDZV_CONF" && get(e, "value") == "last_call_timeout=5")
-			}
-			if !found {
+			w := templateOf(t, rec.one(t, tStatefulSet, "elastic")).Spec.Containers[0]
+			if envValues(w)["KOLOTOC_RDZV_CONF"] != "last_call_timeout=5" {
 				t.Error("the workers do not get --rdzv_conf last_call_timeout=5")
 			}
 			if str(t, outs, "dataDir") != "/shared/datasets/tiny-imagenet" {

@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/stacks"
 )
@@ -91,40 +94,45 @@ func TestTowers(t *testing.T) {
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			rec := deploy(t, layoutRaw(t, i))
-			sts := inputs(rec.one(t, tStatefulSet, "towers"))
-			if got := get(sts, "spec", "replicas"); got != float64(l.towers) {
+			sts := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "towers"))
+			if got := sts.Spec.Replicas; got == nil || int(*got) != l.towers {
 				t.Errorf("replicas = %v, want %d", got, l.towers)
 			}
-			if got := get(sts, "spec", "podManagementPolicy"); got != "Parallel" {
+			if got := sts.Spec.PodManagementPolicy; got != appsv1.ParallelPodManagement {
 				t.Errorf("podManagementPolicy = %v", got)
 			}
-			pod := get(sts, "spec", "template", "spec")
-			tower := get(pod, "containers", "[0]")
-			if get(tower, "name") != "tower" {
-				t.Fatalf("first container is %v", get(tower, "name"))
+			pod := sts.Spec.Template.Spec
+			tower := pod.Containers[0]
+			if tower.Name != "tower" {
+				t.Fatalf("first container is %v", tower.Name)
 			}
-			var want any = fmt.Sprint(l.gpus)
+			want := fmt.Sprint(l.gpus)
 			if l.gpus == 0 {
-				want = nil // CPU towers request no GPU and tolerate no GPU taint
+				want = "none" // CPU towers request no GPU and tolerate no GPU taint
 			}
-			if got := get(tower, "resources", "limits", "nvidia.com/gpu"); got != want {
+			gpus := func(list corev1.ResourceList) string {
+				if q, ok := list["nvidia.com/gpu"]; ok {
+					return q.String()
+				}
+				return "none"
+			}
+			if got := gpus(tower.Resources.Limits); got != want {
 				t.Errorf("GPU limit = %v, want %v", got, want)
 			}
-			if got := get(tower, "resources", "requests", "nvidia.com/gpu"); got != want {
+			if got := gpus(tower.Resources.Requests); got != want {
 				t.Errorf("GPU request = %v, want %v", got, want)
 			}
-			tol := get(pod, "tolerations", "[0]")
-			if l.gpus > 0 && (get(tol, "key") != "nvidia.com/gpu" || get(tol, "effect") != "NoSchedule") {
-				t.Errorf("towers do not tolerate the GPU taint: %v", get(pod, "tolerations"))
+			if l.gpus > 0 && (len(pod.Tolerations) == 0 || pod.Tolerations[0].Key != "nvidia.com/gpu" || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule) {
+				t.Errorf("towers do not tolerate the GPU taint: %v", pod.Tolerations)
 			}
-			if l.gpus == 0 && get(pod, "tolerations") != nil {
-				t.Errorf("CPU towers tolerate %v", get(pod, "tolerations"))
+			if l.gpus == 0 && pod.Tolerations != nil {
+				t.Errorf("CPU towers tolerate %v", pod.Tolerations)
 			}
-			if got, want := fmt.Sprint(get(pod, "nodeSelector")), fmt.Sprint(l.selector); got != want {
+			if got, want := fmt.Sprint(pod.NodeSelector), fmt.Sprint(l.selector); got != want {
 				t.Errorf("towers select %v, want %v", got, want)
 			}
 
-			hostfile, _ := get(inputs(rec.one(t, tConfigMap, "towers-scripts")), "data", "hostfile").(string)
+			hostfile := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "towers-scripts")).Data["hostfile"]
 			lines := strings.Split(strings.TrimSpace(hostfile), "\n")
 			if len(lines) != l.towers {
 				t.Fatalf("hostfile has %d lines, want %d:\n%s", len(lines), l.towers, hostfile)
@@ -140,12 +148,13 @@ func TestTowers(t *testing.T) {
 			if !job.DeleteBeforeReplace {
 				t.Error("launcher Job is not delete-before-replace: a new hostfile could not replace a Job of the same name")
 			}
-			if got := get(inputs(job), "metadata", "annotations", "pulumi.com/skipAwait"); got != "true" {
+			launcher := decode[batchv1.Job](t, job)
+			if got := launcher.Annotations["pulumi.com/skipAwait"]; got != "true" {
 				t.Errorf("`pulumi up` would wait hours for the training run: skipAwait = %v", got)
 			}
-			env := get(inputs(job), "spec", "template", "spec", "containers", "[0]", "env")
-			if !strings.Contains(fmt.Sprint(env), fmt.Sprintf("value:%d", l.towers*l.slots)) {
-				t.Errorf("launcher KOLOTOC_NP is not towers × slots = %d: %v", l.towers*l.slots, env)
+			env := envValues(launcher.Spec.Template.Spec.Containers[0])
+			if np := env["KOLOTOC_NP"]; np != fmt.Sprint(l.towers*l.slots) {
+				t.Errorf("launcher KOLOTOC_NP = %q, want towers × slots = %d (env %v)", np, l.towers*l.slots, env)
 			}
 		})
 	}
@@ -162,20 +171,18 @@ func TestDevicePluginOnlyOnGPUNodes(t *testing.T) {
 				}
 				return
 			}
-			ds := inputs(rec.one(t, tDaemonSet, "device-plugin"))
-			sel, _ := get(ds, "spec", "template", "spec", "nodeSelector").(map[string]any)
-			if len(sel) == 0 {
+			pod := templateOf(t, rec.one(t, tDaemonSet, "device-plugin")).Spec
+			if len(pod.NodeSelector) == 0 {
 				t.Fatal("device plugin has no node selector: it would run on CPU nodes")
 			}
-			for _, n := range gpuNodesSelected(t, rec, "device plugin", sel) {
-				taint := get(inputs(n), "spec", "taints", "[0]")
-				if get(taint, "key") != "nvidia.com/gpu" || get(taint, "value") != "present" || get(taint, "effect") != "NoSchedule" {
-					t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, get(inputs(n), "spec"))
+			for _, n := range gpuNodesSelected(t, rec, "device plugin", pod.NodeSelector) {
+				want := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+				if len(n.Spec.Taints) == 0 || n.Spec.Taints[0] != want {
+					t.Errorf("GPU node %s lacks taint nvidia.com/gpu=present:NoSchedule: %v", n.Name, n.Spec.Taints)
 				}
 			}
-			tol := get(ds, "spec", "template", "spec", "tolerations", "[0]", "key")
-			if tol != "nvidia.com/gpu" {
-				t.Errorf("device plugin does not tolerate the GPU taint: %v", tol)
+			if len(pod.Tolerations) == 0 || pod.Tolerations[0].Key != "nvidia.com/gpu" {
+				t.Errorf("device plugin does not tolerate the GPU taint: %v", pod.Tolerations)
 			}
 		})
 	}
@@ -310,11 +317,12 @@ func TestStorageProtection(t *testing.T) {
 				t.Errorf("protect: volume %v claim %v, want %v", pv.Protect, pvc.Protect, protect)
 			}
 			want := map[bool]string{true: "Retain", false: "Delete"}[protect]
-			if got := get(inputs(pv), "spec", "persistentVolumeReclaimPolicy"); got != want {
+			spec := decode[corev1.PersistentVolume](t, pv).Spec
+			if got := spec.PersistentVolumeReclaimPolicy; string(got) != want {
 				t.Errorf("reclaim policy %v, want %s", got, want)
 			}
-			if got := get(inputs(pv), "spec", "nfs", "server"); got != fakeClusterIP {
-				t.Errorf("in-cluster NFS volume points at %v, want the server Service's ClusterIP", got)
+			if spec.NFS == nil || spec.NFS.Server != fakeClusterIP {
+				t.Errorf("in-cluster NFS volume points at %+v, want the server Service's ClusterIP", spec.NFS)
 			}
 		})
 	}

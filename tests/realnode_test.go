@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/stacks"
@@ -17,8 +20,8 @@ import (
 // requests.
 type renderedPod struct {
 	name        string
-	selector    map[string]any
-	tolerations any
+	selector    map[string]string
+	tolerations []corev1.Toleration
 	cpuMilli    int64
 	memory      int64
 	gpus        int64
@@ -34,38 +37,29 @@ func renderedPods(t *testing.T, rec *recorder) []renderedPod {
 		}
 		replicas := 1
 		kind, name, _ := strings.Cut(p.owner, " ")
-		if kind == tDeployment || kind == tStatefulSet {
-			if n, ok := get(inputs(rec.one(t, kind, name)), "spec", "replicas").(float64); ok {
-				replicas = int(n)
-			}
+		var n *int32
+		switch kind {
+		case tDeployment:
+			n = decode[appsv1.Deployment](t, rec.one(t, kind, name)).Spec.Replicas
+		case tStatefulSet:
+			n = decode[appsv1.StatefulSet](t, rec.one(t, kind, name)).Spec.Replicas
 		}
-		rp := renderedPod{tolerations: p.spec["tolerations"]}
-		rp.selector, _ = p.spec["nodeSelector"].(map[string]any)
+		if n != nil {
+			replicas = int(*n)
+		}
+		rp := renderedPod{tolerations: p.spec.Tolerations, selector: p.spec.NodeSelector}
 		// A pod's request, as the scheduler counts it: its containers' together, or its largest
 		// init container's (they run one at a time, before the containers), whichever is more.
-		requests := func(c any) (cpu, mem, gpus int64) {
-			req, _ := get(c, "resources", "requests").(map[string]any)
-			for k, v := range req {
-				q := k8sresource.MustParse(v.(string))
-				switch k {
-				case "cpu":
-					cpu = q.MilliValue()
-				case "memory":
-					mem = q.Value()
-				case "nvidia.com/gpu":
-					gpus = q.Value()
-				}
-			}
-			return
+		requests := func(c corev1.Container) (cpu, mem, gpus int64) {
+			req := c.Resources.Requests
+			return req.Cpu().MilliValue(), req.Memory().Value(), req.Name("nvidia.com/gpu", k8sresource.DecimalSI).Value()
 		}
-		regular, _ := p.spec["containers"].([]any)
-		for _, c := range regular {
+		for _, c := range p.spec.Containers {
 			cpu, mem, gpus := requests(c)
 			rp.cpuMilli, rp.memory, rp.gpus = rp.cpuMilli+cpu, rp.memory+mem, rp.gpus+gpus
 		}
-		inits, _ := p.spec["initContainers"].([]any)
-		for _, c := range inits {
-			if get(c, "restartPolicy") == "Always" {
+		for _, c := range p.spec.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 				t.Fatalf("%s: sidecar init containers are not counted here", p.owner)
 			}
 			cpu, mem, gpus := requests(c)
@@ -99,7 +93,7 @@ func TestDevOnTheRealNode(t *testing.T) {
 		if got := fmt.Sprint(p.selector); got != "map[kolotoc.dev/real-node:true]" {
 			t.Errorf("%s selects %s, want the real node's label only", p.name, got)
 		}
-		if p.gpus != 0 || p.tolerations != nil {
+		if p.gpus != 0 || len(p.tolerations) != 0 {
 			t.Errorf("%s requests %d GPUs, tolerates %v; the real node has no GPU", p.name, p.gpus, p.tolerations)
 		}
 	}
@@ -144,26 +138,27 @@ func TestDevFitsTheRealNode(t *testing.T) {
 // Retain, named after the namespace and bound to the claim; no NFS server runs.
 func TestLocalStorage(t *testing.T) {
 	rec := deploy(t, layoutRaw(t, 0))
-	pv := inputs(rec.one(t, tPV, "storage"))
-	for path, want := range map[string]any{
-		"metadata.name":                      "kolotoc-dev-shared",
-		"spec.hostPath.path":                 "/var/lib/kolotoc/kolotoc-dev/shared",
-		"spec.hostPath.type":                 "DirectoryOrCreate",
-		"spec.accessModes.[0]":               "ReadWriteMany",
-		"spec.storageClassName":              "",
-		"spec.persistentVolumeReclaimPolicy": "Retain",
-		"spec.claimRef.name":                 stacks.StorageName,
-		"spec.claimRef.namespace":            "kolotoc-dev",
-		"spec.nfs":                           nil,
-		"spec.mountOptions":                  nil, // refused on hostPath volumes
-	} {
-		if got := get(pv, strings.Split(path, ".")...); got != want {
-			t.Errorf("volume %s = %v, want %v", path, got, want)
-		}
+	pv := decode[corev1.PersistentVolume](t, rec.one(t, tPV, "storage"))
+	want := corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: "/var/lib/kolotoc/kolotoc-dev/shared", Type: ptr(corev1.HostPathDirectoryOrCreate),
+		}},
+		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+		StorageClassName:              "",
+		PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+		ClaimRef:                      &corev1.ObjectReference{Name: stacks.StorageName, Namespace: "kolotoc-dev"},
+		Capacity:                      pv.Spec.Capacity,
+		MountOptions:                  nil, // refused on hostPath volumes
 	}
-	pvc := inputs(rec.one(t, tPVC, "storage"))
-	if get(pvc, "spec", "volumeName") != "kolotoc-dev-shared" || get(pvc, "spec", "accessModes", "[0]") != "ReadWriteMany" {
-		t.Errorf("claim: %v", get(pvc, "spec"))
+	if pv.Name != "kolotoc-dev-shared" {
+		t.Errorf("volume %s, want kolotoc-dev-shared", pv.Name)
+	}
+	if d := cmp.Diff(want, pv.Spec); d != "" {
+		t.Errorf("volume spec (-want +got):\n%s", d)
+	}
+	pvc := decode[corev1.PersistentVolumeClaim](t, rec.one(t, tPVC, "storage"))
+	if pvc.Spec.VolumeName != "kolotoc-dev-shared" || len(pvc.Spec.AccessModes) == 0 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Errorf("claim: %+v", pvc.Spec)
 	}
 	for _, d := range rec.ofType(tDeployment) {
 		if d.Name == "storage-server" {
@@ -172,10 +167,9 @@ func TestLocalStorage(t *testing.T) {
 	}
 	for _, p := range podTemplates(t, rec) {
 		mounted := false
-		vols, _ := p.spec["volumes"].([]any)
-		for _, v := range vols {
-			mounted = mounted || get(v, "persistentVolumeClaim", "claimName") == stacks.StorageName
-			if get(v, "hostPath") != nil {
+		for _, v := range p.spec.Volumes {
+			mounted = mounted || (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == stacks.StorageName)
+			if v.HostPath != nil {
 				t.Errorf("%s mounts a host path itself; only the volume is one", p.owner)
 			}
 		}
@@ -189,27 +183,18 @@ func TestLocalStorage(t *testing.T) {
 // its token from the Secret (JUPYTER_TOKEN), readiness on /api.
 func TestJupyterNotebook(t *testing.T) {
 	rec := deploy(t, layoutRaw(t, 0))
-	pod := get(inputs(rec.one(t, tDeployment, "entrypoint")), "spec", "template", "spec")
-	var jupyter map[string]any
-	for _, c := range containers(pod.(map[string]any)) {
-		if c["name"] == "jupyter" {
-			jupyter = c
-		}
-	}
-	if jupyter == nil {
-		t.Fatalf("no jupyter container: %v", pod)
-	}
+	jupyter := containerNamed(t, templateOf(t, rec.one(t, tDeployment, "entrypoint")).Spec, "jupyter")
 	// dev runs Jupyter as kolotoc:runAsUser, not root: no --allow-root.
 	want := []string{"jupyter", "notebook", "--no-browser", "--NotebookApp.ip=0.0.0.0",
 		"--NotebookApp.port=8888", "--NotebookApp.notebook_dir=/shared"}
-	if got := strs(jupyter["args"]); strings.Join(got, " ") != strings.Join(want, " ") {
+	if got := jupyter.Args; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("args %v, want %v", got, want)
 	}
-	if ref := envOf(jupyter)["JUPYTER_TOKEN"]; get(ref, "secretKeyRef", "name") != "entrypoint-jupyter" {
-		t.Errorf("JUPYTER_TOKEN from %v, want the Secret entrypoint-jupyter", ref)
+	if ref := envVars(jupyter)["JUPYTER_TOKEN"].ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "entrypoint-jupyter" {
+		t.Errorf("JUPYTER_TOKEN from %+v, want the Secret entrypoint-jupyter", ref)
 	}
-	if get(jupyter, "readinessProbe", "httpGet", "path") != "/api" {
-		t.Errorf("readiness probe %v", get(jupyter, "readinessProbe"))
+	if pr := jupyter.ReadinessProbe; pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/api" {
+		t.Errorf("readiness probe %+v", pr)
 	}
 }
 
@@ -225,8 +210,8 @@ func TestDaskWorkerPorts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			n := 0
 			for _, p := range podTemplates(t, deploy(t, raw)) {
-				for _, c := range containers(p.spec) {
-					args := strs(c["args"])
+				for _, c := range containersOf(p.spec) {
+					args := c.Args
 					if len(args) < 2 || args[0] != "dask" || args[1] != "worker" {
 						continue
 					}
@@ -237,7 +222,7 @@ func TestDaskWorkerPorts(t *testing.T) {
 						n++
 						var first, last int
 						if _, err := fmt.Sscanf(args[i+1], "%d:%d", &first, &last); err == nil && last <= first {
-							t.Errorf("%s %s: %s %s is a range dask refuses", p.owner, c["name"], a, args[i+1])
+							t.Errorf("%s %s: %s %s is a range dask refuses", p.owner, c.Name, a, args[i+1])
 						}
 					}
 				}

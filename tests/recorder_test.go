@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/internals"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/components/cluster/simapi"
 	"kolotoc/components/meta/rendertest"
@@ -70,29 +71,48 @@ func (r *recorder) ofType(token string) []registered { return r.OfType(token) }
 func (r *recorder) simulatedNodes() []registered {
 	var out []registered
 	for _, pool := range r.ofType(tPool) {
-		in := inputs(pool)
-		poolName, _ := get(in, "metadata", "name").(string)
-		n, _ := get(in, "spec", "nodes").(float64)
-		for i := 0; i < int(n); i++ {
-			name := simapi.NodeName(poolName, i)
+		var p simulatedPool
+		b, _ := json.Marshal(inputs(pool))
+		if err := json.Unmarshal(b, &p); err != nil {
+			panic(fmt.Sprintf("SimulatedNodePool %s: %v", pool.Name, err)) // the mock recorded what the program built
+		}
+		for i := 0; i < p.Spec.Nodes; i++ {
+			name := simapi.NodeName(p.Metadata.Name, i)
 			labels := map[string]any{"kubernetes.io/hostname": name}
-			if l, ok := get(in, "spec", "template", "metadata", "labels").(map[string]any); ok {
-				for k, v := range l {
-					labels[k] = v
-				}
+			for k, v := range p.Spec.Template.Metadata.Labels {
+				labels[k] = v
 			}
 			node := map[string]any{"metadata": map[string]any{
-				"name": name, "labels": labels,
-				"annotations": get(in, "spec", "template", "metadata", "annotations"),
+				"name": name, "labels": labels, "annotations": p.Spec.Template.Metadata.Annotations,
 			}}
-			if taints := get(in, "spec", "template", "spec", "taints"); taints != nil {
-				node["spec"] = map[string]any{"taints": taints}
+			if len(p.Spec.Template.Spec.Taints) > 0 {
+				node["spec"] = map[string]any{"taints": p.Spec.Template.Spec.Taints}
 			}
 			out = append(out, registered{Type: "kubernetes:core/v1:Node", Name: name, Parent: pool.Name,
 				Inputs: resource.NewPropertyMapFromMap(node)})
 		}
 	}
 	return out
+}
+
+// simulatedPool is what the tests read of a SimulatedNodePool (package simapi has no Go type
+// for it: the pool controller reads it unstructured).
+type simulatedPool struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Nodes    int `json:"nodes"`
+		Template struct {
+			Metadata struct {
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Spec struct {
+				Taints []map[string]any `json:"taints"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
 }
 
 // one returns the single registration of a type and name, failing the test otherwise.
@@ -180,18 +200,17 @@ func inputs(r registered) any { return rendertest.Inputs(r) }
 
 // gpuNodesSelected checks that a DaemonSet's node selector picks exactly the registered simulated
 // nodes that have GPUs, and returns those nodes.
-func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]any) []registered {
+func gpuNodesSelected(t *testing.T, rec *recorder, what string, sel map[string]string) []corev1.Node {
 	t.Helper()
-	var gpu []registered
-	for _, n := range rec.simulatedNodes() {
-		md := get(inputs(n), "metadata")
-		labels, _ := get(md, "labels").(map[string]any)
+	var gpu []corev1.Node
+	for _, r := range rec.simulatedNodes() {
+		n := decode[corev1.Node](t, r)
 		selected := true
 		for k, v := range sel {
-			selected = selected && labels[k] == v
+			selected = selected && n.Labels[k] == v
 		}
 		var capacity map[string]string
-		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+		if err := json.Unmarshal([]byte(n.Annotations["kolotoc.dev/simulated-capacity"]), &capacity); err != nil {
 			t.Fatal(err)
 		}
 		hasGPU := capacity["nvidia.com/gpu"] != ""

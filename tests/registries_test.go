@@ -10,7 +10,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
 )
 
@@ -73,15 +75,16 @@ func TestPullSecretOnEveryPod(t *testing.T) {
 			rec := deploy(t, raw)
 			secrets := map[string]registered{} // namespace → its pull Secret
 			for _, s := range rec.ofType(tSecret) {
-				if get(inputs(s), "metadata", "name") == pullSecret {
-					secrets[get(inputs(s), "metadata", "namespace").(string)] = s
+				// Secrets are read by their metadata alone: their data is a secret, not a map.
+				if md := rendertest.DecodeSome[metav1.PartialObjectMetadata](t, s); md.Name == pullSecret {
+					secrets[md.Namespace] = s
 				}
 			}
 			pods := podTemplates(t, rec)
 			components := map[string]bool{}
 			for _, p := range pods {
 				components[p.component] = true
-				if got := fmt.Sprint(p.spec["imagePullSecrets"]); got != "[map[name:"+pullSecret+"]]" {
+				if got := fmt.Sprint(p.spec.ImagePullSecrets); got != "[{"+pullSecret+"}]" {
 					t.Errorf("%s (%s): imagePullSecrets %s, want [%s]", p.owner, p.component, got, pullSecret)
 				}
 				if _, ok := secrets[p.namespace]; !ok {
@@ -162,7 +165,7 @@ func checkDockerConfig(t *testing.T, data string) {
 func TestNoPullSecretWithoutRegistries(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
 	for _, p := range podTemplates(t, rec) {
-		if v, set := p.spec["imagePullSecrets"]; set {
+		if v := p.spec.ImagePullSecrets; v != nil {
 			t.Errorf("%s: imagePullSecrets %v without registries", p.owner, v)
 		}
 	}

@@ -6,6 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
 )
 
@@ -37,40 +44,37 @@ func TestTowerResources(t *testing.T) {
 	raw = withGPUPoolDevices(t, raw, map[string]any{"rdma/hca": 1, "hugepages-2Mi": "8Gi"})
 	raw.Values["kolotoc:towers"] = `{"count":8,"resources":{"requests":{"rdma/hca":1,"hugepages-2Mi":"2Gi","ephemeral-storage":"50Gi"},"limits":{"ephemeral-storage":"100Gi"}}}`
 	rec := deploy(t, raw)
-	spec := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec")
-	c := get(spec, "containers", "[0]")
+	spec := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec
+	c := spec.Containers[0]
 	for _, tc := range []struct{ side, name, want string }{
 		{"requests", "rdma/hca", "1"}, {"limits", "rdma/hca", "1"},
 		{"requests", "hugepages-2Mi", "2Gi"}, {"limits", "hugepages-2Mi", "2Gi"},
 		{"requests", "ephemeral-storage", "50Gi"}, {"limits", "ephemeral-storage", "100Gi"},
 		{"requests", "nvidia.com/gpu", "8"}, {"limits", "nvidia.com/gpu", "8"},
 	} {
-		if got := get(c, "resources", tc.side, tc.name); got != tc.want {
-			t.Errorf("tower %s %s = %v, want %s", tc.side, tc.name, got, tc.want)
+		list := map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits}[tc.side]
+		if q, ok := list[corev1.ResourceName(tc.name)]; !ok || q.String() != tc.want {
+			t.Errorf("tower %s %s = %v, want %s", tc.side, tc.name, q.String(), tc.want)
 		}
 	}
-	var medium, mount any
-	for _, v := range get(spec, "volumes").([]any) {
-		if get(v, "name") == "hugepages-2mi" {
-			medium = get(v, "emptyDir", "medium")
+	var medium, mount string
+	for _, v := range spec.Volumes {
+		if v.Name == "hugepages-2mi" && v.EmptyDir != nil {
+			medium = string(v.EmptyDir.Medium)
 		}
 	}
-	for _, m := range get(c, "volumeMounts").([]any) {
-		if get(m, "name") == "hugepages-2mi" {
-			mount = get(m, "mountPath")
+	for _, m := range c.VolumeMounts {
+		if m.Name == "hugepages-2mi" {
+			mount = m.MountPath
 		}
 	}
 	if medium != "HugePages-2Mi" || mount != "/dev/hugepages-2Mi" {
 		t.Errorf("huge pages volume medium %v mounted on %v, want HugePages-2Mi on /dev/hugepages-2Mi", medium, mount)
 	}
 	var capacity string
-	for _, p := range rec.ofType(tPool) {
-		if strings.HasSuffix(p.Name, "-gpu") {
-			for k, v := range get(inputs(p), "spec", "template", "metadata", "annotations").(map[string]any) {
-				if strings.Contains(k, "capacity") {
-					capacity, _ = v.(string)
-				}
-			}
+	for _, n := range rec.simulatedNodes() {
+		if node := decode[corev1.Node](t, n); node.Labels["kolotoc.dev/pool"] == "gpu" {
+			capacity = node.Annotations["kolotoc.dev/simulated-capacity"]
 		}
 	}
 	var capMap map[string]string
@@ -79,9 +83,9 @@ func TestTowerResources(t *testing.T) {
 	}
 	// Without the key: nothing but CPU, memory and GPUs, no huge pages volume.
 	rec = deploy(t, layoutRaw(t, 1))
-	c = get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
-	if n := len(get(c, "resources", "requests").(map[string]any)); n != 3 {
-		t.Errorf("default tower requests %v, want cpu, memory and GPUs only", get(c, "resources", "requests"))
+	c = templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
+	if n := len(c.Resources.Requests); n != 3 {
+		t.Errorf("default tower requests %v, want cpu, memory and GPUs only", c.Resources.Requests)
 	}
 }
 
@@ -91,8 +95,8 @@ func TestTowerResources(t *testing.T) {
 func TestPerRoleImages(t *testing.T) {
 	raw := workloadsRaw(t, map[string]string{"tfcluster": `{"enabled":true,"ps":{"count":2,"image":"tensorflow/tensorflow:2.17.0"},"workers":{"count":2,"gpus":4}}`})
 	rec := deploy(t, raw)
-	image := func(name string) any {
-		return get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec", "containers", "[0]", "image")
+	image := func(name string) string {
+		return templateOf(t, rec.one(t, tStatefulSet, name)).Spec.Containers[0].Image
 	}
 	for name, want := range map[string]string{"tfcluster-ps": "tensorflow/tensorflow:2.17.0", "tfcluster-worker": "tensorflow/tensorflow:2.17.0-gpu", "tfcluster-chief": "tensorflow/tensorflow:2.17.0-gpu"} {
 		if got := image(name); got != want {
@@ -103,19 +107,13 @@ func TestPerRoleImages(t *testing.T) {
 	raw = layoutRaw(t, 1)
 	raw.Values["kolotoc:towers"] = `{"launcherImage":"horovod/horovod:0.28.1-cpu","launcherEnv":[{"name":"HOROVOD_LOG_LEVEL","value":"debug"}],"env":[{"name":"NCCL_DEBUG","value":"INFO"}]}`
 	rec = deploy(t, raw)
-	launcher := get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec", "containers", "[0]")
-	tower := get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template", "spec", "containers", "[0]")
-	envOf := func(c any) map[string]any {
-		out := map[string]any{}
-		for _, e := range get(c, "env").([]any) {
-			out[get(e, "name").(string)] = get(e, "value")
-		}
-		return out
+	launcher := templateOf(t, rec.one(t, tJob, "towers-launcher")).Spec.Containers[0]
+	tower := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
+	if launcher.Image != "horovod/horovod:0.28.1-cpu" || tower.Image != "horovod/horovod:0.28.1" {
+		t.Errorf("launcher image %v, tower image %v", launcher.Image, tower.Image)
 	}
-	if get(launcher, "image") != "horovod/horovod:0.28.1-cpu" || get(tower, "image") != "horovod/horovod:0.28.1" {
-		t.Errorf("launcher image %v, tower image %v", get(launcher, "image"), get(tower, "image"))
-	}
-	if le, te := envOf(launcher), envOf(tower); le["HOROVOD_LOG_LEVEL"] != "debug" || le["NCCL_DEBUG"] != "INFO" || te["HOROVOD_LOG_LEVEL"] != nil {
+	le, te := envVars(launcher), envVars(tower)
+	if _, towerHas := te["HOROVOD_LOG_LEVEL"]; le["HOROVOD_LOG_LEVEL"].Value != "debug" || le["NCCL_DEBUG"].Value != "INFO" || towerHas {
 		t.Errorf("launcher env %v, tower env %v: want launcherEnv on the launcher only, env on both", le, te)
 	}
 }
@@ -132,31 +130,28 @@ func TestDataInJob(t *testing.T) {
 	})
 	raw.Values["kolotoc:sshKeySeed"], raw.Secrets["kolotoc:sshKeySeed"] = testSeed, true
 	rec := deploy(t, raw)
-	job := inputs(rec.one(t, tJob, "data-in"))
-	c := get(job, "spec", "template", "spec", "containers", "[0]")
-	if get(c, "image") != "amazon/aws-cli:2.22.0" || get(job, "metadata", "namespace") != "kolotoc-workloads" {
-		t.Errorf("data-in Job image %v namespace %v", get(c, "image"), get(job, "metadata", "namespace"))
+	job := decode[batchv1.Job](t, rec.one(t, tJob, "data-in"))
+	c := job.Spec.Template.Spec.Containers[0]
+	if c.Image != "amazon/aws-cli:2.22.0" || job.Namespace != "kolotoc-workloads" {
+		t.Errorf("data-in Job image %v namespace %v", c.Image, job.Namespace)
 	}
-	cmd, _ := get(c, "command").([]any)
+	cmd := c.Command
 	if n := len(cmd); n < 5 || cmd[n-5] != "aws" || cmd[n-1] != "$(KOLOTOC_DATA_DIR)" {
 		t.Errorf("data-in command %v, want the user's after the wrapper", cmd)
 	}
-	env := map[string]any{}
-	for _, e := range get(c, "env").([]any) {
-		env[get(e, "name").(string)] = get(e, "value")
-	}
+	env := envValues(c)
 	if env["KOLOTOC_DATA_DIR"] != "/shared/datasets/imagenet" || env["KOLOTOC_RUN"] != "v1" {
 		t.Errorf("data-in env %v", env)
 	}
-	if get(job, "spec", "template", "metadata", "labels", "kolotoc.dev/run") != "v1" {
-		t.Errorf("data-in pod labels %v", get(job, "spec", "template", "metadata", "labels"))
+	if job.Spec.Template.Labels["kolotoc.dev/run"] != "v1" {
+		t.Errorf("data-in pod labels %v", job.Spec.Template.Labels)
 	}
 	mounted := false
-	for _, m := range get(c, "volumeMounts").([]any) {
-		mounted = mounted || (get(m, "name") == "shared" && get(m, "mountPath") == "/shared")
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (m.Name == "shared" && m.MountPath == "/shared")
 	}
 	if !mounted {
-		t.Errorf("data-in mounts %v, want the shared claim on /shared", get(c, "volumeMounts"))
+		t.Errorf("data-in mounts %v, want the shared claim on /shared", c.VolumeMounts)
 	}
 	waiters := 0
 	for _, r := range rec.sorted() {
@@ -169,7 +164,7 @@ func TestDataInJob(t *testing.T) {
 			if waits {
 				t.Errorf("the entrypoint waits for the data-in Job")
 			}
-		case get(inputs(r), "metadata", "namespace") == "kolotoc-workloads" && templateMountsClaim(r):
+		case rendertest.DecodeSome[metav1.PartialObjectMetadata](t, r).Namespace == "kolotoc-workloads" && templateMountsClaim(t, r):
 			waiters++
 			if !waits {
 				t.Errorf("%s %s mounts the claim and does not wait for the data-in Job", r.Type, r.Name)
@@ -193,14 +188,14 @@ func TestDataInJob(t *testing.T) {
 func TestSentinelsWatchProcesses(t *testing.T) {
 	raw := layoutRaw(t, 1)
 	raw.Values["kolotoc:sentinels"] = `{"enabled":true,"watchProcesses":true}`
-	spec := get(inputs(deploy(t, raw).one(t, tStatefulSet, "towers")), "spec", "template", "spec")
-	if get(spec, "shareProcessNamespace") != true || len(get(spec, "containers").([]any)) != 2 {
-		t.Errorf("towers with watching sentinels: shareProcessNamespace %v, %d containers", get(spec, "shareProcessNamespace"), len(get(spec, "containers").([]any)))
+	spec := templateOf(t, deploy(t, raw).one(t, tStatefulSet, "towers")).Spec
+	if !isTrue(spec.ShareProcessNamespace) || len(spec.Containers) != 2 {
+		t.Errorf("towers with watching sentinels: shareProcessNamespace %v, %d containers", spec.ShareProcessNamespace, len(spec.Containers))
 	}
 	raw = layoutRaw(t, 1)
 	raw.Values["kolotoc:sentinels"] = `{"enabled":true}`
-	if got := get(inputs(deploy(t, raw).one(t, tStatefulSet, "towers")), "spec", "template", "spec", "shareProcessNamespace"); got != nil {
-		t.Errorf("shareProcessNamespace %v by default", got)
+	if got := templateOf(t, deploy(t, raw).one(t, tStatefulSet, "towers")).Spec.ShareProcessNamespace; got != nil {
+		t.Errorf("shareProcessNamespace %v by default", *got)
 	}
 }
 
@@ -213,49 +208,50 @@ func TestSentinelsWatchProcesses(t *testing.T) {
 func TestSentinelsWatchGPUs(t *testing.T) {
 	towers := `{"enabled":true,"count":1,"gpusPerTower":8,"pool":"gpu"}`
 	rec := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true,"watchGPUs":true}`}))
-	ds := inputs(rec.one(t, "kubernetes:apps/v1:DaemonSet", "monitoring-dcgm-exporter"))
-	agents := get(ds, "metadata", "namespace")
-	exporterLabels, _ := get(ds, "spec", "template", "metadata", "labels").(map[string]any)
-	svc := inputs(rec.one(t, tService, "monitoring-dcgm-node"))
-	if get(svc, "spec", "internalTrafficPolicy") != "Local" || get(svc, "metadata", "namespace") != agents {
-		t.Errorf("node metrics Service: internalTrafficPolicy %v in %v; want Local in the exporter's namespace %v",
-			get(svc, "spec", "internalTrafficPolicy"), get(svc, "metadata", "namespace"), agents)
+	ds := decode[appsv1.DaemonSet](t, rec.one(t, tDaemonSet, "monitoring-dcgm-exporter"))
+	agents := ds.Namespace
+	exporterLabels := ds.Spec.Template.Labels
+	svc := decode[corev1.Service](t, rec.one(t, tService, "monitoring-dcgm-node"))
+	var policy corev1.ServiceInternalTrafficPolicy
+	if p := svc.Spec.InternalTrafficPolicy; p != nil {
+		policy = *p
 	}
-	sel, _ := get(svc, "spec", "selector").(map[string]any)
+	if policy != corev1.ServiceInternalTrafficPolicyLocal || svc.Namespace != agents {
+		t.Errorf("node metrics Service: internalTrafficPolicy %q in %v; want Local in the exporter's namespace %v", policy, svc.Namespace, agents)
+	}
+	sel := svc.Spec.Selector
 	for k, v := range sel {
 		if exporterLabels[k] != v {
 			t.Errorf("node metrics Service selects %s=%v, the exporter's pods have %v", k, v, exporterLabels[k])
 		}
 	}
-	if len(sel) == 0 || get(svc, "spec", "ports", "[0]", "targetPort") != get(ds, "spec", "template", "spec", "containers", "[0]", "ports", "[0]", "containerPort") {
-		t.Errorf("node metrics Service: selector %v, ports %v; want the exporter's pods on its metrics port", sel, get(svc, "spec", "ports"))
+	exporterPorts := ds.Spec.Template.Spec.Containers[0].Ports
+	if len(sel) == 0 || len(svc.Spec.Ports) == 0 || len(exporterPorts) == 0 || svc.Spec.Ports[0].TargetPort.IntValue() != int(exporterPorts[0].ContainerPort) {
+		t.Fatalf("node metrics Service: selector %v, ports %+v; want the exporter's pods on its metrics port", sel, svc.Spec.Ports)
 	}
-	url := fmt.Sprintf("http://%s.%s.svc:%v/metrics", get(svc, "metadata", "name"), agents, get(svc, "spec", "ports", "[0]", "port"))
-	tower := inputs(rec.one(t, tStatefulSet, "towers"))
-	var sentinelEnv any
-	for _, c := range get(tower, "spec", "template", "spec", "containers").([]any) {
-		if get(c, "name") == "sentinel" {
-			sentinelEnv = get(c, "env")
-		}
+	url := fmt.Sprintf("http://%s.%s.svc:%v/metrics", svc.Name, agents, svc.Spec.Ports[0].Port)
+	tower := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "towers"))
+	sentinel := containerNamed(t, tower.Spec.Template.Spec, "sentinel")
+	if got := envValues(sentinel)["KOLOTOC_NODE_GPU_METRICS"]; got != url {
+		t.Errorf("sentinel KOLOTOC_NODE_GPU_METRICS = %q, want %s", got, url)
 	}
-	if !strings.Contains(fmt.Sprint(sentinelEnv), "name:KOLOTOC_NODE_GPU_METRICS value:"+url) {
-		t.Errorf("sentinel env %v: want KOLOTOC_NODE_GPU_METRICS=%s", sentinelEnv, url)
-	}
-	var allow any
+	var allow *networkingv1.NetworkPolicy
 	for _, r := range rec.ofType(tNetworkPolicy) {
-		if in := inputs(r); get(in, "metadata", "name") == "dcgm-node-watch" && get(in, "metadata", "namespace") == agents {
-			allow = in
+		if np := decode[networkingv1.NetworkPolicy](t, r); np.Name == "dcgm-node-watch" && np.Namespace == agents {
+			allow = &np
 		}
 	}
-	towerLabels := get(tower, "spec", "template", "metadata", "labels")
 	if allow == nil {
 		t.Fatal("no NetworkPolicy dcgm-node-watch in the agents' namespace: the default deny drops the sentinels' reads")
 	}
-	from := get(allow, "spec", "ingress", "[0]", "from", "[0]")
-	if get(from, "podSelector", "matchLabels", "app.kubernetes.io/component") != get(towerLabels, "app.kubernetes.io/component") ||
-		get(from, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != get(tower, "metadata", "namespace") ||
-		get(allow, "spec", "ingress", "[0]", "ports", "[0]", "port") != get(svc, "spec", "ports", "[0]", "targetPort") {
-		t.Errorf("dcgm-node-watch admits %v on %v; want the towers' pods of %v on the exporter's port", from, get(allow, "spec", "ingress", "[0]", "ports"), get(tower, "metadata", "namespace"))
+	if len(allow.Spec.Ingress) == 0 || len(allow.Spec.Ingress[0].From) == 0 || len(allow.Spec.Ingress[0].Ports) == 0 {
+		t.Fatalf("dcgm-node-watch ingress %+v: want one peer and one port", allow.Spec.Ingress)
+	}
+	from, port := allow.Spec.Ingress[0].From[0], allow.Spec.Ingress[0].Ports[0]
+	if from.PodSelector == nil || from.PodSelector.MatchLabels["app.kubernetes.io/component"] != tower.Spec.Template.Labels["app.kubernetes.io/component"] ||
+		from.NamespaceSelector == nil || from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != tower.Namespace ||
+		port.Port == nil || port.Port.IntValue() != svc.Spec.Ports[0].TargetPort.IntValue() {
+		t.Errorf("dcgm-node-watch admits %+v on %+v; want the towers' pods of %v on the exporter's port", from, port, tower.Namespace)
 	}
 
 	off := deploy(t, withTestSecrets(workloadsRaw(t, nil), map[string]string{"towers": towers, "sentinels": `{"enabled":true}`}))
@@ -264,7 +260,9 @@ func TestSentinelsWatchGPUs(t *testing.T) {
 			t.Error("a node metrics Service although no sentinel watches GPUs")
 		}
 	}
-	if strings.Contains(fmt.Sprint(inputs(off.one(t, tStatefulSet, "towers"))), "KOLOTOC_NODE_GPU_METRICS") {
-		t.Error("sentinels told of GPU metrics although they do not watch GPUs")
+	for _, c := range containersOf(templateOf(t, off.one(t, tStatefulSet, "towers")).Spec) {
+		if _, ok := envVars(c)["KOLOTOC_NODE_GPU_METRICS"]; ok {
+			t.Errorf("container %s told of GPU metrics although no sentinel watches GPUs", c.Name)
+		}
 	}
 }

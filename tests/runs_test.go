@@ -6,6 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"kolotoc/stacks"
 )
 
@@ -38,29 +44,29 @@ func runsRaw(t *testing.T, overrides map[string]string) stacks.Raw {
 func TestRuns(t *testing.T) {
 	rec := deploy(t, runsRaw(t, nil))
 
-	launcher := inputs(rec.one(t, tJob, "towers-launcher"))
-	if got := get(launcher, "spec", "template", "metadata", "labels", "kolotoc.dev/run"); got != "r2" {
+	launcher := templateOf(t, rec.one(t, tJob, "towers-launcher"))
+	if got := launcher.Labels["kolotoc.dev/run"]; got != "r2" {
 		t.Errorf("launcher pods labelled run %v, want r2", got)
 	}
-	pod := get(launcher, "spec", "template", "spec")
-	if get(pod, "serviceAccountName") != "launcher-release" || !holdsReleaseToken(pod, "launcher") {
+	pod := launcher.Spec
+	if pod.ServiceAccountName != "launcher-release" || !holdsReleaseToken(pod, "launcher") {
 		t.Errorf("launcher: service account %v, release token in the launcher container %v; want launcher-release with its token",
-			get(pod, "serviceAccountName"), holdsReleaseToken(pod, "launcher"))
+			pod.ServiceAccountName, holdsReleaseToken(pod, "launcher"))
 	}
-	env := envStrings(get(pod, "containers").([]any)[0])
+	env := envStrings(pod.Containers[0])
 	for k, want := range map[string]string{"KOLOTOC_RUN": "r2", "KOLOTOC_ON_SUCCESS": "release", "KOLOTOC_RELEASE": "tower"} {
 		if env[k] != want {
 			t.Errorf("launcher env %s = %q, want %q", k, env[k], want)
 		}
 	}
-	towers := inputs(rec.one(t, tStatefulSet, "towers"))
-	if get(towers, "metadata", "annotations", "kolotoc.dev/run") != "r2" {
+	towers := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "towers"))
+	if towers.Annotations["kolotoc.dev/run"] != "r2" {
 		t.Errorf("towers not annotated with the run: a new run would not bring released towers back")
 	}
-	if get(towers, "metadata", "annotations", "pulumi.com/patchForce") != "true" {
+	if towers.Annotations["pulumi.com/patchForce"] != "true" {
 		t.Errorf("towers without patchForce: the update after a release would conflict with the launcher's scale")
 	}
-	if get(towers, "spec", "template", "metadata", "labels", "kolotoc.dev/run") != nil {
+	if _, ok := towers.Spec.Template.Labels["kolotoc.dev/run"]; ok {
 		t.Errorf("the run id is on the towers' pod template: a new run would restart every tower")
 	}
 
@@ -70,25 +76,23 @@ func TestRuns(t *testing.T) {
 		"elastic-release":    {"elastic"},
 		"tf-scripts-release": {"tf-chief", "tf-evaluator", "tf-ps", "tf-worker"},
 	} {
-		r := inputs(rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", role))
-		rules, _ := get(r, "rules").([]any)
+		rules := decode[rbacv1.Role](t, rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", role)).Rules
 		if len(rules) != 1 {
 			t.Fatalf("role %s: %d rules, want 1", role, len(rules))
 		}
-		names := strs(get(rules[0], "resourceNames"))
-		slices.Sort(names)
-		if fmt.Sprint(strs(get(rules[0], "resources"))) != "[statefulsets/scale]" || fmt.Sprint(strs(get(rules[0], "verbs"))) != "[patch]" ||
-			fmt.Sprint(strs(get(rules[0], "apiGroups"))) != "[apps]" || !slices.Equal(names, want) {
-			t.Errorf("role %s: %v, want patch of statefulsets/scale of %v only", role, rules[0], want)
+		names := slices.Sorted(slices.Values(rules[0].ResourceNames))
+		if fmt.Sprint(rules[0].Resources) != "[statefulsets/scale]" || fmt.Sprint(rules[0].Verbs) != "[patch]" ||
+			fmt.Sprint(rules[0].APIGroups) != "[apps]" || !slices.Equal(names, want) {
+			t.Errorf("role %s: %+v, want patch of statefulsets/scale of %v only", role, rules[0], want)
 		}
-		b := inputs(rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", role))
-		if get(b, "roleRef", "name") != role || get(b, "subjects").([]any)[0].(map[string]any)["name"] != role {
-			t.Errorf("binding %s: %v", role, b)
+		b := decode[rbacv1.RoleBinding](t, rec.one(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", role))
+		if b.RoleRef.Name != role || len(b.Subjects) == 0 || b.Subjects[0].Name != role {
+			t.Errorf("binding %s: %+v", role, b)
 		}
 	}
 	// Only the chief of the TF tasks holds the token, in its TensorFlow container only.
 	for _, name := range []string{"tfcluster-chief", "tfcluster-worker", "tfcluster-ps", "tfcluster-evaluator"} {
-		spec := get(inputs(rec.one(t, tStatefulSet, name)), "spec", "template", "spec")
+		spec := templateOf(t, rec.one(t, tStatefulSet, name)).Spec
 		if token := holdsReleaseToken(spec, "chief"); token != (name == "tfcluster-chief") {
 			t.Errorf("%s: release token mounted = %v", name, token)
 		}
@@ -96,12 +100,12 @@ func TestRuns(t *testing.T) {
 
 	// The release is in every entry script, run only after success.
 	for cm, script := range map[string]string{"towers-scripts": "launcher.sh", "elastic-scripts": "torchrun.sh", "tfcluster-scripts": "tf_config.sh"} {
-		data := inputs(rec.one(t, tConfigMap, cm))
-		s, _ := get(data, "data", script).(string)
+		data := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, cm)).Data
+		s := data[script]
 		if !strings.Contains(s, "release.py") || !strings.Contains(s, `if [ "$status" = 0 ]`) {
 			t.Errorf("%s/%s does not release on success:\n%s", cm, script, s)
 		}
-		if r, _ := get(data, "data", "release.py").(string); !strings.Contains(r, "statefulsets/{name}/scale") {
+		if r := data["release.py"]; !strings.Contains(r, "statefulsets/{name}/scale") {
 			t.Errorf("%s has no release.py", cm)
 		}
 	}
@@ -121,12 +125,11 @@ func TestRunKeepIsTheDefault(t *testing.T) {
 			}
 		}
 	}
-	towers := inputs(rec.one(t, tStatefulSet, "towers"))
-	if get(towers, "metadata", "annotations", "kolotoc.dev/run") != nil {
+	towers := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "towers"))
+	if _, ok := towers.Annotations["kolotoc.dev/run"]; ok {
 		t.Errorf("kept towers annotated with the run: a new run would update them for nothing")
 	}
-	launcher := inputs(rec.one(t, tJob, "towers-launcher"))
-	if get(launcher, "spec", "template", "spec", "automountServiceAccountToken") != false {
+	if !isFalse(templateOf(t, rec.one(t, tJob, "towers-launcher")).Spec.AutomountServiceAccountToken) {
 		t.Errorf("launcher mounts a token without onSuccess release")
 	}
 }
@@ -137,24 +140,23 @@ func TestSuspend(t *testing.T) {
 	running := deploy(t, runsRaw(t, nil))
 	raw := runsRaw(t, map[string]string{"suspend": "true"})
 	suspended := deploy(t, raw)
-	if get(inputs(suspended.one(t, tJob, "towers-launcher")), "spec", "suspend") != true {
+	if !isTrue(decode[batchv1.Job](t, suspended.one(t, tJob, "towers-launcher")).Spec.Suspend) {
 		t.Errorf("launcher not suspended")
 	}
-	if get(inputs(running.one(t, tJob, "towers-launcher")), "spec", "suspend") != nil {
+	if decode[batchv1.Job](t, running.one(t, tJob, "towers-launcher")).Spec.Suspend != nil {
 		t.Errorf("a running stack's launcher carries spec.suspend")
 	}
 	gpuHolders := map[string]bool{"towers": true, "elastic": true, "tfcluster-chief": true, "tfcluster-worker": true,
 		"tfcluster-ps": true, "tfcluster-evaluator": true}
 	for _, r := range suspended.ofType(tStatefulSet) {
-		replicas := get(inputs(r), "spec", "replicas")
-		if gpuHolders[r.Name] != (replicas == float64(0)) {
+		sus := decode[appsv1.StatefulSet](t, r)
+		replicas := sus.Spec.Replicas
+		if gpuHolders[r.Name] != (replicas != nil && *replicas == 0) {
 			t.Errorf("suspended %s: replicas %v", r.Name, replicas)
 		}
 		// Apart from replicas (and the launcher's suspend), the suspended stack is the running one.
-		run := inputs(running.one(t, tStatefulSet, r.Name)).(map[string]any)
-		sus := inputs(r).(map[string]any)
-		runSpec, susSpec := run["spec"].(map[string]any), sus["spec"].(map[string]any)
-		if fmt.Sprint(runSpec["template"]) != fmt.Sprint(susSpec["template"]) {
+		run := decode[appsv1.StatefulSet](t, running.one(t, tStatefulSet, r.Name))
+		if !cmp.Equal(run.Spec.Template, sus.Spec.Template) {
 			t.Errorf("suspending changes %s's pod template: resuming would restart it", r.Name)
 		}
 	}
@@ -170,11 +172,10 @@ func TestCodeAndEnv(t *testing.T) {
 	for _, p := range podTemplates(t, rec) {
 		training := map[string]bool{"tower": true, "launcher": true, "carrier": true, "elastic": true,
 			"tf-chief": true, "tf-worker": true, "tf-ps": true, "tf-evaluator": true}[p.component]
-		inits, _ := p.spec["initContainers"].([]any)
-		var clone map[string]any
-		for _, c := range inits {
-			if c.(map[string]any)["name"] == "code" {
-				clone = c.(map[string]any)
+		var clone *corev1.Container
+		for _, c := range p.spec.InitContainers {
+			if c.Name == "code" {
+				clone = &c
 			}
 		}
 		if (clone != nil) != training {
@@ -184,85 +185,74 @@ func TestCodeAndEnv(t *testing.T) {
 		if clone == nil {
 			continue
 		}
-		env := envStrings(clone)
+		env := envStrings(*clone)
 		if env["KOLOTOC_CODE_REPOSITORY"] != "https://git.example.com/team/train.git" || env["KOLOTOC_CODE_REF"] != "v1.2" ||
 			env["GIT_PASSWORD"] != "secret git-token/password" {
 			t.Errorf("%s: clone env %v", p.owner, env)
 		}
-		if get(clone, "securityContext", "runAsNonRoot") != true {
+		if clone.SecurityContext == nil || !isTrue(clone.SecurityContext.RunAsNonRoot) {
 			t.Errorf("%s: the clone runs as root", p.owner)
 		}
-		for _, c := range get(p.spec, "containers").([]any) {
-			mounts := fmt.Sprint(get(c, "volumeMounts"))
-			if !strings.Contains(mounts, "mountPath:/code") {
-				t.Errorf("%s container %v: no /code mount", p.owner, get(c, "name"))
+		for _, c := range p.spec.Containers {
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/code" }) {
+				t.Errorf("%s container %v: no /code mount", p.owner, c.Name)
 			}
 			env := envStrings(c)
 			if env["WANDB_PROJECT"] != "kolotoc" || env["HF_TOKEN"] != "secret hf/token" || env["KOLOTOC_CODE_DIR"] != "/code" {
-				t.Errorf("%s container %v: env %v", p.owner, get(c, "name"), env)
+				t.Errorf("%s container %v: env %v", p.owner, c.Name, env)
 			}
 		}
 	}
-	jupyter := envStrings(findContainer(t, inputs(rec.one(t, tDeployment, "entrypoint")), "jupyterlab"))
+	jupyter := envStrings(containerNamed(t, templateOf(t, rec.one(t, tDeployment, "entrypoint")).Spec, "jupyterlab"))
 	if jupyter["WANDB_PROJECT"] != "kolotoc" || jupyter["HF_TOKEN"] != "secret hf/token" {
 		t.Errorf("Jupyter env %v", jupyter)
 	}
 }
 
 // envStrings maps a container's variables to their values, "secret <name>/<key>" for references.
-func envStrings(c any) map[string]string {
+func envStrings(c corev1.Container) map[string]string {
 	out := map[string]string{}
-	for name, v := range envOf(c) {
-		if ref := get(v, "secretKeyRef"); ref != nil {
-			out[name] = fmt.Sprintf("secret %v/%v", get(ref, "name"), get(ref, "key"))
-		} else {
-			out[name] = fmt.Sprint(v)
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			out[e.Name] = e.Value
+		case e.ValueFrom.SecretKeyRef != nil:
+			out[e.Name] = fmt.Sprintf("secret %v/%v", e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+		default:
+			out[e.Name] = fmt.Sprintf("%+v", *e.ValueFrom)
 		}
 	}
 	return out
-}
-
-func findContainer(t *testing.T, workload any, name string) any {
-	t.Helper()
-	for _, c := range get(workload, "spec", "template", "spec", "containers").([]any) {
-		if get(c, "name") == name {
-			return c
-		}
-	}
-	t.Fatalf("no container %s", name)
-	return nil
 }
 
 // TestTowerCountKeepsThePodTemplate: a new towers.count is an in-place scale. Anything in the
 // towers' pod template that depends on the count (as KOLOTOC_NP once did) makes it a new template,
 // which replaces the whole ring (meta.PodSpec).
 func TestTowerCountKeepsThePodTemplate(t *testing.T) {
-	template := func(count int) string {
+	template := func(count int) corev1.PodTemplateSpec {
 		rec := deploy(t, runsRaw(t, map[string]string{
 			"towers": fmt.Sprintf(`{"count":%d,"gpusPerTower":4,"pool":"gpu","run":"r1","env":[{"name":"A","value":"1"}]}`, count),
 		}))
-		return fmt.Sprint(get(inputs(rec.one(t, tStatefulSet, "towers")), "spec", "template"))
+		return templateOf(t, rec.one(t, tStatefulSet, "towers"))
 	}
-	if two, three := template(2), template(3); two != three {
-		t.Errorf("towers.count 2 → 3 changes the towers' pod template:\n%s\n%s", two, three)
+	if d := cmp.Diff(template(2), template(3)); d != "" {
+		t.Errorf("towers.count 2 → 3 changes the towers' pod template (-2 +3):\n%s", d)
 	}
 }
 
 // holdsReleaseToken: the pod's automount is off and its container named container mounts the
 // release account's token (meta.ReleaseTokenVolume); its other containers are checked by the
 // components' own tests (rendertest.ReleaseToken).
-func holdsReleaseToken(pod any, container string) bool {
-	if get(pod, "automountServiceAccountToken") != false {
+func holdsReleaseToken(pod corev1.PodSpec, container string) bool {
+	if !isFalse(pod.AutomountServiceAccountToken) {
 		return false
 	}
-	cs, _ := get(pod, "containers").([]any)
-	for _, c := range cs {
-		if get(c, "name") != container {
+	for _, c := range pod.Containers {
+		if c.Name != container {
 			continue
 		}
-		mounts, _ := get(c, "volumeMounts").([]any)
-		for _, m := range mounts {
-			if get(m, "name") == "release-token" {
+		for _, m := range c.VolumeMounts {
+			if m.Name == "release-token" {
 				return true
 			}
 		}

@@ -10,13 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/meta"
+	"kolotoc/components/meta/rendertest"
 	"kolotoc/components/storage"
 	"kolotoc/stacks"
 )
@@ -87,51 +90,36 @@ type podTemplate struct {
 	owner     string // type and name of the registration
 	namespace string
 	component string
-	labels    map[string]any
-	spec      map[string]any
+	labels    map[string]string
+	spec      corev1.PodSpec
 }
 
 // podTemplates lists every pod template the program registers: Deployments, StatefulSets,
 // DaemonSets, Jobs, CronJobs and bare Pods.
 func podTemplates(t *testing.T, rec *recorder) []podTemplate {
 	t.Helper()
-	paths := map[string][]string{
-		tDeployment: {"spec", "template"}, tStatefulSet: {"spec", "template"}, tDaemonSet: {"spec", "template"},
-		tJob: {"spec", "template"}, tCronJob: {"spec", "jobTemplate", "spec", "template"}, tPod: nil,
-	}
 	var out []podTemplate
 	for _, r := range rec.sorted() {
-		path, ok := paths[r.Type]
-		if !ok {
+		var tmpl corev1.PodTemplateSpec
+		switch r.Type {
+		case tDeployment, tStatefulSet, tDaemonSet, tJob:
+			tmpl = templateOf(t, r)
+		case tCronJob:
+			tmpl = decode[batchv1.CronJob](t, r).Spec.JobTemplate.Spec.Template
+		case tPod:
+			pod := decode[corev1.Pod](t, r)
+			tmpl = corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}
+		default:
 			continue
 		}
-		in := inputs(r)
-		tmpl := get(in, path...)
-		labels, _ := get(tmpl, "metadata", "labels").(map[string]any)
-		spec, _ := get(tmpl, "spec").(map[string]any)
-		ns, _ := get(in, "metadata", "namespace").(string)
-		if spec == nil || ns == "" {
+		ns := rendertest.DecodeSome[metav1.PartialObjectMetadata](t, r).Namespace
+		if len(tmpl.Spec.Containers) == 0 || ns == "" {
 			t.Fatalf("%s %s: no pod spec or namespace", r.Type, r.Name)
 		}
-		comp, _ := labels[componentLabel].(string)
-		out = append(out, podTemplate{owner: r.Type + " " + r.Name, namespace: ns, component: comp, labels: labels, spec: spec})
+		out = append(out, podTemplate{owner: r.Type + " " + r.Name, namespace: ns, component: tmpl.Labels[componentLabel], labels: tmpl.Labels, spec: tmpl.Spec})
 	}
 	if len(out) == 0 {
 		t.Fatal("no pod template registered")
-	}
-	return out
-}
-
-// containers returns a pod spec's init containers and containers.
-func containers(spec map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, key := range []string{"initContainers", "containers"} {
-		list, _ := spec[key].([]any)
-		for _, c := range list {
-			if m, ok := c.(map[string]any); ok {
-				out = append(out, m)
-			}
-		}
 	}
 	return out
 }
@@ -262,76 +250,76 @@ func TestLeastPrivilege(t *testing.T) {
 						t.Errorf("%s (component %s) container %q: %s, which the config did not ask for", p.owner, p.component, container, what)
 					}
 				}
-				for _, k := range []string{"hostNetwork", "hostPID", "hostIPC"} {
-					check("", k, p.spec[k] == true)
+				check("", "hostNetwork", p.spec.HostNetwork)
+				check("", "hostPID", p.spec.HostPID)
+				check("", "hostIPC", p.spec.HostIPC)
+				check("", "service account token", !isFalse(p.spec.AutomountServiceAccountToken))
+				pod := p.spec.SecurityContext
+				if pod == nil {
+					pod = &corev1.PodSecurityContext{}
 				}
-				check("", "service account token", p.spec["automountServiceAccountToken"] != false)
 				// The runtime's default seccomp profile on every pod: unconfined is the kubelet's
 				// default, and Pod Security restricted asks for a profile.
-				if get(p.spec, "securityContext", "seccompProfile", "type") != "RuntimeDefault" {
-					t.Errorf("%s: no seccompProfile RuntimeDefault on the pod (securityContext %v)", p.owner, p.spec["securityContext"])
+				if pod.SeccompProfile == nil || pod.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("%s: no seccompProfile RuntimeDefault on the pod (securityContext %+v)", p.owner, p.spec.SecurityContext)
 				}
 				// A version label on a pod template would restart every pod at each upgrade.
 				if v, ok := p.labels["app.kubernetes.io/version"]; ok {
 					t.Errorf("%s: pod template labelled app.kubernetes.io/version=%v: an upgrade of Kolotoc would restart it", p.owner, v)
 				}
-				vols, _ := p.spec["volumes"].([]any)
-				for _, v := range vols {
-					if hp, _ := get(v, "hostPath", "path").(string); hp != "" && !scratchHostPath(cfg, hp) {
-						check("", "hostPath "+hp, true)
+				for _, v := range p.spec.Volumes {
+					if v.HostPath != nil && v.HostPath.Path != "" && !scratchHostPath(cfg, v.HostPath.Path) {
+						check("", "hostPath "+v.HostPath.Path, true)
 					}
 				}
-				for _, c := range containers(p.spec) {
+				for _, c := range containersOf(p.spec) {
 					n++
-					cn, _ := c["name"].(string)
-					for _, res := range []string{"requests", "limits"} {
-						for _, r := range []string{"cpu", "memory"} {
-							if v, _ := get(c, "resources", res, r).(string); v == "" {
-								t.Errorf("%s container %q: no %s %s", p.owner, cn, r, strings.TrimSuffix(res, "s"))
+					cn := c.Name
+					for res, list := range map[string]corev1.ResourceList{"request": c.Resources.Requests, "limit": c.Resources.Limits} {
+						for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+							if q, ok := list[r]; !ok || q.IsZero() {
+								t.Errorf("%s container %q: no %s %s", p.owner, cn, r, res)
 							}
 						}
 					}
-					sc, _ := c["securityContext"].(map[string]any)
+					sc := c.SecurityContext
+					if sc == nil {
+						sc = &corev1.SecurityContext{}
+					}
 					seen[p.component+"/"+cn] = true
 					if uid := wantUser(cfg, p.component, cn); uid != 0 {
 						// The container's own runAsUser wins over the pod's.
-						got, _ := get(p.spec, "securityContext", "runAsUser").(float64)
-						if u, ok := get(sc, "runAsUser").(float64); ok {
-							got = u
-						}
-						group, _ := get(p.spec, "securityContext", "runAsGroup").(float64)
-						if g, ok := get(sc, "runAsGroup").(float64); ok {
-							group = g
-						}
-						nonRoot := get(sc, "runAsNonRoot") == true || (get(sc, "runAsNonRoot") == nil && get(p.spec, "securityContext", "runAsNonRoot") == true)
-						if int(got) != uid || int(group) != uid || !nonRoot {
+						got, group := orInt(sc.RunAsUser, pod.RunAsUser), orInt(sc.RunAsGroup, pod.RunAsGroup)
+						nonRoot := isTrue(sc.RunAsNonRoot) || (sc.RunAsNonRoot == nil && isTrue(pod.RunAsNonRoot))
+						if got != int64(uid) || group != int64(uid) || !nonRoot {
 							t.Errorf("%s container %q: runs as uid %v gid %v (runAsNonRoot %v), want kolotoc:runAsUser %d for both, never root",
 								p.owner, cn, got, group, nonRoot, uid)
 						}
 					}
-					if cfg.RunAsUser != 0 && p.namespace == cfg.Namespace && get(sc, "runAsUser") == float64(0) &&
+					if cfg.RunAsUser != 0 && p.namespace == cfg.Namespace && sc.RunAsUser != nil && *sc.RunAsUser == 0 &&
 						!(p.component == "shared-owner" && cn == "chown") {
 						t.Errorf("%s container %q: runs as root although kolotoc:runAsUser is %d; only the shared-owner Job may", p.owner, cn, cfg.RunAsUser)
 					}
 					if runsAsNonRoot[p.component+"/"+cn] {
-						user, _ := get(sc, "runAsUser").(float64)
-						if get(sc, "runAsNonRoot") != true && get(p.spec, "securityContext", "runAsNonRoot") != true {
+						if !isTrue(sc.RunAsNonRoot) && !isTrue(pod.RunAsNonRoot) {
 							t.Errorf("%s container %q: not runAsNonRoot", p.owner, cn)
 						}
-						if pu, _ := get(p.spec, "securityContext", "runAsUser").(float64); user == 0 && pu == 0 {
+						if orInt(sc.RunAsUser, nil) == 0 && orInt(pod.RunAsUser, nil) == 0 {
 							t.Errorf("%s container %q: no runAsUser: the image's user, root in most", p.owner, cn)
 						}
 					}
-					check(cn, "privileged", get(sc, "privileged") == true)
-					if get(sc, "privileged") == true {
+					check(cn, "privileged", isTrue(sc.Privileged))
+					if isTrue(sc.Privileged) {
 						continue // the allow-list's reason covers escalation and capabilities too
 					}
-					check(cn, "privilege escalation", get(sc, "allowPrivilegeEscalation") != false)
-					if !containsString(get(sc, "capabilities", "drop"), "ALL") {
+					check(cn, "privilege escalation", !isFalse(sc.AllowPrivilegeEscalation))
+					if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
 						t.Errorf("%s container %q: capabilities not dropped (drop: [ALL])", p.owner, cn)
 					}
-					for _, add := range strs(get(sc, "capabilities", "add")) {
-						check(cn, "capability "+add, true)
+					if sc.Capabilities != nil {
+						for _, add := range sc.Capabilities.Add {
+							check(cn, "capability "+string(add), true)
+						}
 					}
 				}
 			}
@@ -364,15 +352,14 @@ func TestPodSecurityLevels(t *testing.T) {
 			rec := deploy(t, raw)
 			levels := map[string]string{}
 			for _, r := range rec.ofType(tNamespace) {
-				md := get(inputs(r), "metadata")
-				ns, _ := get(md, "name").(string)
-				labels, _ := get(md, "labels").(map[string]any)
-				enforce, _ := labels["pod-security.kubernetes.io/enforce"].(string)
+				md := decode[corev1.Namespace](t, r).ObjectMeta
+				ns, labels := md.Name, md.Labels
+				enforce := labels["pod-security.kubernetes.io/enforce"]
 				levels[ns] = enforce
 				if labels["pod-security.kubernetes.io/warn"] != "restricted" || labels["pod-security.kubernetes.io/audit"] != "restricted" {
 					t.Errorf("namespace %s: warn/audit are not restricted: %v", ns, labels)
 				}
-				reason, _ := get(md, "annotations", "kolotoc.dev/pod-security-reason").(string)
+				reason := md.Annotations["kolotoc.dev/pod-security-reason"]
 				if (enforce == "privileged") != (reason != "") {
 					t.Errorf("namespace %s: enforce %s with reason %q; a privileged namespace says why, a baseline one has nothing to explain", ns, enforce, reason)
 				}
@@ -387,60 +374,14 @@ func TestPodSecurityLevels(t *testing.T) {
 					t.Errorf("%s: namespace %s is not Kolotoc's (no Pod Security level)", p.owner, p.namespace)
 					continue
 				}
-				var spec corev1.PodSpec
-				b, _ := json.Marshal(p.spec)
-				if err := json.Unmarshal(b, &spec); err != nil {
-					t.Fatalf("%s: %v", p.owner, err)
-				}
 				lv := psaapi.LevelVersion{Level: psaapi.Level(level), Version: psaapi.LatestVersion()}
-				res := policy.AggregateCheckResults(evaluator.EvaluatePod(lv, &metav1.ObjectMeta{}, &spec))
+				res := policy.AggregateCheckResults(evaluator.EvaluatePod(lv, &metav1.ObjectMeta{}, &p.spec))
 				if !res.Allowed {
 					t.Errorf("%s in %s would be refused by Pod Security %s: %s", p.owner, p.namespace, level, res.ForbiddenDetail())
 				}
 			}
 		})
 	}
-}
-
-// selectorMatches evaluates a plain LabelSelector (matchLabels, matchExpressions In/NotIn/
-// Exists/DoesNotExist) against labels; an empty selector matches everything.
-func selectorMatches(t *testing.T, sel any, labels map[string]any) bool {
-	t.Helper()
-	m, _ := sel.(map[string]any)
-	ml, _ := m["matchLabels"].(map[string]any)
-	for k, v := range ml {
-		if labels[k] != v {
-			return false
-		}
-	}
-	exprs, _ := m["matchExpressions"].([]any)
-	for _, e := range exprs {
-		key, _ := get(e, "key").(string)
-		v, has := labels[key]
-		values := strs(get(e, "values"))
-		s, _ := v.(string)
-		switch op := get(e, "operator"); op {
-		case "In":
-			if !has || !containsStr(values, s) {
-				return false
-			}
-		case "NotIn":
-			if has && containsStr(values, s) {
-				return false
-			}
-		case "Exists":
-			if !has {
-				return false
-			}
-		case "DoesNotExist":
-			if has {
-				return false
-			}
-		default:
-			t.Fatalf("selector operator %v", op)
-		}
-	}
-	return true
 }
 
 // podSet is a set of pod templates named namespace/component.
@@ -487,25 +428,23 @@ func TestNetworkPolicies(t *testing.T) {
 				if portsOf[key(p)] == nil {
 					portsOf[key(p)] = map[string][]int{}
 				}
-				for _, c := range containers(p.spec) {
-					args := strs(c["args"])
+				for _, c := range containersOf(p.spec) {
+					args := c.Args
 					if len(args) >= 2 && args[0] == "dask" && args[1] == "worker" {
 						mark("dask-worker", p)
 					}
 					if len(args) >= 2 && args[0] == "dask" && args[1] == "scheduler" {
 						mark("dask-scheduler", p)
 					}
-					env := envOf(c)
-					if env["KOLOTOC_TF_TASK_TYPE"] != nil && env["KOLOTOC_TF_TASK_TYPE"] != "evaluator" {
+					env := envVars(c)
+					if e, ok := env["KOLOTOC_TF_TASK_TYPE"]; ok && e.Value != "evaluator" {
 						mark("tf-task", p)
 					}
-					if b, ok := env["KOLOTOC_RDZV_BACKEND"].(string); ok && b != "c10d" {
+					if e, ok := env["KOLOTOC_RDZV_BACKEND"]; ok && e.ValueFrom == nil && e.Value != "c10d" {
 						mark("etcd-client", p)
 					}
-					list, _ := c["ports"].([]any)
-					for _, cp := range list {
-						pn, _ := get(cp, "name").(string)
-						num, _ := get(cp, "containerPort").(float64)
+					for _, cp := range c.Ports {
+						pn, num := cp.Name, cp.ContainerPort
 						portsOf[key(p)][pn] = append(portsOf[key(p)][pn], int(num))
 						if pn == "dashboard" || pn == "dask-dash" {
 							mark("scraped", p) // what Prometheus's dask job keeps
@@ -561,11 +500,10 @@ func TestNetworkPolicies(t *testing.T) {
 			// The entrypoint's user-facing ports are the ones its Service offers besides the scheduler.
 			var uiPorts []int
 			for _, r := range rec.ofType(tService) {
-				if in := inputs(r); get(in, "metadata", "name") == entrypoint.Name && get(in, "metadata", "namespace") == ns {
-					list, _ := get(in, "spec", "ports").([]any)
-					for _, sp := range list {
-						if n, _ := get(sp, "port").(float64); get(sp, "name") != "scheduler" {
-							uiPorts = append(uiPorts, int(n))
+				if svc := decode[corev1.Service](t, r); svc.Name == entrypoint.Name && svc.Namespace == ns {
+					for _, sp := range svc.Spec.Ports {
+						if sp.Name != "scheduler" {
+							uiPorts = append(uiPorts, int(sp.Port))
 						}
 					}
 				}
@@ -595,9 +533,8 @@ func TestNetworkPolicies(t *testing.T) {
 			denied, egressDenied := map[string]bool{}, map[string]bool{}
 			seen := map[string]bool{}
 			for _, r := range rec.ofType(tNetworkPolicy) {
-				in := inputs(r)
-				pns, _ := get(in, "metadata", "namespace").(string)
-				pname, _ := get(in, "metadata", "name").(string)
+				in := decode[networkingv1.NetworkPolicy](t, r)
+				pns, pname := in.Namespace, in.Name
 				id := pns + "/" + pname
 				if seen[id] {
 					t.Errorf("two NetworkPolicies %s", id)
@@ -608,16 +545,16 @@ func TestNetworkPolicies(t *testing.T) {
 					egressDenied[pns] = true
 					continue
 				}
-				if got := strs(get(in, "spec", "policyTypes")); len(got) != 1 || got[0] != "Ingress" {
+				if got := in.Spec.PolicyTypes; len(got) != 1 || got[0] != networkingv1.PolicyTypeIngress {
 					t.Errorf("%s: policyTypes %v, want [Ingress]", id, got)
 				}
 				selected := podSet{}
 				for _, p := range pods {
-					if p.namespace == pns && selectorMatches(t, get(in, "spec", "podSelector"), p.labels) {
+					if p.namespace == pns && selectorMatches(t, &in.Spec.PodSelector, p.labels) {
 						selected[key(p)] = true
 					}
 				}
-				rules, _ := get(in, "spec", "ingress").([]any)
+				rules := in.Spec.Ingress
 				if pname == "default-deny-ingress" {
 					if len(rules) != 0 || selected.String() != is["all:"+pns].String() {
 						t.Errorf("%s: selects %v with %d rules, want every pod of the namespace and no rule", id, selected, len(rules))
@@ -640,21 +577,21 @@ func TestNetworkPolicies(t *testing.T) {
 					t.Fatalf("%s: %d ingress rules, want 1", id, len(rules))
 				}
 				from, cidrs := podSet{}, []string{}
-				peers, _ := get(rules[0], "from").([]any)
+				peers := rules[0].From
 				if nodesUnderCilium := len(peers) == 0; nodesUnderCilium != want.nodes {
 					t.Errorf("%s: admits the cluster's nodes under Cilium: %v (peers %v), want %v", id, nodesUnderCilium, peers, want.nodes)
 				}
 				for _, peer := range peers {
-					if c, _ := get(peer, "ipBlock", "cidr").(string); c != "" {
-						cidrs = append(cidrs, c)
+					if peer.IPBlock != nil && peer.IPBlock.CIDR != "" {
+						cidrs = append(cidrs, peer.IPBlock.CIDR)
 						continue
 					}
 					for _, p := range pods {
 						inNS := p.namespace == pns
-						if nsSel := get(peer, "namespaceSelector"); nsSel != nil {
-							inNS = selectorMatches(t, nsSel, map[string]any{"kubernetes.io/metadata.name": p.namespace})
+						if peer.NamespaceSelector != nil {
+							inNS = selectorMatches(t, peer.NamespaceSelector, map[string]string{"kubernetes.io/metadata.name": p.namespace})
 						}
-						if inNS && selectorMatches(t, get(peer, "podSelector"), p.labels) {
+						if inNS && selectorMatches(t, peer.PodSelector, p.labels) {
 							from[key(p)] = true
 						}
 					}
@@ -670,15 +607,18 @@ func TestNetworkPolicies(t *testing.T) {
 				}
 				var ports []int
 				var ranges [][2]int
-				list, _ := get(rules[0], "ports").([]any)
-				for _, p := range list {
-					if n, ok := get(p, "port").(float64); ok {
-						ports = append(ports, int(n))
-						end, _ := get(p, "endPort").(float64)
-						ranges = append(ranges, [2]int{int(n), max(int(n), int(end))})
+				for _, p := range rules[0].Ports {
+					if p.Port != nil {
+						n := p.Port.IntValue()
+						ports = append(ports, n)
+						end := 0
+						if p.EndPort != nil {
+							end = int(*p.EndPort)
+						}
+						ranges = append(ranges, [2]int{n, max(n, end)})
 					}
-					if get(p, "protocol") != "TCP" {
-						t.Errorf("%s: port %v is not TCP", id, p)
+					if p.Protocol == nil || *p.Protocol != corev1.ProtocolTCP {
+						t.Errorf("%s: port %+v is not TCP", id, p)
 					}
 				}
 				sort.Ints(ports)
@@ -768,50 +708,50 @@ func TestLoadBalancerPublishesJupyterOnly(t *testing.T) {
 	raw := securityLayouts(t)["dev-options"]
 	rec := deploy(t, raw)
 	ns := "kolotoc-" + raw.Stack
-	var public, internal map[string]any
+	var public, internal *corev1.Service
 	for _, r := range rec.ofType(tService) {
-		in := inputs(r)
-		if get(in, "metadata", "namespace") != ns {
+		svc := decode[corev1.Service](t, r)
+		if svc.Namespace != ns {
 			continue
 		}
-		switch get(in, "metadata", "name") {
+		switch svc.Name {
 		case entrypoint.Name:
-			internal = in.(map[string]any)
+			internal = &svc
 		case entrypoint.Name + "-public":
-			public = in.(map[string]any)
+			public = &svc
 		}
-		if typ := get(in, "spec", "type"); typ == "LoadBalancer" && get(in, "metadata", "name") != entrypoint.Name+"-public" {
-			t.Errorf("Service %v is a LoadBalancer", get(in, "metadata", "name"))
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Name != entrypoint.Name+"-public" {
+			t.Errorf("Service %v is a LoadBalancer", svc.Name)
 		}
 	}
 	if public == nil || internal == nil {
 		t.Fatalf("want Services %s and %s-public; internal %v, public %v", entrypoint.Name, entrypoint.Name, internal != nil, public != nil)
 	}
-	if typ := get(internal, "spec", "type"); typ != "ClusterIP" {
+	if typ := internal.Spec.Type; typ != corev1.ServiceTypeClusterIP {
 		t.Errorf("Service %s type %v, want ClusterIP", entrypoint.Name, typ)
 	}
-	ports, _ := get(public, "spec", "ports").([]any)
-	if len(ports) != 1 || get(ports[0], "port") != float64(443) || get(ports[0], "targetPort") != float64(8888) {
-		t.Errorf("public Service ports %v, want Jupyter alone: 443 -> 8888", ports)
+	ports := public.Spec.Ports
+	if len(ports) != 1 || ports[0].Port != 443 || ports[0].TargetPort.IntValue() != 8888 {
+		t.Errorf("public Service ports %+v, want Jupyter alone: 443 -> 8888", ports)
 	}
-	if r := get(public, "spec", "loadBalancerSourceRanges"); fmt.Sprint(r) != "[203.0.113.0/24]" {
+	if r := public.Spec.LoadBalancerSourceRanges; fmt.Sprint(r) != "[203.0.113.0/24]" {
 		t.Errorf("public Service source ranges %v", r)
 	}
 
-	dep := inputs(rec.one(t, tDeployment, "entrypoint"))
-	var jupyter map[string]any
-	for _, c := range containers(get(dep, "spec", "template", "spec").(map[string]any)) {
-		if c["name"] == "jupyterlab" || c["name"] == "jupyter" {
+	var jupyter corev1.Container
+	for _, c := range containersOf(templateOf(t, rec.one(t, tDeployment, "entrypoint")).Spec) {
+		if c.Name == "jupyterlab" || c.Name == "jupyter" {
 			jupyter = c
 		}
 	}
-	args := fmt.Sprint(get(jupyter, "args"))
+	args := fmt.Sprint(jupyter.Args)
 	if !strings.Contains(args, "certfile=/etc/kolotoc/tls/tls.crt") || !strings.Contains(args, "keyfile=/etc/kolotoc/tls/tls.key") {
 		t.Errorf("Jupyter does not serve HTTPS: args %s", args)
 	}
-	if s := get(jupyter, "readinessProbe", "httpGet", "scheme"); s != "HTTPS" {
-		t.Errorf("Jupyter's probe scheme %v, want HTTPS", s)
+	if pr := jupyter.ReadinessProbe; pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("Jupyter's probe %+v, want scheme HTTPS", pr)
 	}
+	// The Secret's data is registered as a secret (SecretMarker), which its typed form cannot hold.
 	tlsSecret := inputs(rec.one(t, tSecret, "entrypoint-tls"))
 	if get(tlsSecret, "type") != "kubernetes.io/tls" {
 		t.Errorf("TLS Secret type %v, want kubernetes.io/tls", get(tlsSecret, "type"))
@@ -843,8 +783,12 @@ func TestPublicLoadBalancerPerCloud(t *testing.T) {
 				"entrypointTLSKey": testTLSKey(t),
 			})
 			raw.Secrets["kolotoc:entrypointTLSKey"] = true
-			in := inputs(deploy(t, raw).one(t, tService, entrypoint.Name+"-public"))
-			got := []any{get(in, "spec", "externalTrafficPolicy"), get(in, "metadata", "annotations", entrypoint.AWSLoadBalancerTypeAnnotation)}
+			svc := decode[corev1.Service](t, deploy(t, raw).one(t, tService, entrypoint.Name+"-public"))
+			var lbType any
+			if v, ok := svc.Annotations[entrypoint.AWSLoadBalancerTypeAnnotation]; ok {
+				lbType = v
+			}
+			got := []any{svc.Spec.ExternalTrafficPolicy, lbType}
 			if fmt.Sprint(got) != fmt.Sprint([]any{"Local", want[s.cloud]}) {
 				t.Errorf("%s: externalTrafficPolicy, %s = %v, want [Local %v]", s.cloud, entrypoint.AWSLoadBalancerTypeAnnotation, got, want[s.cloud])
 			}
@@ -857,23 +801,23 @@ func podKey(p podTemplate) string { return p.namespace + "/" + p.component }
 
 // checkMetadataEgress: the namespace's egress policy selects every pod and lets them reach
 // everything but the clouds' metadata endpoints, IPv4 and IPv6.
-func checkMetadataEgress(t *testing.T, id string, in any, pods []podTemplate, ns string, all podSet) {
+func checkMetadataEgress(t *testing.T, id string, in networkingv1.NetworkPolicy, pods []podTemplate, ns string, all podSet) {
 	t.Helper()
-	if got := strs(get(in, "spec", "policyTypes")); fmt.Sprint(got) != "[Egress]" {
+	if got := in.Spec.PolicyTypes; fmt.Sprint(got) != "[Egress]" {
 		t.Errorf("%s: policyTypes %v, want [Egress]", id, got)
 	}
 	selected := podSet{}
 	for _, p := range pods {
-		if p.namespace == ns && selectorMatches(t, get(in, "spec", "podSelector"), p.labels) {
+		if p.namespace == ns && selectorMatches(t, &in.Spec.PodSelector, p.labels) {
 			selected[podKey(p)] = true
 		}
 	}
 	if selected.String() != all.String() {
 		t.Errorf("%s selects %v, want every pod of %s", id, selected, ns)
 	}
-	rules, _ := get(in, "spec", "egress").([]any)
-	if len(rules) != 1 || get(rules[0], "ports") != nil {
-		t.Fatalf("%s: egress rules %v, want one rule for every port", id, rules)
+	rules := in.Spec.Egress
+	if len(rules) != 1 || rules[0].Ports != nil {
+		t.Fatalf("%s: egress rules %+v, want one rule for every port", id, rules)
 	}
 	want := map[string][]string{
 		"0.0.0.0/0": {"169.254.169.252/32", "169.254.169.254/32", "169.254.170.23/32"},
@@ -883,18 +827,16 @@ func checkMetadataEgress(t *testing.T, id string, in any, pods []podTemplate, ns
 	// (GKE Dataplane V2, AKS) matches no pod by an ipBlock (testbed/checks/flowcheck's cilium mode).
 	got := map[string][]string{}
 	everyPod := 0
-	peers, _ := get(rules[0], "to").([]any)
-	for _, peer := range peers {
-		pm, _ := peer.(map[string]any)
-		if ns, ok := pm["namespaceSelector"].(map[string]any); ok && len(ns) == 0 && len(pm) == 1 {
+	for _, peer := range rules[0].To {
+		if nsSel := peer.NamespaceSelector; nsSel != nil && len(nsSel.MatchLabels)+len(nsSel.MatchExpressions) == 0 && peer.PodSelector == nil && peer.IPBlock == nil {
 			everyPod++
 			continue
 		}
-		cidr, _ := get(peer, "ipBlock", "cidr").(string)
-		if cidr == "" {
-			t.Errorf("%s: egress to %v, want address blocks and every pod by an empty namespace selector only", id, peer)
+		if peer.IPBlock == nil || peer.IPBlock.CIDR == "" {
+			t.Errorf("%s: egress to %+v, want address blocks and every pod by an empty namespace selector only", id, peer)
+			continue
 		}
-		got[cidr] = strs(get(peer, "ipBlock", "except"))
+		got[peer.IPBlock.CIDR] = peer.IPBlock.Except
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s: egress to %v, want %v", id, got, want)
@@ -910,7 +852,7 @@ func TestPodMetadataAccess(t *testing.T) {
 	policies := func(raw stacks.Raw) []string {
 		var out []string
 		for _, r := range deploy(t, raw).ofType(tNetworkPolicy) {
-			out = append(out, fmt.Sprint(get(inputs(r), "metadata", "name")))
+			out = append(out, nameOf(t, r))
 		}
 		sort.Strings(out)
 		return out

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"kolotoc/components/elastic"
 	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
@@ -19,25 +21,20 @@ func trainingPod(component string) bool {
 
 // shmOf is the /dev/shm of a pod template's first container: the volume mounted there, and its
 // emptyDir's medium and sizeLimit ("" when there is no such mount).
-func shmOf(spec map[string]any) (medium, size string) {
-	cs, _ := spec["containers"].([]any)
-	if len(cs) == 0 {
+func shmOf(spec corev1.PodSpec) (medium, size string) {
+	if len(spec.Containers) == 0 {
 		return "", ""
 	}
-	c, _ := cs[0].(map[string]any)
-	mounts, _ := c["volumeMounts"].([]any)
-	for _, m := range mounts {
-		mm, _ := m.(map[string]any)
-		if mm["mountPath"] != "/dev/shm" {
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.MountPath != "/dev/shm" {
 			continue
 		}
-		vols, _ := spec["volumes"].([]any)
-		for _, v := range vols {
-			vm, _ := v.(map[string]any)
-			if vm["name"] == mm["name"] {
-				medium, _ = get(vm, "emptyDir", "medium").(string)
-				size, _ = get(vm, "emptyDir", "sizeLimit").(string)
-				return medium, size
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				if v.EmptyDir.SizeLimit != nil {
+					size = v.EmptyDir.SizeLimit.String()
+				}
+				return string(v.EmptyDir.Medium), size
 			}
 		}
 	}
@@ -65,12 +62,12 @@ func TestTrainingPodsShm(t *testing.T) {
 				}
 				seen[p.component] = true
 				medium, size := shmOf(p.spec)
-				cs, _ := p.spec["containers"].([]any)
-				c, _ := cs[0].(map[string]any)
-				memory, _ := get(c, "resources", "limits", "memory").(string)
-				if memory == "" {
-					memory, _ = get(c, "resources", "requests", "memory").(string)
+				res := p.spec.Containers[0].Resources
+				mem, ok := res.Limits[corev1.ResourceMemory]
+				if !ok {
+					mem = res.Requests[corev1.ResourceMemory]
 				}
+				memory := mem.String()
 				if medium != "Memory" || size != memory {
 					t.Errorf("%s (%s): /dev/shm medium %q size %q, want a memory-backed emptyDir of the container's memory %q", p.owner, p.component, medium, size, memory)
 				}

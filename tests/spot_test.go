@@ -1,25 +1,25 @@
 package tests
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/stacks"
 )
 
 // notOnSpot is the launcher's required node affinity: off every cloud's spot nodes.
-var notOnSpot = []any{
-	map[string]any{"key": "cloud.google.com/gke-spot", "operator": "NotIn", "values": []any{"true"}},
-	map[string]any{"key": "eks.amazonaws.com/capacityType", "operator": "NotIn", "values": []any{"SPOT"}},
-	map[string]any{"key": "kubernetes.azure.com/scalesetpriority", "operator": "NotIn", "values": []any{"spot"}},
+var notOnSpot = []corev1.NodeSelectorRequirement{
+	{Key: "cloud.google.com/gke-spot", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"}},
+	{Key: "eks.amazonaws.com/capacityType", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"SPOT"}},
+	{Key: "kubernetes.azure.com/scalesetpriority", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"spot"}},
 }
 
-func launcherSpec(t *testing.T, rec *recorder) any {
+func launcherSpec(t *testing.T, rec *recorder) corev1.PodSpec {
 	t.Helper()
-	return get(inputs(rec.one(t, tJob, "towers-launcher")), "spec", "template", "spec")
+	return templateOf(t, rec.one(t, tJob, "towers-launcher")).Spec
 }
 
 // TestLauncherNotOnSpot: the launcher, the run's one coordinator, never lands on spot capacity,
@@ -30,9 +30,12 @@ func launcherSpec(t *testing.T, rec *recorder) any {
 func TestLauncherNotOnSpot(t *testing.T) {
 	for i, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			terms := get(launcherSpec(t, deploy(t, layoutRaw(t, i))), "affinity", "nodeAffinity",
-				"requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
-			if d := cmp.Diff([]any{map[string]any{"matchExpressions": notOnSpot}}, terms); d != "" {
+			aff := launcherSpec(t, deploy(t, layoutRaw(t, i))).Affinity
+			if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				t.Fatalf("launcher affinity %+v: no required node affinity", aff)
+			}
+			terms := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			if d := cmp.Diff([]corev1.NodeSelectorTerm{{MatchExpressions: notOnSpot}}, terms); d != "" {
 				t.Errorf("launcher node affinity (-want +got):\n%s", d)
 			}
 		})
@@ -40,7 +43,7 @@ func TestLauncherNotOnSpot(t *testing.T) {
 	t.Run("aws", func(t *testing.T) {
 		rec := deploy(t, cloudRaw(t, "aws", nil))
 		spec := launcherSpec(t, rec)
-		if got := get(spec, "nodeSelector", "kolotoc.dev/pool"); got != "ops" {
+		if got := spec.NodeSelector["kolotoc.dev/pool"]; got != "ops" {
 			t.Errorf("launcher on pool %v, want the on-demand pool ops", got)
 		}
 		for _, name := range []string{"cluster-cpu", "cluster-ops"} {
@@ -57,13 +60,13 @@ func TestLauncherNotOnSpot(t *testing.T) {
 		rec := deploy(t, mirroredRaw(t, "aws", nil))
 		spot := map[string]string{}
 		for _, n := range rec.simulatedNodes() {
-			labels := get(inputs(n), "metadata", "labels")
-			spot[fmt.Sprint(get(labels, "kolotoc.dev/pool"))] = fmt.Sprint(get(labels, "eks.amazonaws.com/capacityType"))
+			labels := decode[corev1.Node](t, n).Labels
+			spot[labels["kolotoc.dev/pool"]] = labels["eks.amazonaws.com/capacityType"]
 		}
-		if want := map[string]string{"gpu": "<nil>", "cpu": "SPOT", "ops": "<nil>"}; !cmp.Equal(spot, want) {
+		if want := map[string]string{"gpu": "", "cpu": "SPOT", "ops": ""}; !cmp.Equal(spot, want) {
 			t.Errorf("simulated nodes' eks.amazonaws.com/capacityType by pool = %v, want %v", spot, want)
 		}
-		if got := get(launcherSpec(t, rec), "nodeSelector", "kolotoc.dev/pool"); got != "ops" {
+		if got := launcherSpec(t, rec).NodeSelector["kolotoc.dev/pool"]; got != "ops" {
 			t.Errorf("launcher on pool %v, want ops", got)
 		}
 	})

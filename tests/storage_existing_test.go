@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Existing stores (issue 11): an EFS file system, an Azure Files share or an NFS export that the
@@ -28,13 +29,13 @@ func onExistingCluster(t *testing.T, ov map[string]string) map[string]string {
 
 // checkKeptVolume: the shared volume keeps the store when released (Retain), whatever protect says,
 // and belongs to no StorageClass (nothing provisions on a store the stack does not own).
-func checkKeptVolume(t *testing.T, r *recorder) any {
+func checkKeptVolume(t *testing.T, r *recorder) corev1.PersistentVolumeSpec {
 	t.Helper()
-	pv := inputs(r.one(t, tPV, "storage"))
-	if get(pv, "spec", "persistentVolumeReclaimPolicy") != "Retain" {
-		t.Errorf("reclaim policy %v: releasing the claim could delete a store the stack does not own", get(pv, "spec", "persistentVolumeReclaimPolicy"))
+	pv := decode[corev1.PersistentVolume](t, r.one(t, tPV, "storage")).Spec
+	if pv.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Errorf("reclaim policy %v: releasing the claim could delete a store the stack does not own", pv.PersistentVolumeReclaimPolicy)
 	}
-	if sc := get(pv, "spec", "storageClassName"); sc != "" {
+	if sc := pv.StorageClassName; sc != "" {
 		t.Errorf("volume of class %v, want none", sc)
 	}
 	if n := len(r.ofType(tStorageClass)); n != 0 {
@@ -76,11 +77,10 @@ func TestExistingEFS(t *testing.T) {
 				t.Errorf("EFS CSI add-on installed: %v, want %v", addon, tc.addonOn)
 			}
 			pv := checkKeptVolume(t, r)
-			csi := get(pv, "spec", "csi")
-			if get(csi, "driver") != "efs.csi.aws.com" || get(csi, "volumeHandle") != tc.handle || get(pv, "spec", "nfs") != nil {
-				t.Errorf("volume %v, want the EFS CSI driver with handle %s", get(pv, "spec"), tc.handle)
+			if csi := pv.CSI; csi == nil || csi.Driver != "efs.csi.aws.com" || csi.VolumeHandle != tc.handle || pv.NFS != nil {
+				t.Errorf("volume %+v, want the EFS CSI driver with handle %s", pv.PersistentVolumeSource, tc.handle)
 			}
-			if got := fmt.Sprint(get(pv, "spec", "mountOptions")); got != "[tls]" {
+			if got := fmt.Sprint(pv.MountOptions); got != "[tls]" {
 				t.Errorf("mount options %s, want [tls]", got)
 			}
 		})
@@ -119,18 +119,17 @@ func TestExistingAzureShare(t *testing.T) {
 			if r.called(listKeys) {
 				t.Errorf("%s invoked: the key of an existing share is the config's", listKeys)
 			}
-			pv := checkKeptVolume(t, r)
-			csi := get(pv, "spec", "csi")
-			if get(csi, "driver") != "file.csi.azure.com" {
-				t.Errorf("volume driver %v", get(csi, "driver"))
+			csi := checkKeptVolume(t, r).CSI
+			if csi == nil || csi.Driver != "file.csi.azure.com" {
+				t.Fatalf("volume %+v, want the Azure Files CSI driver", csi)
 			}
 			if tc.nfs {
-				want := map[string]any{"resourceGroup": "ml-data", "storageAccount": "mldata", "shareName": "checkpoints", "protocol": "nfs"}
-				if d := cmp.Diff(want, get(csi, "volumeAttributes")); d != "" {
+				want := map[string]string{"resourceGroup": "ml-data", "storageAccount": "mldata", "shareName": "checkpoints", "protocol": "nfs"}
+				if d := cmp.Diff(want, csi.VolumeAttributes); d != "" {
 					t.Errorf("volume attributes (-want +got):\n%s", d)
 				}
-				if get(csi, "volumeHandle") != "mldata_checkpoints" || get(csi, "nodeStageSecretRef") != nil {
-					t.Errorf("NFS volume %v, want handle mldata_checkpoints and no secret", csi)
+				if csi.VolumeHandle != "mldata_checkpoints" || csi.NodeStageSecretRef != nil {
+					t.Errorf("NFS volume %+v, want handle mldata_checkpoints and no secret", csi)
 				}
 				for _, s := range r.ofType(tSecret) {
 					if s.Name == "storage-credentials" {
@@ -139,9 +138,9 @@ func TestExistingAzureShare(t *testing.T) {
 				}
 				return
 			}
-			if get(csi, "volumeHandle") != "ml-data#mldata#checkpoints" || get(csi, "volumeAttributes", "shareName") != "checkpoints" ||
-				get(csi, "nodeStageSecretRef", "name") != "shared-credentials" {
-				t.Errorf("SMB volume %v, want handle ml-data#mldata#checkpoints and the key Secret", csi)
+			if csi.VolumeHandle != "ml-data#mldata#checkpoints" || csi.VolumeAttributes["shareName"] != "checkpoints" ||
+				csi.NodeStageSecretRef == nil || csi.NodeStageSecretRef.Name != "shared-credentials" {
+				t.Errorf("SMB volume %+v, want handle ml-data#mldata#checkpoints and the key Secret", csi)
 			}
 			creds := r.one(t, tSecret, "storage-credentials")
 			if v := creds.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), existingAccountKey) ||
@@ -164,10 +163,10 @@ func TestExternalNFSOnExistingCluster(t *testing.T) {
 		"storage": `{"type":"nfs","server":"10.20.0.2","path":"/vol1","mountOptions":["nfsvers=3","hard"]}`,
 	}))
 	pv := checkKeptVolume(t, r)
-	if get(pv, "spec", "nfs", "server") != "10.20.0.2" || get(pv, "spec", "nfs", "path") != "/vol1" {
-		t.Errorf("NFS source %v, want 10.20.0.2:/vol1", get(pv, "spec", "nfs"))
+	if pv.NFS == nil || pv.NFS.Server != "10.20.0.2" || pv.NFS.Path != "/vol1" {
+		t.Errorf("NFS source %+v, want 10.20.0.2:/vol1", pv.NFS)
 	}
-	if got := fmt.Sprint(get(pv, "spec", "mountOptions")); got != "[nfsvers=3 hard]" {
+	if got := fmt.Sprint(pv.MountOptions); got != "[nfsvers=3 hard]" {
 		t.Errorf("mount options %s, want [nfsvers=3 hard]", got)
 	}
 	for _, res := range r.sorted() {
@@ -182,9 +181,9 @@ func TestExternalNFSOnExistingCluster(t *testing.T) {
 func TestExistingStoreSimulated(t *testing.T) {
 	r := cloudRec(t, "aws", map[string]string{"cloud": "simulated", "cluster": fmt.Sprintf(`{"kubeconfig":%q}`, fakeKubeconfig(t)),
 		"storage": `{"type":"efs","fileSystemId":"` + existingFS + `"}`})
-	pv := inputs(r.one(t, tPV, "storage"))
-	if get(pv, "spec", "nfs", "server") != fakeClusterIP || get(pv, "spec", "csi") != nil {
-		t.Errorf("simulated volume %v, want the in-cluster NFS server", get(pv, "spec"))
+	pv := decode[corev1.PersistentVolume](t, r.one(t, tPV, "storage")).Spec
+	if pv.NFS == nil || pv.NFS.Server != fakeClusterIP || pv.CSI != nil {
+		t.Errorf("simulated volume %+v, want the in-cluster NFS server", pv.PersistentVolumeSource)
 	}
 }
 
@@ -205,7 +204,7 @@ func TestOwnerJobSkipsAccessPoints(t *testing.T) {
 			r := cloudRec(t, "aws", tc.ov)
 			var jobs []string
 			for _, j := range r.ofType(tJob) {
-				if get(inputs(j), "metadata", "name") == "shared-owner" {
+				if nameOf(t, j) == "shared-owner" {
 					jobs = append(jobs, j.Name)
 				}
 			}

@@ -1,11 +1,14 @@
 package tests
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
 )
 
@@ -55,9 +58,9 @@ func TestAwaitTimeouts(t *testing.T) {
 					continue
 				}
 				got := [3]string{r.CreateTimeout, r.UpdateTimeout, r.DeleteTimeout}
-				md := get(inputs(r), "metadata")
+				md := rendertest.DecodeSome[metav1.PartialObjectMetadata](t, r)
 				switch {
-				case get(md, "annotations", "pulumi.com/skipAwait") == "true":
+				case md.Annotations["pulumi.com/skipAwait"] == "true":
 					if got != [3]string{} {
 						t.Errorf("%s %s is never awaited but has timeouts %v", r.Type, r.Name, got)
 					}
@@ -70,7 +73,7 @@ func TestAwaitTimeouts(t *testing.T) {
 					}
 					launchers++
 					if w, ok := wantWait[name]; ok {
-						if env := containerEnv(get(inputs(r), "spec", "template", "spec", "containers", "[0]")); env["KOLOTOC_WAIT_SECONDS"] != w {
+						if env := envValues(templateOf(t, r).Spec.Containers[0]); env["KOLOTOC_WAIT_SECONDS"] != w {
 							t.Errorf("launcher waits %s s for its towers, want %s", env["KOLOTOC_WAIT_SECONDS"], w)
 						}
 					}
@@ -99,18 +102,6 @@ func TestAwaitTimeouts(t *testing.T) {
 	}
 }
 
-// containerEnv is a container's plain env values by name.
-func containerEnv(container any) map[string]string {
-	out := map[string]string{}
-	env, _ := get(container, "env").([]any)
-	for _, e := range env {
-		if v, ok := get(e, "value").(string); ok {
-			out[fmt.Sprint(get(e, "name"))] = v
-		}
-	}
-	return out
-}
-
 // TestInClusterServicesNotAwaited: an in-cluster Service with a selector (ClusterIP, not
 // headless) is not awaited, since the provider would call it ready only 10 s after its endpoints
 // settle, at the end of every first deployment (bench/scale). In exchange its selector must match
@@ -125,39 +116,38 @@ func TestInClusterServicesNotAwaited(t *testing.T) {
 			rec := deploy(t, layouts[name])
 			type pods struct {
 				namespace string
-				labels    map[string]any
+				labels    map[string]string
 			}
 			var awaited []pods
 			for _, typ := range []string{tDeployment, tStatefulSet} {
 				for _, r := range rec.ofType(typ) {
-					in := inputs(r)
-					if get(in, "metadata", "annotations", "pulumi.com/skipAwait") == "true" {
+					md := rendertest.DecodeSome[metav1.PartialObjectMetadata](t, r)
+					if md.Annotations["pulumi.com/skipAwait"] == "true" {
 						continue
 					}
-					l, _ := get(in, "spec", "template", "metadata", "labels").(map[string]any)
-					awaited = append(awaited, pods{fmt.Sprint(get(in, "metadata", "namespace")), l})
+					awaited = append(awaited, pods{md.Namespace, templateOf(t, r).Labels})
 				}
 			}
 			checked := 0
 			for _, r := range rec.ofType(tService) {
-				in := inputs(r)
-				skip := get(in, "metadata", "annotations", "pulumi.com/skipAwait") == "true"
-				sel, _ := get(in, "spec", "selector").(map[string]any)
+				svc := decode[corev1.Service](t, r)
+				skip := svc.Annotations["pulumi.com/skipAwait"] == "true"
+				sel := svc.Spec.Selector
 				switch {
-				case get(in, "spec", "type") == "LoadBalancer":
+				case svc.Spec.Type == corev1.ServiceTypeLoadBalancer:
 					sawLB = true
 					if skip {
 						t.Errorf("LoadBalancer %s is not awaited: its address would be missing from the outputs", r.Name)
 					}
 					continue
-				case get(in, "spec", "clusterIP") == "None" || len(sel) == 0:
+				case svc.Spec.ClusterIP == corev1.ClusterIPNone || len(sel) == 0:
 					continue
 				}
 				checked++
 				if !skip {
 					t.Errorf("Service %s is awaited: 10 s of endpoint settling at the end of every first deployment", r.Name)
 				}
-				ns := fmt.Sprint(get(in, "metadata", "namespace"))
+				ns := svc.Namespace
 				matched := false
 				for _, p := range awaited {
 					if p.namespace != ns {

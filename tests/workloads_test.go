@@ -17,6 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"kolotoc/stacks"
@@ -61,63 +65,34 @@ func TestGoldenWorkloads(t *testing.T) {
 	}
 }
 
-// envOf returns a container's plain environment (name → value; valueFrom entries as their source).
-func envOf(container any) map[string]any {
-	out := map[string]any{}
-	list, _ := get(container, "env").([]any)
-	for _, e := range list {
-		name, _ := get(e, "name").(string)
-		if v, ok := get(e, "value").(string); ok {
-			out[name] = v
-		} else {
-			out[name] = get(e, "valueFrom")
-		}
-	}
-	return out
-}
-
-func strs(v any) []string {
-	list, _ := v.([]any)
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i], _ = s.(string)
-	}
-	return out
-}
-
-// headlessServices maps each headless Service's name to its plain inputs.
-func headlessServices(rec *recorder) map[string]any {
-	out := map[string]any{}
+// headlessServices maps each headless Service's name to it.
+func headlessServices(t *testing.T, rec *recorder) map[string]corev1.Service {
+	t.Helper()
+	out := map[string]corev1.Service{}
 	for _, r := range rec.ofType(tService) {
-		in := inputs(r)
-		if get(in, "spec", "clusterIP") == "None" {
-			out[get(in, "metadata", "name").(string)] = in
+		if svc := decode[corev1.Service](t, r); svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			out[svc.Name] = svc
 		}
 	}
 	return out
 }
 
 // servicePorts lists a Service's ports.
-func servicePorts(svc any) []int {
+func servicePorts(svc corev1.Service) []int {
 	var out []int
-	list, _ := get(svc, "spec", "ports").([]any)
-	for _, p := range list {
-		if n, ok := get(p, "port").(float64); ok {
-			out = append(out, int(n))
-		}
+	for _, p := range svc.Spec.Ports {
+		out = append(out, int(p.Port))
 	}
 	return out
 }
 
 // selects reports whether a Service's selector matches a pod template's labels.
-func selects(svc, podTemplate any) bool {
-	sel, _ := get(svc, "spec", "selector").(map[string]any)
-	labels, _ := get(podTemplate, "metadata", "labels").(map[string]any)
-	if len(sel) == 0 {
+func selects(svc corev1.Service, tmpl corev1.PodTemplateSpec) bool {
+	if len(svc.Spec.Selector) == 0 {
 		return false
 	}
-	for k, v := range sel {
-		if labels[k] != v {
+	for k, v := range svc.Spec.Selector {
+		if tmpl.Labels[k] != v {
 			return false
 		}
 	}
@@ -126,7 +101,7 @@ func selects(svc, podTemplate any) bool {
 
 // runEntry runs the TensorFlow entry script as a pod of the given hostname would, with
 // `printenv TF_CONFIG` as the program.
-func runEntry(t *testing.T, script, hostname string, env map[string]any) (string, error) {
+func runEntry(t *testing.T, script, hostname string, env map[string]string) (string, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tf_config.sh")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
@@ -135,9 +110,7 @@ func runEntry(t *testing.T, script, hostname string, env map[string]any) (string
 	cmd := exec.Command("sh", path, "printenv", "TF_CONFIG")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOSTNAME=" + hostname}
 	for k, v := range env {
-		if s, ok := v.(string); ok {
-			cmd.Env = append(cmd.Env, k+"="+s)
-		}
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -178,33 +151,33 @@ func TestTFConfig(t *testing.T) {
 				ov["tfcluster"] = tc.tf
 			}
 			rec := deploy(t, workloadsRaw(t, ov))
-			script, _ := get(inputs(rec.one(t, tConfigMap, "tfcluster-scripts")), "data", "tf_config.sh").(string)
+			script := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "tfcluster-scripts")).Data["tf_config.sh"]
 			if script == "" {
 				t.Fatal("no entry script in the tf-scripts ConfigMap")
 			}
-			services := headlessServices(rec)
+			services := headlessServices(t, rec)
 			port := 2222
 
 			var cluster map[string][]string
 			seenTypes := map[string]int{}
 			for _, r := range rec.ofType(tStatefulSet) {
-				sts := inputs(r)
-				name, _ := get(sts, "metadata", "name").(string)
+				sts := decode[appsv1.StatefulSet](t, r)
+				name := sts.Name
 				if !strings.HasPrefix(name, "tf-") {
 					continue
 				}
-				replicas := int(get(sts, "spec", "replicas").(float64))
-				tmpl := get(sts, "spec", "template")
-				c := get(tmpl, "spec", "containers", "[0]")
-				env := envOf(c)
-				if got := strs(get(c, "command")); len(got) != 2 || got[1] != "/etc/kolotoc/tf/tf_config.sh" {
+				replicas := int(*sts.Spec.Replicas)
+				tmpl := sts.Spec.Template
+				c := tmpl.Spec.Containers[0]
+				env := envValues(c)
+				if got := c.Command; len(got) != 2 || got[1] != "/etc/kolotoc/tf/tf_config.sh" {
 					t.Errorf("%s: command %v does not run the entry script", name, got)
 				}
-				svcName, _ := get(sts, "spec", "serviceName").(string)
+				svcName := sts.Spec.ServiceName
 				if svc, ok := services[svcName]; !ok || !selects(svc, tmpl) {
 					t.Errorf("%s: serviceName %q is not a headless Service selecting its pods", name, svcName)
 				}
-				typ, _ := env["KOLOTOC_TF_TASK_TYPE"].(string)
+				typ := env["KOLOTOC_TF_TASK_TYPE"]
 				seenTypes[typ] = replicas
 				for i := 0; i < replicas; i++ {
 					host := fmt.Sprintf("%s-%d", name, i)
@@ -259,8 +232,8 @@ func TestTFConfig(t *testing.T) {
 					if p, _ := strconv.Atoi(m[4]); p != port || !contains(servicePorts(svc), p) {
 						t.Errorf("%s: port %s not served by Service %s (%v)", a, m[4], m[3], servicePorts(svc))
 					}
-					sts := byName(t, rec, tStatefulSet, m[1])
-					if get(sts, "spec", "serviceName") != m[3] {
+					sts := named[appsv1.StatefulSet](t, rec, tStatefulSet, m[1])
+					if sts.Spec.ServiceName != m[3] {
 						t.Errorf("%s: pod of StatefulSet %s, which is not under Service %s", a, m[1], m[3])
 					}
 				}
@@ -282,8 +255,8 @@ func contains(list []int, n int) bool {
 // instead of running with a wrong index.
 func TestTFConfigRefusesHostnameWithoutOrdinal(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
-	script, _ := get(inputs(rec.one(t, tConfigMap, "tfcluster-scripts")), "data", "tf_config.sh").(string)
-	if _, err := runEntry(t, script, "tf-worker", map[string]any{"KOLOTOC_TF_CLUSTER": "{}", "KOLOTOC_TF_TASK_TYPE": "worker"}); err == nil {
+	script := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "tfcluster-scripts")).Data["tf_config.sh"]
+	if _, err := runEntry(t, script, "tf-worker", map[string]string{"KOLOTOC_TF_CLUSTER": "{}", "KOLOTOC_TF_TASK_TYPE": "worker"}); err == nil {
 		t.Error("entry script accepted hostname tf-worker (no ordinal)")
 	}
 }
@@ -292,30 +265,24 @@ func TestTFConfigRefusesHostnameWithoutOrdinal(t *testing.T) {
 // under; without it the cluster brings its own over the same directory.
 func TestTFTensorBoard(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
-	w := get(byName(t, rec, tStatefulSet, "tf-worker"), "spec", "template", "spec", "containers", "[0]")
-	logDir, _ := envOf(w)["KOLOTOC_LOG_DIR"].(string)
-	entry := inputs(rec.one(t, tDeployment, "entrypoint"))
-	var tbArgs []string
-	for _, c := range get(entry, "spec", "template", "spec", "containers").([]any) {
-		if get(c, "name") == "tensorboard" {
-			tbArgs = strs(get(c, "command"))
-		}
-	}
+	w := named[appsv1.StatefulSet](t, rec, tStatefulSet, "tf-worker").Spec.Template.Spec.Containers[0]
+	logDir := envValues(w)["KOLOTOC_LOG_DIR"]
+	tbArgs := containerNamed(t, templateOf(t, rec.one(t, tDeployment, "entrypoint")).Spec, "tensorboard").Command
 	if !hasLogdirAbove(tbArgs, logDir) {
 		t.Errorf("entrypoint TensorBoard %v does not read the tasks' log dir %s", tbArgs, logDir)
 	}
 	for _, r := range rec.ofType(tDeployment) {
-		if get(inputs(r), "metadata", "name") == "tf-tensorboard" {
+		if nameOf(t, r) == "tf-tensorboard" {
 			t.Error("a second TensorBoard although the entrypoint runs one")
 		}
 	}
 
 	rec = deploy(t, workloadsRaw(t, map[string]string{"entrypoint": `{"tensorboard":false}`}))
-	tb := byName(t, rec, tDeployment, "tf-tensorboard")
-	if !hasLogdirAbove(strs(get(tb, "spec", "template", "spec", "containers", "[0]", "command")), logDir) {
+	tb := named[appsv1.Deployment](t, rec, tDeployment, "tf-tensorboard")
+	if !hasLogdirAbove(tb.Spec.Template.Spec.Containers[0].Command, logDir) {
 		t.Errorf("own TensorBoard does not read %s", logDir)
 	}
-	byName(t, rec, tService, "tf-tensorboard")
+	named[corev1.Service](t, rec, tService, "tf-tensorboard")
 
 	// tfcluster.tensorboard: false runs none (the local real node has no TensorBoard image): no
 	// Deployment, Service, allow or output, and its image is not asked for.
@@ -326,7 +293,7 @@ func TestTFTensorBoard(t *testing.T) {
 	rec = deploy(t, raw)
 	for _, token := range []string{tDeployment, tService, tNetworkPolicy} {
 		for _, r := range rec.ofType(token) {
-			if get(inputs(r), "metadata", "name") == "tf-tensorboard" {
+			if nameOf(t, r) == "tf-tensorboard" {
 				t.Errorf("tfcluster.tensorboard false still registers %s tf-tensorboard", token)
 			}
 		}
@@ -338,18 +305,6 @@ func TestTFTensorBoard(t *testing.T) {
 			t.Errorf("tfcluster.tensorboard false still outputs %s", k)
 		}
 	}
-}
-
-// byName returns the plain inputs of the one object of a type with that Kubernetes name.
-func byName(t *testing.T, rec *recorder, token, name string) any {
-	t.Helper()
-	for _, r := range rec.ofType(token) {
-		if in := inputs(r); get(in, "metadata", "name") == name {
-			return in
-		}
-	}
-	t.Fatalf("no %s with metadata.name %s", token, name)
-	return nil
 }
 
 func hasLogdirAbove(args []string, dir string) bool {
@@ -364,31 +319,22 @@ func hasLogdirAbove(args []string, dir string) bool {
 // torchrunFlags expands the worker's $(VAR) references as the kubelet does, with configMapKeyRef
 // values read from the registered ConfigMaps, and returns torchrun's --flag=value options and the
 // rest (script and its arguments).
-func torchrunFlags(t *testing.T, rec *recorder, container any) (map[string]string, []string) {
+func torchrunFlags(t *testing.T, rec *recorder, container corev1.Container) (map[string]string, []string) {
 	t.Helper()
 	env := map[string]string{}
-	for name, v := range envOf(container) {
-		switch x := v.(type) {
-		case string:
-			env[name] = x
-		default:
-			cmName, _ := get(x, "configMapKeyRef", "name").(string)
-			key, _ := get(x, "configMapKeyRef", "key").(string)
-			if cmName == "" {
-				continue
-			}
-			for _, r := range rec.ofType(tConfigMap) {
-				in := inputs(r)
-				if get(in, "metadata", "name") == cmName {
-					env[name], _ = get(in, "data", key).(string)
-				}
-			}
+	for _, e := range container.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.ConfigMapKeyRef != nil:
+			ref := e.ValueFrom.ConfigMapKeyRef
+			env[e.Name] = named[corev1.ConfigMap](t, rec, tConfigMap, ref.Name).Data[ref.Key]
 		}
 	}
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	flags := map[string]string{}
 	var rest []string
-	for _, a := range strs(get(container, "args")) {
+	for _, a := range container.Args {
 		a = ref.ReplaceAllStringFunc(a, func(m string) string {
 			v, ok := env[m[2:len(m)-1]]
 			if !ok {
@@ -442,9 +388,9 @@ func TestElasticTorchrun(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := deploy(t, raw)
-			sts := inputs(rec.one(t, tStatefulSet, "elastic"))
-			pod := get(sts, "spec", "template", "spec")
-			c := get(pod, "containers", "[0]")
+			sts := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "elastic"))
+			pod := sts.Spec.Template.Spec
+			c := pod.Containers[0]
 			flags, rest := torchrunFlags(t, rec, c)
 			want := map[string]string{"--rdzv_endpoint": tc.wantEndpoint}
 			for k, v := range tc.wantFlags {
@@ -460,21 +406,23 @@ func TestElasticTorchrun(t *testing.T) {
 			if d := cmp.Diff(wantRest, rest); d != "" {
 				t.Errorf("training command (-want +got):\n%s", d)
 			}
-			if got := int(get(sts, "spec", "replicas").(float64)); got != cfg.Elastic.Nodes {
+			if got := int(*sts.Spec.Replicas); got != cfg.Elastic.Nodes {
 				t.Errorf("replicas %d, want elastic.nodes %d", got, cfg.Elastic.Nodes)
 			}
 			gpus := tc.wantFlags["--nproc_per_node"]
+			req, lim := c.Resources.Requests, c.Resources.Limits
+			_, reqGPU := req["nvidia.com/gpu"]
+			_, limGPU := lim["nvidia.com/gpu"]
 			switch {
 			case tc.cpu:
-				if get(c, "resources", "requests", "nvidia.com/gpu") != nil || get(c, "resources", "limits", "nvidia.com/gpu") != nil ||
-					get(pod, "tolerations") != nil || get(pod, "nodeSelector", "kolotoc.dev/pool") != "cpu" {
+				if reqGPU || limGPU || len(pod.Tolerations) != 0 || pod.NodeSelector["kolotoc.dev/pool"] != "cpu" {
 					t.Errorf("CPU workers: resources %v tolerations %v nodeSelector %v; want no GPU, no toleration, the cpu pool",
-						get(c, "resources"), get(pod, "tolerations"), get(pod, "nodeSelector"))
+						c.Resources, pod.Tolerations, pod.NodeSelector)
 				}
-			case get(c, "resources", "requests", "nvidia.com/gpu") != gpus || get(c, "resources", "limits", "nvidia.com/gpu") != gpus:
-				t.Errorf("GPU requests/limits %v, want %s", get(c, "resources"), gpus)
-			case get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" || get(pod, "nodeSelector", "kolotoc.dev/pool") != "gpu":
-				t.Errorf("workers do not tolerate the GPU taint or select the gpu pool: %v %v", get(pod, "tolerations"), get(pod, "nodeSelector"))
+			case !reqGPU || !limGPU || req.Name("nvidia.com/gpu", "").String() != gpus || lim.Name("nvidia.com/gpu", "").String() != gpus:
+				t.Errorf("GPU requests/limits %v, want %s", c.Resources, gpus)
+			case len(pod.Tolerations) == 0 || pod.Tolerations[0].Key != "nvidia.com/gpu" || pod.NodeSelector["kolotoc.dev/pool"] != "gpu":
+				t.Errorf("workers do not tolerate the GPU taint or select the gpu pool: %v %v", pod.Tolerations, pod.NodeSelector)
 			}
 			if !mountsClaim(pod, c, "shared", "/shared") {
 				t.Error("workers do not mount the shared claim at /shared")
@@ -485,11 +433,11 @@ func TestElasticTorchrun(t *testing.T) {
 			svcName := strings.Split(host, ".")[0]
 			if strings.HasPrefix(host, "elastic-0.") {
 				svcName = "elastic"
-				if get(sts, "spec", "serviceName") != "elastic" || get(headlessServices(rec)["elastic"], "spec", "publishNotReadyAddresses") != true {
+				if sts.Spec.ServiceName != "elastic" || !headlessServices(t, rec)["elastic"].Spec.PublishNotReadyAddresses {
 					t.Error("c10d endpoint: worker 0 is not named by a headless Service publishing not-ready addresses")
 				}
 			}
-			svc := inputs(rec.one(t, tService, svcName))
+			svc := decode[corev1.Service](t, rec.one(t, tService, svcName))
 			if !contains(servicePorts(svc), port) {
 				t.Errorf("endpoint %s: Service %s serves %v", tc.wantEndpoint, svcName, servicePorts(svc))
 			}
@@ -513,13 +461,13 @@ func TestElasticTorchrun(t *testing.T) {
 // checkEtcdV2: the etcd members run etcd 3.5.x with the v2 API enabled.
 func checkEtcdV2(t *testing.T, rec *recorder) {
 	t.Helper()
-	c := get(inputs(rec.one(t, tStatefulSet, "etcd")), "spec", "template", "spec", "containers", "[0]")
-	img, _ := get(c, "image").(string)
+	c := templateOf(t, rec.one(t, tStatefulSet, "etcd")).Spec.Containers[0]
+	img := c.Image
 	tag := img[strings.LastIndex(img, ":")+1:]
 	if !regexp.MustCompile(`^v?3\.5\.[0-9]+`).MatchString(tag) {
 		t.Errorf("etcd image %s is not 3.5.x (3.6 has no v2 API)", img)
 	}
-	if cmd := strs(get(c, "command")); !containsStr(cmd, "--enable-v2=true") {
+	if cmd := c.Command; !containsStr(cmd, "--enable-v2=true") {
 		t.Errorf("etcd runs without --enable-v2=true: %v", cmd)
 	}
 }
@@ -533,15 +481,15 @@ func containsStr(list []string, s string) bool {
 	return false
 }
 
-func mountsClaim(pod, container any, volume, path string) bool {
+func mountsClaim(pod corev1.PodSpec, container corev1.Container, volume, path string) bool {
 	claimed := false
-	for _, v := range get(pod, "volumes").([]any) {
-		if get(v, "name") == volume && get(v, "persistentVolumeClaim", "claimName") == "shared" {
+	for _, v := range pod.Volumes {
+		if v.Name == volume && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "shared" {
 			claimed = true
 		}
 	}
-	for _, m := range get(container, "volumeMounts").([]any) {
-		if claimed && get(m, "name") == volume && get(m, "mountPath") == path {
+	for _, m := range container.VolumeMounts {
+		if claimed && m.Name == volume && m.MountPath == path {
 			return true
 		}
 	}
@@ -551,11 +499,11 @@ func mountsClaim(pod, container any, volume, path string) bool {
 // TestElasticScalingKeepsWorkers: changing nodes, maxNodes or minNodes changes the StatefulSet's
 // replicas and the scale ConfigMap, never the pod template, so running workers are not rolled.
 func TestElasticScalingKeepsWorkers(t *testing.T) {
-	render := func(elastic string) (tmpl, replicas, nnodes any) {
+	render := func(elastic string) (tmpl corev1.PodTemplateSpec, replicas int32, nnodes string) {
 		rec := deploy(t, workloadsRaw(t, map[string]string{"elastic": elastic}))
-		sts := inputs(rec.one(t, tStatefulSet, "elastic"))
-		return get(sts, "spec", "template"), get(sts, "spec", "replicas"),
-			get(inputs(rec.one(t, tConfigMap, "elastic-scale")), "data", "nnodes")
+		sts := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "elastic"))
+		return sts.Spec.Template, *sts.Spec.Replicas,
+			decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "elastic-scale")).Data["nnodes"]
 	}
 	base := `{"enabled":true,"rdzvBackend":"etcd-v2","minNodes":1,"maxNodes":2}`
 	t0, r0, n0 := render(base)
@@ -581,13 +529,13 @@ func TestEtcd(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		t.Run(fmt.Sprint(members), func(t *testing.T) {
 			rec := deploy(t, workloadsRaw(t, map[string]string{"etcd": fmt.Sprintf(`{"enabled":true,"members":%d}`, members)}))
-			sts := inputs(rec.one(t, tStatefulSet, "etcd"))
-			if got := int(get(sts, "spec", "replicas").(float64)); got != members {
+			sts := decode[appsv1.StatefulSet](t, rec.one(t, tStatefulSet, "etcd"))
+			if got := int(*sts.Spec.Replicas); got != members {
 				t.Errorf("replicas %d, want %d", got, members)
 			}
 			checkEtcdV2(t, rec)
-			c := get(sts, "spec", "template", "spec", "containers", "[0]")
-			cmd := strs(get(c, "command"))
+			c := sts.Spec.Template.Spec.Containers[0]
+			cmd := c.Command
 			var initial string
 			for _, a := range cmd {
 				if v, ok := strings.CutPrefix(a, "--initial-cluster="); ok {
@@ -597,31 +545,35 @@ func TestEtcd(t *testing.T) {
 			if n := len(strings.Split(initial, ",")); n != members {
 				t.Errorf("--initial-cluster names %d members, want %d: %s", n, members, initial)
 			}
-			if get(c, "readinessProbe", "httpGet", "path") != "/health" {
-				t.Errorf("no /health readiness probe: %v", get(c, "readinessProbe"))
+			if pr := c.ReadinessProbe; pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/health" {
+				t.Errorf("no /health readiness probe: %+v", pr)
 			}
-			if get(c, "resources", "requests", "cpu") == nil || get(c, "resources", "limits", "memory") == nil {
-				t.Errorf("resources %v", get(c, "resources"))
+			if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
+				t.Errorf("resources %v", c.Resources)
+			} else if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+				t.Errorf("resources %v", c.Resources)
 			}
-			peer := headlessServices(rec)["etcd-peer"]
-			if peer == nil || get(peer, "spec", "publishNotReadyAddresses") != true || get(sts, "spec", "serviceName") != "etcd-peer" {
+			peer, ok := headlessServices(t, rec)["etcd-peer"]
+			if !ok || !peer.Spec.PublishNotReadyAddresses || sts.Spec.ServiceName != "etcd-peer" {
 				t.Error("members are not named by a headless peer Service that publishes not-ready addresses")
 			}
-			if client := inputs(rec.one(t, tService, "etcd")); !contains(servicePorts(client), 2379) {
+			if client := decode[corev1.Service](t, rec.one(t, tService, "etcd")); !contains(servicePorts(client), 2379) {
 				t.Error("client Service does not serve 2379")
 			}
 			// Simulated cloud: one static volume per member, pre-bound to the claim the
 			// StatefulSet controller will make (<template>-<statefulset>-<i>).
-			vct := get(sts, "spec", "volumeClaimTemplates", "[0]", "metadata", "name")
+			if len(sts.Spec.VolumeClaimTemplates) == 0 {
+				t.Fatal("no volume claim template")
+			}
+			vct := sts.Spec.VolumeClaimTemplates[0].Name
 			pvs := 0
 			for _, r := range rec.ofType(tPV) {
-				in := inputs(r)
-				claim, _ := get(in, "spec", "claimRef", "name").(string)
-				if !strings.HasPrefix(claim, fmt.Sprintf("%v-etcd-", vct)) {
+				pv := decode[corev1.PersistentVolume](t, r)
+				if pv.Spec.ClaimRef == nil || !strings.HasPrefix(pv.Spec.ClaimRef.Name, vct+"-etcd-") {
 					continue
 				}
 				pvs++
-				if get(in, "spec", "storageClassName") != "" {
+				if pv.Spec.StorageClassName != "" {
 					t.Errorf("%s: static volume with a storage class", r.Name)
 				}
 			}
@@ -635,7 +587,7 @@ func TestEtcd(t *testing.T) {
 				}
 			}
 			if members == 3 {
-				if len(pdbs) != 1 || get(inputs(pdbs[0]), "spec", "maxUnavailable") != float64(1) {
+				if len(pdbs) != 1 || decode[policyv1.PodDisruptionBudget](t, pdbs[0]).Spec.MaxUnavailable.IntValue() != 1 {
 					t.Errorf("3 members need a PodDisruptionBudget with maxUnavailable 1: %v", pdbs)
 				}
 			} else if len(pdbs) != 0 {
@@ -649,17 +601,16 @@ func TestEtcd(t *testing.T) {
 // tolerates their taint; Prometheus scrapes it.
 func TestDCGMExporterOnlyOnGPUNodes(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
-	ds := inputs(rec.one(t, tDaemonSet, "monitoring-dcgm-exporter"))
-	pod := get(ds, "spec", "template", "spec")
-	sel, _ := get(pod, "nodeSelector").(map[string]any)
+	pod := templateOf(t, rec.one(t, tDaemonSet, "monitoring-dcgm-exporter")).Spec
+	sel := pod.NodeSelector
 	if len(sel) == 0 {
 		t.Fatal("the DCGM exporter has no node selector: it would run on CPU nodes")
 	}
 	gpuNodesSelected(t, rec, "DCGM exporter", sel)
-	if get(pod, "tolerations", "[0]", "key") != "nvidia.com/gpu" {
-		t.Errorf("the exporter does not tolerate the GPU taint: %v", get(pod, "tolerations"))
+	if len(pod.Tolerations) == 0 || pod.Tolerations[0].Key != "nvidia.com/gpu" {
+		t.Errorf("the exporter does not tolerate the GPU taint: %v", pod.Tolerations)
 	}
-	if get(pod, "containers", "[0]", "resources", "requests", "nvidia.com/gpu") != nil {
+	if _, ok := pod.Containers[0].Resources.Requests["nvidia.com/gpu"]; ok {
 		t.Error("the exporter requests a GPU, taking it from training")
 	}
 
@@ -678,7 +629,7 @@ func TestDCGMExporterOnlyOnGPUNodes(t *testing.T) {
 // GPU and per node, against that data source.
 func TestMonitoringConfig(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
-	promYAML, _ := get(inputs(rec.one(t, tConfigMap, "monitoring-prometheus")), "data", "prometheus.yml").(string)
+	promYAML := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "monitoring-prometheus")).Data["prometheus.yml"]
 	var prom struct {
 		ScrapeConfigs []struct {
 			JobName string `yaml:"job_name"`
@@ -704,10 +655,10 @@ func TestMonitoringConfig(t *testing.T) {
 	// Grafana's provisioning files, decoded strictly against its documented v1 schema (Grafana
 	// is not packaged by Debian, so no Grafana reads them in the local test bed): a misspelt or
 	// misplaced key fails here rather than being ignored by Grafana at start.
-	prov := inputs(rec.one(t, tConfigMap, "monitoring-grafana-provisioning"))
+	prov := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "monitoring-grafana-provisioning")).Data
 	strict := func(key string, v any) {
 		t.Helper()
-		dec := yaml.NewDecoder(strings.NewReader(get(prov, "data", key).(string)))
+		dec := yaml.NewDecoder(strings.NewReader(prov[key]))
 		dec.KnownFields(true)
 		if err := dec.Decode(v); err != nil {
 			t.Fatalf("%s: %v", key, err)
@@ -761,11 +712,11 @@ func TestMonitoringConfig(t *testing.T) {
 	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus.kolotoc-workloads.svc:9090" {
 		t.Fatalf("data sources %+v", ds.Datasources)
 	}
-	if svc := inputs(rec.one(t, tService, "monitoring-prometheus")); get(svc, "metadata", "name") != "prometheus" || !contains(servicePorts(svc), 9090) {
+	if svc := decode[corev1.Service](t, rec.one(t, tService, "monitoring-prometheus")); svc.Name != "prometheus" || !contains(servicePorts(svc), 9090) {
 		t.Error("the data source URL is not the Prometheus Service")
 	}
 
-	dashText, _ := get(inputs(rec.one(t, tConfigMap, "monitoring-grafana-dashboards")), "data", "gpus.json").(string)
+	dashText := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "monitoring-grafana-dashboards")).Data["gpus.json"]
 	var dash struct {
 		Panels []struct {
 			Title      string
@@ -812,10 +763,10 @@ func TestGrafanaPasswordIsSecret(t *testing.T) {
 	if v := s.Inputs["stringData"]; !isSecret(v) || !strings.Contains(secretText(v), grafanaTestPassword) {
 		t.Errorf("Grafana Secret: stringData secret=%v", isSecret(v))
 	}
-	g := get(inputs(rec.one(t, tDeployment, "monitoring-grafana")), "spec", "template", "spec", "containers", "[0]")
-	ref := envOf(g)["GF_SECURITY_ADMIN_PASSWORD"]
-	if get(ref, "secretKeyRef", "name") != get(inputs(s), "metadata", "name") {
-		t.Errorf("Grafana reads its password from %v, not the Secret", ref)
+	g := templateOf(t, rec.one(t, tDeployment, "monitoring-grafana")).Spec.Containers[0]
+	ref := envVars(g)["GF_SECURITY_ADMIN_PASSWORD"].ValueFrom
+	if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != nameOf(t, s) {
+		t.Errorf("Grafana reads its password from %+v, not the Secret", ref)
 	}
 	cfg, err := stacks.Load(raw)
 	if err != nil {
@@ -859,9 +810,15 @@ func TestMonitoringWithoutGrafana(t *testing.T) {
 	}
 	rec.one(t, tDeployment, "monitoring-prometheus")
 	rec.one(t, tConfigMap, "monitoring-prometheus")
-	ui := inputs(rec.one(t, tNetworkPolicy, "network-policies-monitoring-ui"))
-	if got := fmt.Sprint(get(ui, "spec", "ingress")); strings.Contains(got, "3000") || !strings.Contains(got, "9090") {
-		t.Errorf("monitoring-ui admits %s; want Prometheus's port 9090 alone", got)
+	ui := decode[networkingv1.NetworkPolicy](t, rec.one(t, tNetworkPolicy, "network-policies-monitoring-ui"))
+	var uiPorts []string
+	for _, rule := range ui.Spec.Ingress {
+		for _, p := range rule.Ports {
+			uiPorts = append(uiPorts, p.Port.String())
+		}
+	}
+	if got := fmt.Sprint(uiPorts); got != "[9090]" {
+		t.Errorf("monitoring-ui admits ports %s; want Prometheus's port 9090 alone", got)
 	}
 	cfg, err := stacks.Load(raw)
 	if err != nil {
@@ -928,19 +885,19 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, nil))
 	type node struct {
 		name    string
-		labels  map[string]any
+		labels  map[string]string
 		tainted bool
 		free    map[string]int64 // milli-CPU, bytes, GPUs
 	}
 	var nodes []*node
 	for _, n := range rec.simulatedNodes() {
-		md := get(inputs(n), "metadata")
+		kn := decode[corev1.Node](t, n)
 		var capacity map[string]string
-		if err := json.Unmarshal([]byte(get(md, "annotations", "kolotoc.dev/simulated-capacity").(string)), &capacity); err != nil {
+		if err := json.Unmarshal([]byte(kn.Annotations["kolotoc.dev/simulated-capacity"]), &capacity); err != nil {
 			t.Fatal(err)
 		}
-		nd := &node{name: n.Name, labels: get(md, "labels").(map[string]any), free: map[string]int64{}}
-		nd.tainted = get(inputs(n), "spec", "taints") != nil && len(get(inputs(n), "spec", "taints").([]any)) > 0
+		nd := &node{name: n.Name, labels: kn.Labels, free: map[string]int64{}}
+		nd.tainted = len(kn.Spec.Taints) > 0
 		for k, v := range capacity {
 			q := k8sresource.MustParse(v)
 			if k == "cpu" {
@@ -953,30 +910,27 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 	}
 	type pod struct {
 		name      string
-		selector  map[string]any
+		selector  map[string]string
 		tolerates bool
 		requests  map[string]int64
 		pinned    *node // DaemonSet pods
 	}
 	var pods []pod
-	podOf := func(name string, spec any) pod {
-		p := pod{name: name, requests: map[string]int64{}}
-		p.selector, _ = get(spec, "nodeSelector").(map[string]any)
-		p.tolerates = get(spec, "tolerations", "[0]", "key") == "nvidia.com/gpu"
-		for _, c := range get(spec, "containers").([]any) {
-			req, _ := get(c, "resources", "requests").(map[string]any)
-			for k, v := range req {
-				q := k8sresource.MustParse(v.(string))
-				if k == "cpu" {
-					p.requests[k] += q.MilliValue()
+	podOf := func(name string, spec corev1.PodSpec) pod {
+		p := pod{name: name, requests: map[string]int64{}, selector: spec.NodeSelector}
+		p.tolerates = len(spec.Tolerations) > 0 && spec.Tolerations[0].Key == "nvidia.com/gpu"
+		for _, c := range spec.Containers {
+			for k, q := range c.Resources.Requests {
+				if k == corev1.ResourceCPU {
+					p.requests[string(k)] += q.MilliValue()
 				} else {
-					p.requests[k] += q.Value()
+					p.requests[string(k)] += q.Value()
 				}
 			}
 		}
 		return p
 	}
-	matches := func(sel map[string]any, n *node) bool {
+	matches := func(sel map[string]string, n *node) bool {
 		for k, v := range sel {
 			if n.labels[k] != v {
 				return false
@@ -986,8 +940,7 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 	}
 	for _, typ := range []string{tDeployment, tStatefulSet, tDaemonSet} {
 		for _, r := range rec.ofType(typ) {
-			in := inputs(r)
-			spec := get(in, "spec", "template", "spec")
+			spec := templateOf(t, r).Spec
 			if typ == tDaemonSet {
 				for _, n := range nodes {
 					if p := podOf(r.Name, spec); matches(p.selector, n) {
@@ -997,9 +950,15 @@ func TestEveryWorkloadPodFits(t *testing.T) {
 				}
 				continue
 			}
+			var n *int32
+			if typ == tDeployment {
+				n = decode[appsv1.Deployment](t, r).Spec.Replicas
+			} else {
+				n = decode[appsv1.StatefulSet](t, r).Spec.Replicas
+			}
 			replicas := 1
-			if n, ok := get(in, "spec", "replicas").(float64); ok {
-				replicas = int(n)
+			if n != nil {
+				replicas = int(*n)
 			}
 			for i := 0; i < replicas; i++ {
 				pods = append(pods, podOf(fmt.Sprintf("%s-%d", r.Name, i), spec))
@@ -1095,7 +1054,7 @@ func TestWorkloadResourceCount(t *testing.T) {
 func TestElasticLaunchScript(t *testing.T) {
 	rec := deploy(t, workloadsRaw(t, map[string]string{"etcd": `{"enabled":false}`,
 		"elastic": `{"enabled":true,"pool":"cpu","minNodes":1,"maxNodes":2,"cpu":"4","memory":"8Gi"}`}))
-	script, _ := get(inputs(rec.one(t, tConfigMap, "elastic-scripts")), "data", "torchrun.sh").(string)
+	script := decode[corev1.ConfigMap](t, rec.one(t, tConfigMap, "elastic-scripts")).Data["torchrun.sh"]
 	bin := t.TempDir()
 	for name, body := range map[string]string{
 		"torchrun": "#!/bin/sh\necho \"$@\"\n",
@@ -1143,7 +1102,10 @@ func TestEtcdVolumesAreNewForEachLifeOfTheNamespace(t *testing.T) {
 			continue
 		}
 		pvs++
-		path, _ := get(inputs(r), "spec", "hostPath", "path").(string)
+		var path string
+		if hp := decode[corev1.PersistentVolume](t, r).Spec.HostPath; hp != nil {
+			path = hp.Path
+		}
 		if !strings.Contains(path, "/"+fakeNamespaceUID+"/") {
 			t.Errorf("PersistentVolume %s: host path %q is not under the namespace's UID %s: a new stack of the same name would resume the old etcd data", r.Name, path, fakeNamespaceUID)
 		}

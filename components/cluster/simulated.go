@@ -89,7 +89,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	}
 	c := &Simulated{byName: map[string]pulumi.Resource{}}
 	if err := ctx.RegisterComponentResource("kolotoc:cluster:Simulated", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
 	var names pulumi.StringArray
 	for _, p := range args.Pools {
@@ -99,7 +99,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 		}
 		r, err := apiextensions.NewCustomResource(ctx, fmt.Sprintf("%s-%s", name, p.Name), poolArgs, pulumi.Parent(c))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cluster %q: simulated node pool %q: %w", name, fmt.Sprintf("%s-%s", name, p.Name), err)
 		}
 		c.Pools = append(c.Pools, r)
 		c.byName[p.Name] = r
@@ -109,7 +109,7 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	}
 	c.NodeNames = names.ToStringArrayOutput()
 	if err := meta.RegisterOutputs(ctx, c, pulumi.Map{"nodeNames": c.NodeNames}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster %q: %w", name, err)
 	}
 	return c, nil
 }
@@ -156,7 +156,7 @@ func renderPool(args *SimulatedArgs, p Pool) (*apiextensions.CustomResourceArgs,
 	}
 	capJSON, err := json.Marshal(capacity) // json.Marshal sorts map keys: stable across runs
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pool %s: capacity: %w", p.Name, err)
 	}
 	// No version label on the template, as on a pod template: an upgrade of Kolotoc would be a new
 	// generation of every pool, every node re-applied.

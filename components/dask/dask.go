@@ -88,16 +88,16 @@ func NewCarriers(ctx *pulumi.Context, name string, args *CarrierArgs, opts ...pu
 	}
 	c := &Carriers{}
 	if err := ctx.RegisterComponentResource("kolotoc:dask:Carriers", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dask %q: %w", name, err)
 	}
 	svc, err := corev1.NewService(ctx, name, RenderCarrierService(args), pulumi.Parent(c))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dask %q: Service %q: %w", name, name, err)
 	}
 	c.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderCarriers(args), pulumi.Parent(c),
 		pulumi.DependsOn(append([]pulumi.Resource{svc}, args.PodDeps...)))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dask %q: StatefulSet %q: %w", name, name, err)
 	}
 	return c, meta.RegisterOutputs(ctx, c, pulumi.Map{"name": c.StatefulSet.Metadata.Name()})
 }

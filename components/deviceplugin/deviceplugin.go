@@ -4,6 +4,7 @@ package deviceplugin
 
 import (
 	"errors"
+	"fmt"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -36,11 +37,11 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	d := &DevicePlugin{}
 	if err := ctx.RegisterComponentResource("kolotoc:deviceplugin:DevicePlugin", name, d, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("deviceplugin %q: %w", name, err)
 	}
 	ds, err := appsv1.NewDaemonSet(ctx, name, RenderDaemonSet(args), pulumi.Parent(d))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("deviceplugin %q: DaemonSet %q: %w", name, name, err)
 	}
 	d.DaemonSet = ds
 	return d, meta.RegisterOutputs(ctx, d, pulumi.Map{"name": ds.Metadata.Name()})

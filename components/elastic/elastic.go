@@ -119,19 +119,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	e := &Elastic{}
 	if err := ctx.RegisterComponentResource("kolotoc:elastic:Elastic", name, e, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: %w", name, err)
 	}
 	scale, err := corev1.NewConfigMap(ctx, name+"-scale", RenderScaleConfigMap(args), pulumi.Parent(e))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: ConfigMap %q: %w", name, name+"-scale", err)
 	}
 	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(e))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: ConfigMap %q: %w", name, name+"-scripts", err)
 	}
 	svc, err := corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(e))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: Service %q: %w", name, name, err)
 	}
 	// The wait for the rendezvous store is the StatefulSet's alone: a component that depends on
 	// another blocks the program until that one is ready, holding up everything registered after.
@@ -142,24 +142,24 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args.releases() {
 		rel, err := meta.NewReleaser(ctx, args.Name+"-release", args.Namespace, args.Labels, Component, released(args), pulumi.Parent(e))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("elastic %q: %w", name, err)
 		}
 		deps = append(deps, rel.Deps...)
 	}
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
 		pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: StatefulSet %q: %w", name, name, err)
 	}
 	if extras(args) > 0 {
 		// The extras wait for the first set's objects only: Kueue orders their admission.
 		if _, err := appsv1.NewStatefulSet(ctx, name+"-extra", RenderExtraStatefulSet(args), pulumi.Parent(e),
 			pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("elastic %q: StatefulSet %q: %w", name, name+"-extra", err)
 		}
 	}
 	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(e)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("elastic %q: PodDisruptionBudget %q: %w", name, name, err)
 	}
 	e.Endpoint = pulumi.String(Endpoint(args)).ToStringOutput()
 	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"rendezvousEndpoint": e.Endpoint})

@@ -136,7 +136,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	e := &Entrypoint{}
 	if err := ctx.RegisterComponentResource("kolotoc:entrypoint:Entrypoint", name, e, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("entrypoint %q: %w", name, err)
 	}
 	if args.ServiceType == ServiceLoadBalancer && (!args.Jupyter || !args.TLS()) {
 		return nil, fmt.Errorf("entrypoint %q: a LoadBalancer publishes Jupyter over HTTPS only: Jupyter and a TLS certificate are required", name)
@@ -148,29 +148,29 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args.Jupyter {
 		s, err := corev1.NewSecret(ctx, name+"-jupyter", RenderSecret(args), pulumi.Parent(e))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("entrypoint %q: Secret %q: %w", name, name+"-jupyter", err)
 		}
 		deps = append(deps, s)
 	}
 	if args.Jupyter && args.TLS() {
 		s, err := corev1.NewSecret(ctx, name+"-tls", RenderTLSSecret(args), pulumi.Parent(e))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("entrypoint %q: Secret %q: %w", name, name+"-tls", err)
 		}
 		deps = append(deps, s)
 	}
 	var err error
 	e.Deployment, err = appsv1.NewDeployment(ctx, name, RenderDeployment(args), pulumi.Parent(e), pulumi.DependsOn(append(deps, args.PodDeps...)))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("entrypoint %q: Deployment %q: %w", name, name, err)
 	}
 	e.Service, err = corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(e))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("entrypoint %q: Service %q: %w", name, name, err)
 	}
 	if pub := RenderPublicService(args); pub != nil {
 		if e.PublicService, err = corev1.NewService(ctx, name+"-public", pub, pulumi.Parent(e)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("entrypoint %q: Service %q: %w", name, name+"-public", err)
 		}
 	}
 	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"service": e.Service.Metadata.Name()})

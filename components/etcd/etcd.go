@@ -68,18 +68,18 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	e := &Etcd{}
 	if err := ctx.RegisterComponentResource("kolotoc:etcd:Etcd", name, e, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcd %q: %w", name, err)
 	}
 	// The members need their names (the peer Service) and volumes first. The client Service
 	// must not be among their dependencies: Pulumi waits for it to have ready endpoints, which
 	// only the members can give it.
 	peer, err := corev1.NewService(ctx, name+"-peer", RenderPeerService(args), pulumi.Parent(e))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcd %q: Service %q: %w", name, name+"-peer", err)
 	}
 	deps := []pulumi.Resource{peer}
 	if _, err := corev1.NewService(ctx, name, RenderClientService(args), pulumi.Parent(e)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcd %q: Service %q: %w", name, name, err)
 	}
 	if args.StaticVolumes {
 		for i := 0; i < args.Members; i++ {
@@ -88,19 +88,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			pv, err := corev1.NewPersistentVolume(ctx, fmt.Sprintf("%s-%s-%d", name, volumeName, i), RenderVolume(args, i), pulumi.Parent(e),
 				pulumi.IgnoreChanges([]string{"spec.hostPath.path"}))
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("etcd %q: PersistentVolume %q: %w", name, fmt.Sprintf("%s-%s-%d", name, volumeName, i), err)
 			}
 			deps = append(deps, pv)
 		}
 	}
 	if args.Members > 1 {
 		if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(e)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("etcd %q: PodDisruptionBudget %q: %w", name, name, err)
 		}
 	}
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e), pulumi.DependsOn(append(deps, args.PodDeps...)))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcd %q: StatefulSet %q: %w", name, name, err)
 	}
 	e.Endpoint = pulumi.String(ClientEndpoint(args.Name, args.NamespaceDNS)).ToStringOutput()
 	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"endpoint": e.Endpoint})

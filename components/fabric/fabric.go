@@ -76,7 +76,7 @@ func NewPlugin(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Reso
 	}
 	p := &Plugin{}
 	if err := ctx.RegisterComponentResource("kolotoc:fabric:EFADevicePlugin", name, p, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fabric %q: %w", name, err)
 	}
 	ds, err := appsv1.NewDaemonSet(ctx, name, RenderPlugin(args), pulumi.Parent(p))
 	if err != nil {

@@ -102,26 +102,27 @@ func NewPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 	}
 	p := &Policies{}
 	if err := ctx.RegisterComponentResource("kolotoc:isolation:NetworkPolicies", name, p, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("isolation %q: %w", name, err)
 	}
 	add := func(n string, a *networkingv1.NetworkPolicyArgs) error {
 		np, err := networkingv1.NewNetworkPolicy(ctx, n, a, pulumi.Parent(p))
-		if err == nil {
-			p.Items = append(p.Items, np)
+		if err != nil {
+			return fmt.Errorf("NetworkPolicy %q: %w", n, err)
 		}
-		return err
+		p.Items = append(p.Items, np)
+		return nil
 	}
 	if err := add(name+"-"+DefaultDenyName, RenderDefaultDeny(args)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("isolation %q: %w", name, err)
 	}
 	for _, a := range args.Allows {
 		if err := add(name+"-"+a.Name, RenderAllow(args, a)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("isolation %q: %w", name, err)
 		}
 	}
 	if deny := RenderDenyEgress(args); deny != nil {
 		if err := add(name+"-"+DenyEgressName, deny); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("isolation %q: %w", name, err)
 		}
 	}
 	return p, meta.RegisterOutputs(ctx, p, pulumi.Map{})

@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"fmt"
+
 	admissionv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/admissionregistration/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -233,11 +235,11 @@ func NewReleaser(ctx *pulumi.Context, name string, namespace pulumi.StringInput,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 	}, opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ServiceAccount %q: %w", name, err)
 	}
 	role, err := rbacv1.NewRole(ctx, name, RenderReleaseRole(name, namespace, l, component, statefulSets), opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("Role %q: %w", name, err)
 	}
 	binding, err := rbacv1.NewRoleBinding(ctx, name, &rbacv1.RoleBindingArgs{
 		Metadata: l.ObjectMeta(name, namespace, component),
@@ -249,16 +251,16 @@ func NewReleaser(ctx *pulumi.Context, name string, namespace pulumi.StringInput,
 		}},
 	}, append(opts, pulumi.DependsOn([]pulumi.Resource{sa, role}))...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("RoleBinding %q: %w", name, err)
 	}
 	policy, err := admissionv1.NewValidatingAdmissionPolicy(ctx, name+"-zero-only", RenderReleasePolicy(name, namespace, l, component), opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ValidatingAdmissionPolicy %q: %w", name+"-zero-only", err)
 	}
 	policyBinding, err := admissionv1.NewValidatingAdmissionPolicyBinding(ctx, name+"-zero-only",
 		RenderReleasePolicyBinding(name, namespace, l, component), append(opts, pulumi.DependsOn([]pulumi.Resource{policy}))...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ValidatingAdmissionPolicyBinding %q: %w", name+"-zero-only", err)
 	}
 	return &Releaser{ServiceAccount: name, Deps: []pulumi.Resource{sa, role, binding, policy, policyBinding}}, nil
 }

@@ -79,34 +79,34 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	m := &Monitoring{}
 	if err := ctx.RegisterComponentResource("kolotoc:monitoring:Monitoring", name, m, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: %w", name, err)
 	}
 	parent := pulumi.Parent(m)
 
 	// Prometheus: its identity, what it may discover, its configuration, the server.
 	sa, err := corev1.NewServiceAccount(ctx, name+"-prometheus", RenderServiceAccount(args), parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: ServiceAccount %q: %w", name, name+"-prometheus", err)
 	}
 	bindings, err := newPrometheusRBAC(ctx, name, args, sa, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: %w", name, err)
 	}
 	promConfig, err := corev1.NewConfigMap(ctx, name+"-prometheus", RenderPrometheusConfig(args), parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: ConfigMap %q: %w", name, name+"-prometheus", err)
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-prometheus", RenderPrometheus(args), parent,
 		pulumi.DependsOn(append(append(bindings, promConfig), args.PodDeps...))); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: Deployment %q: %w", name, name+"-prometheus", err)
 	}
 	if _, err := corev1.NewService(ctx, name+"-prometheus", RenderPrometheusService(args), parent); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("monitoring %q: Service %q: %w", name, name+"-prometheus", err)
 	}
 
 	if args.DCGMOn() {
 		if _, err := appsv1.NewDaemonSet(ctx, name+"-dcgm-exporter", RenderDCGMExporter(args), parent, pulumi.DependsOn(args.PodDeps)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("monitoring %q: DaemonSet %q: %w", name, name+"-dcgm-exporter", err)
 		}
 		if len(args.NodeWatchers) > 0 {
 			if _, err := corev1.NewService(ctx, name+"-dcgm-node", RenderNodeMetricsService(args), parent); err != nil {
@@ -120,7 +120,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	outputs := pulumi.Map{"prometheusUrl": m.PrometheusURL}
 	if args.GrafanaOn() {
 		if err := newGrafana(ctx, name, args, parent); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("monitoring %q: %w", name, err)
 		}
 		m.GrafanaURL = pulumi.String(eps["grafana"].URL).ToStringOutput()
 		outputs["grafanaUrl"] = m.GrafanaURL
@@ -133,30 +133,32 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 func newGrafana(ctx *pulumi.Context, name string, args *Args, parent pulumi.ResourceOption) error {
 	secret, err := corev1.NewSecret(ctx, name+"-grafana", RenderGrafanaSecret(args), parent)
 	if err != nil {
-		return err
+		return fmt.Errorf("Secret %q: %w", name+"-grafana", err)
 	}
 	provisioning, err := corev1.NewConfigMap(ctx, name+"-grafana-provisioning", RenderGrafanaProvisioning(args), parent)
 	if err != nil {
-		return err
+		return fmt.Errorf("ConfigMap %q: %w", name+"-grafana-provisioning", err)
 	}
 	dashArgs, err := RenderGrafanaDashboards(args)
 	if err != nil {
-		return fmt.Errorf("monitoring %q: %w", name, err)
+		return fmt.Errorf("ConfigMap %q: %w", name+"-grafana-dashboards", err)
 	}
 	dashboards, err := corev1.NewConfigMap(ctx, name+"-grafana-dashboards", dashArgs, parent)
 	if err != nil {
-		return err
+		return fmt.Errorf("ConfigMap %q: %w", name+"-grafana-dashboards", err)
 	}
 	grafana, err := RenderGrafana(args)
 	if err != nil {
-		return fmt.Errorf("monitoring %q: %w", name, err)
+		return fmt.Errorf("Deployment %q: %w", name+"-grafana", err)
 	}
 	if _, err := appsv1.NewDeployment(ctx, name+"-grafana", grafana, parent,
 		pulumi.DependsOn(append([]pulumi.Resource{secret, provisioning, dashboards}, args.PodDeps...))); err != nil {
-		return err
+		return fmt.Errorf("Deployment %q: %w", name+"-grafana", err)
 	}
-	_, err = corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent)
-	return err
+	if _, err := corev1.NewService(ctx, name+"-grafana", RenderGrafanaService(args), parent); err != nil {
+		return fmt.Errorf("Service %q: %w", name+"-grafana", err)
+	}
+	return nil
 }
 
 // Endpoints are Prometheus's and (with grafana) Grafana's URLs and the port-forward arguments that reach them.

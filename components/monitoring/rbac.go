@@ -1,6 +1,8 @@
 package monitoring
 
 import (
+	"fmt"
+
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
@@ -19,11 +21,14 @@ func newPrometheusRBAC(ctx *pulumi.Context, name string, args *Args, sa pulumi.R
 	bind := func(suffix string, ns pulumi.StringInput) error {
 		role, err := rbacv1.NewRole(ctx, name+suffix, RenderRole(args, ns), parent)
 		if err != nil {
-			return err
+			return fmt.Errorf("Role %q: %w", name+suffix, err)
 		}
 		b, err := rbacv1.NewRoleBinding(ctx, name+suffix, RenderRoleBinding(args, ns), parent, pulumi.DependsOn([]pulumi.Resource{sa, role}))
+		if err != nil {
+			return fmt.Errorf("RoleBinding %q: %w", name+suffix, err)
+		}
 		bindings = append(bindings, b)
-		return err
+		return nil
 	}
 	if err := bind("-prometheus", args.Namespace); err != nil {
 		return nil, err
@@ -35,12 +40,12 @@ func newPrometheusRBAC(ctx *pulumi.Context, name string, args *Args, sa pulumi.R
 	}
 	role, err := rbacv1.NewClusterRole(ctx, name+"-prometheus", RenderClusterRole(args), parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ClusterRole %q: %w", name+"-prometheus", err)
 	}
 	b, err := rbacv1.NewClusterRoleBinding(ctx, name+"-prometheus", RenderClusterRoleBinding(args), parent,
 		pulumi.DependsOn([]pulumi.Resource{sa, role}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ClusterRoleBinding %q: %w", name+"-prometheus", err)
 	}
 	return append(bindings, b), nil
 }

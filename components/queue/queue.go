@@ -56,14 +56,14 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	q := &Queue{}
 	if err := ctx.RegisterComponentResource("kolotoc:queue:Queue", name, q, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("queue %q: %w", name, err)
 	}
 	var before []pulumi.Resource
 	served := pulumi.Bool(true).ToBoolOutput()
 	if args.Install != nil && *args.Install {
 		rel, err := helmv3.NewRelease(ctx, name+"-kueue", RenderRelease(args), pulumi.Parent(q))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("queue %q: Helm release %q: %w", name, name+"-kueue", err)
 		}
 		before = append(before, rel)
 	}
@@ -82,16 +82,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if clusterQueue == "" {
 		clusterQueue = args.NamespaceDNS
 		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), pulumi.Parent(q), after); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("queue %q: ResourceFlavor %q: %w", name, name+"-flavor", err)
 		}
 		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), pulumi.Parent(q), after); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("queue %q: ClusterQueue %q: %w", name, name+"-cluster", err)
 		}
 	}
 	for _, w := range meta.SortedKeys(args.Priorities) {
 		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), pulumi.Parent(q), after)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("queue %q: WorkloadPriorityClass %q: %w", name, name+"-priority-"+w, err)
 		}
 		q.Ready = append(q.Ready, pc)
 	}
@@ -101,7 +101,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	feeds := served.ApplyT(func(bool) string { return cq }).(pulumi.StringOutput)
 	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), pulumi.Parent(q), after)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("queue %q: LocalQueue %q: %w", name, name, err)
 	}
 	q.Ready = append(q.Ready, lq)
 	return q, meta.RegisterOutputs(ctx, q, pulumi.Map{"localQueue": pulumi.String(args.LocalQueue), "clusterQueue": pulumi.String(clusterQueue)})

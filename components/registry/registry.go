@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -89,7 +90,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	c := &Credentials{}
 	if err := ctx.RegisterComponentResource("kolotoc:registry:Credentials", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registry %q: %w", name, err)
 	}
 	namespaces := map[string]pulumi.StringInput{name: args.Namespace}
 	if args.AgentsNamespace != nil {
@@ -98,7 +99,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	for _, child := range meta.SortedKeys(namespaces) {
 		s, err := corev1.NewSecret(ctx, child, RenderSecret(namespaces[child], args.DockerConfig, args.Labels), pulumi.Parent(c))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("registry %q: Secret %q: %w", name, child, err)
 		}
 		c.Secrets = append(c.Secrets, s)
 	}

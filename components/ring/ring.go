@@ -142,19 +142,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	r := &Ring{}
 	if err := ctx.RegisterComponentResource("kolotoc:ring:Ring", name, r, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: %w", name, err)
 	}
 	secret, err := corev1.NewSecret(ctx, name+"-ssh", RenderSSHSecret(args), pulumi.Parent(r))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: Secret %q: %w", name, name+"-ssh", err)
 	}
 	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(r))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: ConfigMap %q: %w", name, name+"-scripts", err)
 	}
 	svc, err := corev1.NewService(ctx, name, RenderService(args), pulumi.Parent(r))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: Service %q: %w", name, name, err)
 	}
 	deps := pulumi.DependsOn([]pulumi.Resource{secret, scripts, svc})
 	var launcherDeps []pulumi.Resource
@@ -162,7 +162,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		rel, err := meta.NewReleaser(ctx, args.LauncherName+"-release", args.Namespace, args.Labels, launcherComponent,
 			[]string{args.Name}, pulumi.Parent(r))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("ring %q: %w", name, err)
 		}
 		launcherDeps = rel.Deps
 	}
@@ -172,17 +172,17 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.PodDeps),
 		meta.ReplaceOnChangesOf(meta.PodSpec))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: StatefulSet %q: %w", name, name, err)
 	}
 	if _, err := policyv1.NewPodDisruptionBudget(ctx, name, RenderDisruptionBudget(args), pulumi.Parent(r)); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: PodDisruptionBudget %q: %w", name, name, err)
 	}
 	// The launcher's pod template is immutable: a new hostfile means a new Job, and the old one
 	// (same name) must go first.
 	r.Launcher, err = batchv1.NewJob(ctx, name+"-launcher", RenderLauncher(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.PodDeps),
 		pulumi.DependsOn(append([]pulumi.Resource{r.StatefulSet}, launcherDeps...)), pulumi.DeleteBeforeReplace(true))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ring %q: Job %q: %w", name, name+"-launcher", err)
 	}
 	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Count)
 	return r, meta.RegisterOutputs(ctx, r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
@@ -206,7 +206,7 @@ func RenderSSHSecret(a *Args) *corev1.SecretArgs {
 	keys := a.SSHKeySeed.ToStringOutput().ApplyT(func(seed string) (map[string]string, error) {
 		priv, pub, err := DeriveSSHKey(seed, a.KeyBinding)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Secret %q: %w", SSHSecretName(a.Name), err)
 		}
 		return map[string]string{"id_ed25519": priv, "id_ed25519.pub": pub, "authorized_keys": pub}, nil
 	}).(pulumi.StringMapOutput)

@@ -80,13 +80,13 @@ func DeriveSSHKey(seed string, bind Binding) (privatePEM, authorizedKey string, 
 	info := strings.Join([]string{sshKeyInfo, bind.Project, bind.Stack, bind.Namespace}, "\x00")
 	okm, err := hkdf.Key(sha256.New, secret, nil, info, ed25519.SeedSize+4)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("ssh key derivation: %w", err)
 	}
 	priv := ed25519.NewKeyFromSeed(okm[:ed25519.SeedSize])
 	pub := priv.Public().(ed25519.PublicKey)
 	sshPub, err := ssh.NewPublicKey(pub)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("ssh public key: %w", err)
 	}
 	check := binary.BigEndian.Uint32(okm[ed25519.SeedSize:])
 	block := &pem.Block{Type: "OPENSSH PRIVATE KEY", Bytes: marshalOpenSSHEd25519(priv, pub, check)}

@@ -102,7 +102,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	s := &Storage{}
 	if err := ctx.RegisterComponentResource("kolotoc:storage:Storage", name, s, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storage %q: %w", name, err)
 	}
 	server := pulumi.String(args.Server).ToStringOutput()
 	// What the volume waits for before it is created.
@@ -117,12 +117,12 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		// for (see RenderServerService).
 		dep, err := appsv1.NewDeployment(ctx, name+"-server", RenderServerDeployment(args), pulumi.Parent(s), podDeps)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage %q: Deployment %q: %w", name, name+"-server", err)
 		}
 		serving = append(serving, dep)
 		svc, err := corev1.NewService(ctx, name+"-server", RenderServerService(args), pulumi.Parent(s))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage %q: Service %q: %w", name, name+"-server", err)
 		}
 		// The kubelet mounts NFS with the node's resolver, which cannot resolve cluster DNS names:
 		// the volume must point at the Service's ClusterIP. Before the Service exists (the
@@ -145,25 +145,25 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	if args.CSI != nil && args.CSI.SecretData != nil {
 		sec, err := corev1.NewSecret(ctx, name+"-credentials", RenderCredentials(args), pulumi.Parent(s))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage %q: Secret %q: %w", name, name+"-credentials", err)
 		}
 		volumeDeps = append(volumeDeps, sec)
 	}
 	if args.CSI != nil && args.CSI.ClassParameters != nil {
 		sc, err := storagev1.NewStorageClass(ctx, name, RenderStorageClass(args), pulumi.Parent(s), protect)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage %q: StorageClass %q: %w", name, name, err)
 		}
 		volumeDeps = append(volumeDeps, sc)
 	}
 	volumeDeps = append(volumeDeps, args.VolumeDeps...)
 	pv, err := corev1.NewPersistentVolume(ctx, name, RenderVolume(args, server), pulumi.Parent(s), protect, pulumi.DependsOn(volumeDeps))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storage %q: PersistentVolume %q: %w", name, name, err)
 	}
 	pvc, err := corev1.NewPersistentVolumeClaim(ctx, name, RenderClaim(args), pulumi.Parent(s), protect, pulumi.DependsOn([]pulumi.Resource{pv}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storage %q: PersistentVolumeClaim %q: %w", name, name, err)
 	}
 	s.ClaimName, s.Claim = pvc.Metadata.Name().Elem(), pvc
 	s.Ready = append([]pulumi.Resource{pvc}, serving...)
@@ -175,7 +175,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		job, err := batchv1.NewJob(ctx, name+"-owner", RenderOwnerJob(args), pulumi.Parent(s),
 			pulumi.DependsOn(s.Ready), podDeps, pulumi.DeleteBeforeReplace(true))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage %q: Job %q: %w", name, name+"-owner", err)
 		}
 		s.Ready = append(s.Ready, job)
 	}

@@ -138,17 +138,17 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	c := &TFCluster{}
 	if err := ctx.RegisterComponentResource("kolotoc:tfcluster:TFCluster", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tfcluster %q: %w", name, err)
 	}
 	scripts, err := corev1.NewConfigMap(ctx, name+"-scripts", RenderScripts(args), pulumi.Parent(c))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tfcluster %q: ConfigMap %q: %w", name, name+"-scripts", err)
 	}
 	taskDeps := []pulumi.Resource{scripts}
 	if args.releases() {
 		rel, err := meta.NewReleaser(ctx, releaseName(args), args.Namespace, args.Labels, "tfcluster", taskNames(args), pulumi.Parent(c))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tfcluster %q: %w", name, err)
 		}
 		taskDeps = append(taskDeps, rel.Deps...)
 	}
@@ -158,7 +158,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}
 		svc, err := corev1.NewService(ctx, name+"-"+t.Type, RenderService(args, t), pulumi.Parent(c))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tfcluster %q: Service %q: %w", name, name+"-"+t.Type, err)
 		}
 		sts, err := RenderStatefulSet(args, t)
 		if err != nil {
@@ -168,20 +168,20 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		// new count changes every task's cluster spec and rolls in place.
 		if _, err := appsv1.NewStatefulSet(ctx, name+"-"+t.Type, sts, pulumi.Parent(c), pulumi.DependsOn(append(append([]pulumi.Resource{svc}, taskDeps...), args.PodDeps...)),
 			meta.ReplaceOnChangesOf(meta.PodShape)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tfcluster %q: StatefulSet %q: %w", name, name+"-"+t.Type, err)
 		}
 		if pdb := RenderDisruptionBudget(args, t); pdb != nil {
 			if _, err := policyv1.NewPodDisruptionBudget(ctx, name+"-"+t.Type, pdb, pulumi.Parent(c)); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("tfcluster %q: PodDisruptionBudget %q: %w", name, name+"-"+t.Type, err)
 			}
 		}
 	}
 	if tb := args.OwnTensorBoard; tb != nil {
 		if _, err := appsv1.NewDeployment(ctx, name+"-tensorboard", RenderTensorBoard(args), pulumi.Parent(c), pulumi.DependsOn(args.PodDeps)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tfcluster %q: Deployment %q: %w", name, name+"-tensorboard", err)
 		}
 		if _, err := corev1.NewService(ctx, name+"-tensorboard", RenderTensorBoardService(args), pulumi.Parent(c)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tfcluster %q: Service %q: %w", name, name+"-tensorboard", err)
 		}
 	}
 	c.ClusterSpec = pulumi.String(spec).ToStringOutput()
@@ -211,7 +211,10 @@ func ClusterSpec(a *Args) map[string][]string {
 // ClusterSpecJSON is ClusterSpec as the JSON the entry script embeds (keys sorted).
 func ClusterSpecJSON(a *Args) (string, error) {
 	b, err := json.Marshal(ClusterSpec(a))
-	return string(b), err
+	if err != nil {
+		return "", fmt.Errorf("cluster spec: %w", err)
+	}
+	return string(b), nil
 }
 
 // RenderScripts holds the entry script and the built-in program.
@@ -246,7 +249,7 @@ func Command(a *Args) (command, args []string) {
 func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	spec, err := ClusterSpecJSON(a)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("task type %s: %w", t.Type, err)
 	}
 	command, args := Command(a)
 	requests := pulumi.StringMap{"cpu": pulumi.String(t.CPU), "memory": pulumi.String(t.Memory)}

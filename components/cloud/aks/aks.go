@@ -172,7 +172,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	c := &Cluster{}
 	if err := ctx.RegisterComponentResource("kolotoc:aks:Cluster", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aks %q: %w", name, err)
 	}
 	parent := pulumi.Parent(c)
 
@@ -182,7 +182,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		Tags:              pulumi.ToStringMap(args.Tags),
 	}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aks %q: resource group %q: %w", name, name, err)
 	}
 	c.ResourceGroup = rg
 	// Who runs `pulumi up`, as the azure-native provider signs in: the cluster trusts their
@@ -192,11 +192,11 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		// The user pools are AgentPool resources of their own; the cluster must not claim them.
 		pulumi.IgnoreChanges([]string{"agentPoolProfiles"}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aks %q: managed cluster %q: %w", name, name, err)
 	}
 	c.AdminAccess, err = authorization.NewRoleAssignment(ctx, name+"-admin", RenderAdminAccess(args, cluster.ID(), caller.SubscriptionId(), caller.ObjectId()), parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aks %q: role assignment %q: %w", name, name+"-admin", err)
 	}
 	var poolDeps []pulumi.Resource
 	if args.SubnetID != "" {
@@ -204,7 +204,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		// whose scale sets AKS joins to the subnet with it, follow the grant.
 		c.SubnetAccess, err = authorization.NewRoleAssignment(ctx, name+"-subnet", RenderSubnetAccess(args, cluster.Identity.Elem().PrincipalId()), parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("aks %q: role assignment %q: %w", name, name+"-subnet", err)
 		}
 		poolDeps = append(poolDeps, c.SubnetAccess)
 	}
@@ -212,7 +212,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		kubelet := cluster.IdentityProfile.MapIndex(pulumi.String(KubeletIdentity)).ObjectId().Elem()
 		c.RegistryAccess, err = authorization.NewRoleAssignment(ctx, name+"-acr", RenderRegistryAccess(args, kubelet), parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("aks %q: role assignment %q: %w", name, name+"-acr", err)
 		}
 	}
 	for _, p := range args.Pools {
@@ -235,7 +235,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			pulumi.DeleteBeforeReplace(p.DeleteFirst || p.CloudName != ""),
 			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("aks %q: agent pool %q: %w", name, name+"-"+p.Name, err)
 		}
 		c.AgentPools = append(c.AgentPools, ap)
 	}

@@ -102,20 +102,20 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 	}
 	f := &Files{}
 	if err := ctx.RegisterComponentResource("kolotoc:aks:Files", name, f, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("files %q: %w", name, err)
 	}
 	protect := pulumi.Protect(args.Protect)
 	account, err := storage.NewStorageAccount(ctx, name, RenderAccount(args), pulumi.Parent(f), protect)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("files %q: storage account %q: %w", name, name, err)
 	}
 	share, err := storage.NewFileShare(ctx, name, RenderShare(args, account.Name), pulumi.Parent(f), protect)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("files %q: file share %q: %w", name, name, err)
 	}
 	if args.ShareRetentionDays > 0 {
 		if f.FileService, err = storage.NewFileServiceProperties(ctx, name, RenderFileService(args, account.Name), pulumi.Parent(f)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("files %q: file service properties %q: %w", name, name, err)
 		}
 	}
 	if args.Protect {
@@ -126,12 +126,12 @@ func NewFiles(ctx *pulumi.Context, name string, args *FilesArgs, opts ...pulumi.
 			Notes:    pulumi.String("kolotoc:storage.protect: the shared checkpoints; set it to false and `pulumi up` before deleting"),
 		}, pulumi.Parent(f)) // not Pulumi-protected: turning storage.protect off must be able to remove it
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("files %q: management lock %q: %w", name, name, err)
 		}
 	}
 	if args.PrivateEndpoint {
 		if f.Ready, err = privateEndpoint(ctx, name, args, account.ID().ToStringOutput(), pulumi.Parent(f)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("files %q: %w", name, err)
 		}
 	}
 	f.Account = account.Name

@@ -63,7 +63,7 @@ func privateEndpoint(ctx *pulumi.Context, name string, a *FilesArgs, accountID p
 		}},
 		"tags": pulumi.ToStringMap(a.Tags),
 	}, &pe, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("private endpoint %q: %w", name, err)
 	}
 	ready := []pulumi.Resource{}
 	zoneID := pulumi.String(a.PrivateDNSZoneID).ToStringOutput()
@@ -75,7 +75,7 @@ func privateEndpoint(ctx *pulumi.Context, name string, a *FilesArgs, accountID p
 			"location":          pulumi.String(privateZoneLocation),
 			"tags":              pulumi.ToStringMap(a.Tags),
 		}, &zone, opts...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("private DNS zone %q: %w", name, err)
 		}
 		var link networkResource
 		if err := ctx.RegisterResource(VirtualNetworkLinkType, name, pulumi.Map{
@@ -88,7 +88,7 @@ func privateEndpoint(ctx *pulumi.Context, name string, a *FilesArgs, accountID p
 			"registrationEnabled": pulumi.Bool(false),
 			"tags":                pulumi.ToStringMap(a.Tags),
 		}, &link, with(opts, pulumi.DependsOn([]pulumi.Resource{&zone}))...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("virtual network link %q: %w", name, err)
 		}
 		zoneID = zone.ID().ToStringOutput()
 		ready = append(ready, &link)
@@ -103,7 +103,7 @@ func privateEndpoint(ctx *pulumi.Context, name string, a *FilesArgs, accountID p
 			"privateDnsZoneId": zoneID,
 		}},
 	}, &group, with(opts, pulumi.DependsOn([]pulumi.Resource{&pe}))...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("private DNS zone group %q: %w", name, err)
 	}
 	return append(ready, &group), nil
 }

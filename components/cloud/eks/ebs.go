@@ -1,6 +1,8 @@
 package eks
 
 import (
+	"fmt"
+
 	"github.com/pulumi/pulumi-aws/sdk/v6/go/aws/eks"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -28,7 +30,7 @@ func (c *Cluster) newEBSCSI(ctx *pulumi.Context, name, roleName string, deps []p
 	c.EBSCSI, err = newDriverAddon(ctx, name+"-ebs-csi", roleName+"-ebs-csi", EBSCSIPolicy, func(role pulumi.StringInput) *eks.AddonArgs {
 		return RenderEBSCSI(c.Cluster.Name, role)
 	}, deps, pulumi.Parent(c))
-	return err
+	return err // nil, or naming the add-on or its role
 }
 
 // newDriverAddon registers a CSI driver's add-on (render, given its role's ARN) whose controller
@@ -40,10 +42,14 @@ func newDriverAddon(ctx *pulumi.Context, name, roleName, policy string, render f
 	role, attached, err := newRole(ctx, name, roleName,
 		TrustPolicy(podIdentityService, "sts:AssumeRole", "sts:TagSession"), []string{policy}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("add-on %q: %w", name, err)
 	}
-	return eks.NewAddon(ctx, name, render(role.Arn), parent,
+	addon, err := eks.NewAddon(ctx, name, render(role.Arn), parent,
 		pulumi.DependsOn(append(append([]pulumi.Resource{}, deps...), attached...)))
+	if err != nil {
+		return nil, fmt.Errorf("add-on %q: %w", name, err)
+	}
+	return addon, nil
 }
 
 // RenderEBSCSI builds the EBS CSI driver add-on: its controller's role, and the default class.

@@ -69,14 +69,14 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 	}
 	e := &EFS{}
 	if err := ctx.RegisterComponentResource("kolotoc:eks:EFS", name, e, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("efs %q: %w", name, err)
 	}
 	parent := pulumi.Parent(e)
 	deps := append([]pulumi.Resource(nil), args.DependsOn...)
 	if args.FileSystemID != "" {
 		e.FileSystemID = pulumi.String(args.FileSystemID).ToStringOutput()
 	} else if err := e.newFileSystem(ctx, name, args, &deps); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("efs %q: %w", name, err)
 	}
 
 	var err error
@@ -90,7 +90,7 @@ func NewEFS(ctx *pulumi.Context, name string, args *EFSArgs, opts ...pulumi.Reso
 		}
 	}, deps, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("efs %q: %w", name, err)
 	}
 	return e, meta.RegisterOutputs(ctx, e, pulumi.Map{"fileSystemId": e.FileSystemID})
 }
@@ -101,7 +101,7 @@ func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, dep
 	parent := pulumi.Parent(e)
 	sg, err := ec2.NewSecurityGroup(ctx, name, RenderSecurityGroup(args), parent)
 	if err != nil {
-		return err
+		return fmt.Errorf("security group %q: %w", name, err)
 	}
 	e.SecurityGroup = sg
 	perf := args.PerformanceMode
@@ -120,12 +120,12 @@ func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, dep
 	}
 	fs, err := efs.NewFileSystem(ctx, name, fsArgs, parent, pulumi.Protect(args.Protect))
 	if err != nil {
-		return err
+		return fmt.Errorf("file system %q: %w", name, err)
 	}
 	e.FileSystemID = fs.ID().ToStringOutput()
 	if args.Backup {
 		if e.BackupPolicy, err = efs.NewBackupPolicy(ctx, name, RenderBackupPolicy(fs.ID()), parent); err != nil {
-			return err
+			return fmt.Errorf("backup policy %q: %w", name, err)
 		}
 	}
 	for i, subnet := range args.SubnetIDs {
@@ -135,7 +135,7 @@ func (e *EFS) newFileSystem(ctx *pulumi.Context, name string, args *EFSArgs, dep
 			SecurityGroups: pulumi.StringArray{sg.ID()},
 		}, parent)
 		if err != nil {
-			return err
+			return fmt.Errorf("mount target %q: %w", fmt.Sprintf("%s-%d", name, i), err)
 		}
 		e.MountTargets = append(e.MountTargets, mt)
 		*deps = append(*deps, mt)

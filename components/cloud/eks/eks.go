@@ -130,29 +130,29 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	c := &Cluster{}
 	if err := ctx.RegisterComponentResource("kolotoc:eks:Cluster", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: %w", name, err)
 	}
 	parent := pulumi.Parent(c)
 
 	clusterRole, clusterAttached, err := newRole(ctx, name+"-cluster", args.Name+"-cluster",
 		TrustPolicy("eks.amazonaws.com", "sts:AssumeRole"), ClusterPolicies, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: %w", name, err)
 	}
 	nodeRole, nodeAttached, err := newRole(ctx, name+"-nodes", args.Name+"-nodes",
 		TrustPolicy("ec2.amazonaws.com", "sts:AssumeRole"), NodePolicies, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: %w", name, err)
 	}
 
 	cluster, err := eks.NewCluster(ctx, name, RenderCluster(args, clusterRole.Arn), parent, pulumi.DependsOn(clusterAttached),
 		pulumi.Protect(args.Protect))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: cluster %q: %w", name, name, err)
 	}
 	c.Cluster = cluster
 	if c.VPCCNI, err = eks.NewAddon(ctx, name+"-vpc-cni", RenderVPCCNI(cluster.Name), parent); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: add-on %q: %w", name, name+"-vpc-cni", err)
 	}
 	nodeDeps := append(append([]pulumi.Resource{}, nodeAttached...), c.VPCCNI)
 	clusterSG := cluster.VpcConfig.ClusterSecurityGroupId().Elem()
@@ -170,7 +170,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			// A cluster autoscaler, if installed, owns the desired size once the group exists.
 			pulumi.IgnoreChanges([]string{"scalingConfig.desiredSize"}))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("eks %q: node group %q: %w", name, name+"-"+p.Name, err)
 		}
 		c.NodeGroups = append(c.NodeGroups, ng)
 	}
@@ -183,11 +183,11 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		AddonName:   pulumi.String(PodIdentityAddon),
 	}, parent, pulumi.DependsOn(groups))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("eks %q: add-on %q: %w", name, name+"-pod-identity", err)
 	}
 	if args.BlockStorage {
 		if err := c.newEBSCSI(ctx, name, args.Name, append(groups, c.PodIdentity)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("eks %q: %w", name, err)
 		}
 	}
 
@@ -313,7 +313,7 @@ func newRole(ctx *pulumi.Context, name, roleName, trust string, policies []strin
 		AssumeRolePolicy: pulumi.String(trust),
 	}, opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("IAM role %q: %w", name, err)
 	}
 	attached := []pulumi.Resource{role}
 	for _, arn := range policies {
@@ -321,7 +321,7 @@ func newRole(ctx *pulumi.Context, name, roleName, trust string, policies []strin
 			Role: role.Name, PolicyArn: pulumi.String(arn),
 		}, opts...)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("IAM role policy attachment %q: %w", name+"-"+policyName(arn), err)
 		}
 		attached = append(attached, att)
 	}

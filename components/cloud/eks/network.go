@@ -61,7 +61,7 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 	}
 	n := &Network{}
 	if err := ctx.RegisterComponentResource("kolotoc:eks:Network", name, n, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: %w", name, err)
 	}
 	parent := pulumi.Parent(n)
 	tags := func(suffix string, extra map[string]string) pulumi.StringMap {
@@ -81,11 +81,11 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 		Tags:               tags("", nil),
 	}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: VPC %q: %w", name, name, err)
 	}
 	igw, err := ec2.NewInternetGateway(ctx, name, &ec2.InternetGatewayArgs{VpcId: vpc.ID(), Tags: tags("", nil)}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: internet gateway %q: %w", name, name, err)
 	}
 	public, err := ec2.NewRouteTable(ctx, name+"-public", &ec2.RouteTableArgs{
 		VpcId:  vpc.ID(),
@@ -93,7 +93,7 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 		Tags:   tags("-public", nil),
 	}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: route table %q: %w", name, name+"-public", err)
 	}
 
 	var publicSubnets []*ec2.Subnet
@@ -107,12 +107,12 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 			Tags: tags("-public-"+zone, map[string]string{clusterTag: "shared", "kubernetes.io/role/elb": "1"}),
 		}, parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("network %q: subnet %q: %w", name, name+"-public-"+zone, err)
 		}
 		if _, err := ec2.NewRouteTableAssociation(ctx, fmt.Sprintf("%s-public-%s", name, zone), &ec2.RouteTableAssociationArgs{
 			SubnetId: sn.ID(), RouteTableId: public.ID(),
 		}, parent); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("network %q: route table association %q: %w", name, name+"-public-"+zone, err)
 		}
 		publicSubnets = append(publicSubnets, sn)
 	}
@@ -121,13 +121,13 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 	// stalls pulls, not training.
 	eip, err := ec2.NewEip(ctx, name+"-nat", &ec2.EipArgs{Domain: pulumi.String("vpc"), Tags: tags("-nat", nil)}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: elastic IP %q: %w", name, name+"-nat", err)
 	}
 	nat, err := ec2.NewNatGateway(ctx, name, &ec2.NatGatewayArgs{
 		AllocationId: eip.ID(), SubnetId: publicSubnets[0].ID(), Tags: tags("", nil),
 	}, parent, pulumi.DependsOn([]pulumi.Resource{igw}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: NAT gateway %q: %w", name, name, err)
 	}
 	private, err := ec2.NewRouteTable(ctx, name+"-private", &ec2.RouteTableArgs{
 		VpcId:  vpc.ID(),
@@ -135,7 +135,7 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 		Tags:   tags("-private", nil),
 	}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network %q: route table %q: %w", name, name+"-private", err)
 	}
 	for i, zone := range args.Zones {
 		cidr, err := Subnet(args.CIDR, privateSubnetBits, i)
@@ -147,12 +147,12 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 			Tags: tags("-private-"+zone, map[string]string{clusterTag: "shared", "kubernetes.io/role/internal-elb": "1"}),
 		}, parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("network %q: subnet %q: %w", name, name+"-private-"+zone, err)
 		}
 		if _, err := ec2.NewRouteTableAssociation(ctx, fmt.Sprintf("%s-private-%s", name, zone), &ec2.RouteTableAssociationArgs{
 			SubnetId: sn.ID(), RouteTableId: private.ID(),
 		}, parent); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("network %q: route table association %q: %w", name, name+"-private-"+zone, err)
 		}
 		n.PrivateSubnetIDs = append(n.PrivateSubnetIDs, sn.ID().ToStringOutput())
 	}
@@ -164,7 +164,7 @@ func NewNetwork(ctx *pulumi.Context, name string, args *NetworkArgs, opts ...pul
 func Subnet(cidr string, newBits, index int) (string, error) {
 	_, n, err := net.ParseCIDR(cidr)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("subnet %d: %w", index, err)
 	}
 	ones, bits := n.Mask.Size()
 	if bits != 32 || ones+newBits > 32 || index < 0 || index >= 1<<newBits {

@@ -50,11 +50,11 @@ func NewFilestore(ctx *pulumi.Context, name string, args *FilestoreArgs, opts ..
 	}
 	f := &Filestore{Path: "/" + ShareName}
 	if err := ctx.RegisterComponentResource("kolotoc:gke:Filestore", name, f, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("filestore %q: %w", name, err)
 	}
 	inst, err := filestore.NewInstance(ctx, name, RenderFilestore(args), pulumi.Parent(f), pulumi.Protect(args.Protect))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("filestore %q: instance %q: %w", name, name, err)
 	}
 	f.Instance = inst
 	f.Address = inst.Networks.Index(pulumi.Int(0)).IpAddresses().Index(pulumi.Int(0))

@@ -157,7 +157,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	c := &Cluster{}
 	if err := ctx.RegisterComponentResource("kolotoc:gke:Cluster", name, c, opts...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gke %q: %w", name, err)
 	}
 	parent := pulumi.Parent(c)
 
@@ -167,7 +167,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		Project:     optional(args.Project),
 	}, parent)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gke %q: service account %q: %w", name, name+"-nodes", err)
 	}
 	var roles []pulumi.Resource
 	for _, r := range NodeRoles {
@@ -178,15 +178,15 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			Member:  sa.Member,
 		}, parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gke %q: IAM member %q: %w", name, name+"-nodes"+roleSuffix[r], err)
 		}
 		roles = append(roles, role)
 	}
 	for _, project := range args.RegistryProjects {
-		role, err := projects.NewIAMMember(ctx, name+"-nodes-registry-"+strings.ReplaceAll(project, ":", "-"),
-			RenderRegistryReader(project, sa.Member), parent)
+		member := name + "-nodes-registry-" + strings.ReplaceAll(project, ":", "-")
+		role, err := projects.NewIAMMember(ctx, member, RenderRegistryReader(project, sa.Member), parent)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gke %q: IAM member %q: %w", name, member, err)
 		}
 		roles = append(roles, role)
 	}
@@ -198,7 +198,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		// The default pool exists only while the cluster is created; its config is moot after.
 		pulumi.IgnoreChanges([]string{"nodeConfig", "initialNodeCount"}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gke %q: cluster %q: %w", name, name, err)
 	}
 	for _, p := range args.Pools {
 		pool, err := container.NewNodePool(ctx, name+"-"+p.Name, RenderNodePool(args, p, cluster.Name, sa.Email), parent,
@@ -210,7 +210,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			// The autoscaler owns the node count once the pool exists.
 			pulumi.IgnoreChanges(ignoredPoolChanges(p)))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gke %q: node pool %q: %w", name, name+"-"+p.Name, err)
 		}
 		c.NodePools = append(c.NodePools, pool)
 	}
