@@ -11,7 +11,7 @@ import (
 	"kolotoc/components/meta/rendertest"
 )
 
-// pool is what a SimulatedNodePool holds, as the pool controller (hack/simpool) reads it.
+// pool is what a SimulatedNodePool holds, as the pool controller (testbed/cluster/simpool) reads it.
 type pool struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
