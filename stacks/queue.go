@@ -111,14 +111,31 @@ func (c *Config) QueueQuota() map[string]string {
 // launcher's (Kueue sums the pod group's requests).
 func (c *Config) TowersNeed() map[string]string {
 	t := c.Towers
-	cpu, mem := resource.Quantity{}, resource.Quantity{}
-	for range t.Count {
-		addQuantity(&cpu, t.CPU)
-		addQuantity(&mem, t.Memory)
+	var n podsNeed
+	n.add(t.Count, t.CPU, t.Memory, t.GPUsPerTower)
+	n.add(1, t.LauncherCPU, t.LauncherMemory, 0)
+	return n.resources()
+}
+
+// podsNeed sums the requests of a gang's pods, as Kueue sums a pod group's.
+type podsNeed struct {
+	cpu, mem resource.Quantity
+	gpus     int
+}
+
+// add counts pods, each requesting cpu, memory and gpus (an unparsable quantity, which
+// validation reports under its own key, counts as none).
+func (n *podsNeed) add(pods int, cpu, memory string, gpus int) {
+	for range pods {
+		addQuantity(&n.cpu, cpu)
+		addQuantity(&n.mem, memory)
 	}
-	addQuantity(&cpu, t.LauncherCPU)
-	addQuantity(&mem, t.LauncherMemory)
-	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(t.Count * t.GPUsPerTower)}
+	n.gpus += pods * gpus
+}
+
+// resources is the need by resource name, as the queue's quota is given.
+func (n *podsNeed) resources() map[string]string {
+	return map[string]string{"cpu": n.cpu.String(), "memory": n.mem.String(), meta.GPUResource: fmt.Sprint(n.gpus)}
 }
 
 func addQuantity(sum *resource.Quantity, s string) {
@@ -184,12 +201,9 @@ func (c *Config) elasticExtras() bool {
 // requests (the workers above minNodes are admitted one at a time).
 func (c *Config) ElasticNeed() map[string]string {
 	el := c.Elastic
-	cpu, mem := resource.Quantity{}, resource.Quantity{}
-	for range el.MinNodes {
-		addQuantity(&cpu, el.CPU)
-		addQuantity(&mem, el.Memory)
-	}
-	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(el.MinNodes * el.GPUsPerNode)}
+	var n podsNeed
+	n.add(el.MinNodes, el.CPU, el.Memory, el.GPUsPerNode)
+	return n.resources()
 }
 
 // TFGroupName is the TF cluster's pod group (and Kueue Workload) name.
@@ -197,16 +211,11 @@ const TFGroupName = "tfcluster"
 
 // TFNeed is what the TF cluster asks its queue for at once: every task's requests.
 func (c *Config) TFNeed() map[string]string {
-	cpu, mem := resource.Quantity{}, resource.Quantity{}
-	gpus := 0
+	var n podsNeed
 	for _, t := range c.TFCluster.Tasks(func(tfcluster.Role) string { return "" }) {
-		for range t.Count {
-			addQuantity(&cpu, t.CPU)
-			addQuantity(&mem, t.Memory)
-		}
-		gpus += t.Count * t.GPUs
+		n.add(t.Count, t.CPU, t.Memory, t.GPUs)
 	}
-	return map[string]string{"cpu": cpu.String(), "memory": mem.String(), meta.GPUResource: fmt.Sprint(gpus)}
+	return n.resources()
 }
 
 // QueueArgs is the queue's configuration, less its namespace input.
