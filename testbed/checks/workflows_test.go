@@ -327,12 +327,7 @@ func TestPullRequestJobsUsePreviewEnvironments(t *testing.T) {
 // a pull request could hide a secret from a simpler check.
 func TestWorkflowRulesCatch(t *testing.T) {
 	const sha = "11d5960a326750d5838078e36cf38b85af677262"
-	for _, tc := range []struct {
-		name string
-		yaml string
-		rule func(workflowFile) []string
-		want int // problems found
-	}{
+	checkRules(t, []ruleCase{
 		{"tag", "on: push\njobs:\n  a:\n    steps:\n      - uses: actions/checkout@v4\n", unpinnedUses, 1},
 		{"short sha", "on: push\njobs:\n  a:\n    steps:\n      - uses: actions/checkout@11d5960\n", unpinnedUses, 1},
 		{"branch", "on: push\njobs:\n  a:\n    uses: o/r/.github/workflows/x.yml@main\n", unpinnedUses, 1},
@@ -353,17 +348,7 @@ func TestWorkflowRulesCatch(t *testing.T) {
 		{"pr preview environment", "on:\n  pull_request:\njobs:\n  a:\n    environment: preview-${{ matrix.stack }}\n    steps:\n      - run: echo ${{ secrets.X }}\n", pullRequestCredentials, 0},
 		{"pull_request_target", "on: pull_request_target\njobs:\n  a:\n    steps:\n      - run: true\n", pullRequestCredentials, 1},
 		{"push is not a pr", "on: push\njobs:\n  a:\n    environment: prod\n    steps:\n      - run: echo ${{ secrets.X }}\n", pullRequestCredentials, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			wf, err := parseWorkflow(tc.name+".yml", []byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := tc.rule(wf); len(got) != tc.want {
-				t.Errorf("%d problems, want %d: %q", len(got), tc.want, got)
-			}
-		})
-	}
+	})
 }
 
 // The preview identity split (issue 30; docs/operating/ci-previews.md "What a preview can still
@@ -516,12 +501,7 @@ func TestPreviewsRunOnCopiesWithoutTheToken(t *testing.T) {
 // them the preview workflow as it was before the split.
 func TestPreviewRulesCatch(t *testing.T) {
 	const pa = "pulumi/actions@8582a9e8cc630786854029b4e09281acd6794b58"
-	for _, tc := range []struct {
-		name string
-		yaml string
-		rule func(workflowFile) []string
-		want int
-	}{
+	checkRules(t, []ruleCase{
 		{"the old preview: action with a command, pull-requests write",
 			"on: pull_request\njobs:\n  p:\n    permissions:\n      pull-requests: write\n    steps:\n      - uses: " + pa + "\n        with:\n          command: preview\n          comment-on-pr: true\n",
 			previewProgramCredentials, 2},
@@ -541,7 +521,22 @@ func TestPreviewRulesCatch(t *testing.T) {
 			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n", deployRefreshesPreviewCopy, 1},
 		{"deploy, then the copy",
 			"on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n      - run: go run ./cmd/previewstack copy --stack \"$STACK\"\n", deployRefreshesPreviewCopy, 0},
-	} {
+	})
+}
+
+// ruleCase is a workflow written to break (or keep) a rule, and how many problems the rule must
+// find in it.
+type ruleCase struct {
+	name string
+	yaml string
+	rule func(workflowFile) []string
+	want int // problems found
+}
+
+// checkRules runs each case's rule on its workflow.
+func checkRules(t *testing.T, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			wf, err := parseWorkflow(tc.name+".yml", []byte(tc.yaml))
 			if err != nil {
