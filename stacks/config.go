@@ -33,6 +33,11 @@ const (
 )
 
 // Config is one environment, as validated. Field comments give the config key, unit and default.
+//
+// The workloads' sections (towers … dataIn) are the one list of the workloads: each entry
+// (workload_<key>.go) registers under its section's key, and every phase takes the workloads in
+// the order of these fields (workloads.go): the entrypoint's pool defaults to the carriers' above
+// it, and etcd deploys before the elastic workers below it.
 type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
@@ -45,8 +50,8 @@ type Config struct {
 	NodePools  []NodePool           `key:"nodePools"`  // kolotoc:nodePools — at least one
 	Storage    storage.Config       `key:"storage"`    // kolotoc:storage
 	Towers     ring.Config          `key:"towers"`     // kolotoc:towers
-	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers
 	Sentinels  dask.SentinelsConfig `key:"sentinels"`  // kolotoc:sentinels
+	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers
 	Entrypoint entrypoint.Config    `key:"entrypoint"` // kolotoc:entrypoint
 
 	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin

@@ -10,7 +10,8 @@
 //	validate.go  check the whole, every problem at once (validate_workloads.go: checks shared by workloads)
 //	deploy.go    register the cluster, the namespace, the store, the workloads; export the outputs
 //
-// The workloads, registered once (workloads.go), each declaring its whole entry in its own file:
+// The workloads, each declaring its whole entry in its own file, which registers it (workloads.go;
+// their sections in Config are the one list of them, in the order the phases take them):
 //
 //	workload_<key>.go  towers, sentinels, carriers, entrypoint, etcd, elastic, tfcluster,
 //	                   monitoring, dataIn: preset, defaults, checks, the facts other checks need of

@@ -11,6 +11,8 @@ import (
 	"kolotoc/components/meta"
 )
 
+func init() { register(carriersWorkload) } // in Config's order (workloads.go)
+
 // The carriers (kolotoc:carriers): Dask worker pods on a CPU pool (components/dask). Their
 // allow spans the scheduler, the carriers and the sentinels: NetworkAllows (security.go).
 var carriersWorkload = &workload{

@@ -8,6 +8,8 @@ import (
 	"kolotoc/components/datain"
 )
 
+func init() { register(dataInWorkload) } // in Config's order (workloads.go)
+
 // The data-in Job (kolotoc:dataIn): it puts the training data into the shared store before any
 // training pod starts (components/datain); the workloads after it wait for it, the provider
 // awaiting the Job until it completes.

@@ -13,6 +13,8 @@ import (
 	"kolotoc/components/meta"
 )
 
+func init() { register(elasticWorkload) } // in Config's order (workloads.go)
+
 // The elastic workers (kolotoc:elastic): PyTorch training with torchrun (components/elastic),
 // their rendezvous in worker 0 or in etcd (workload_etcd.go).
 var elasticWorkload = &workload{

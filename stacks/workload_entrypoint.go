@@ -13,6 +13,8 @@ import (
 	"kolotoc/components/meta"
 )
 
+func init() { register(entrypointWorkload) } // in Config's order (workloads.go)
+
 // The entrypoint (kolotoc:entrypoint): the scheduler node, with Jupyter, TensorBoard and the Dask
 // dashboard (components/entrypoint). Every stack runs it and the others reach it; its outputs are
 // the stack's own (StackOutputs), its allows beside the Dask scheduler's (NetworkAllows).

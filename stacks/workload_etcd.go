@@ -13,6 +13,8 @@ import (
 	"kolotoc/components/meta"
 )
 
+func init() { register(etcdWorkload) } // in Config's order (workloads.go)
+
 // etcd (kolotoc:etcd): the rendezvous store of the elastic workers (components/etcd).
 var etcdWorkload = &workload{
 	key:          etcd.Key,

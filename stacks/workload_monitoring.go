@@ -13,6 +13,8 @@ import (
 	"kolotoc/components/ring"
 )
 
+func init() { register(monitoringWorkload) } // in Config's order (workloads.go)
+
 // The monitoring (kolotoc:monitoring): Prometheus, Grafana and the DCGM exporter
 // (components/monitoring), on the entrypoint's pool unless said; the exporter runs in the GPU
 // agents' namespace (security.go).

@@ -5,6 +5,8 @@ import (
 	"kolotoc/components/monitoring"
 )
 
+func init() { register(sentinelsWorkload) } // in Config's order (workloads.go)
+
 // The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
 // (components/dask), deployed with the towers (deployTowers).
 var sentinelsWorkload = &workload{

@@ -13,6 +13,8 @@ import (
 	"kolotoc/components/tfcluster"
 )
 
+func init() { register(tfclusterWorkload) } // in Config's order (workloads.go)
+
 // The TensorFlow cluster (kolotoc:tfcluster): parameter servers, workers, a chief and an
 // evaluator (components/tfcluster), with a TensorBoard of its own when the entrypoint runs none.
 var tfclusterWorkload = &workload{

@@ -18,6 +18,8 @@ import (
 	"kolotoc/components/ring"
 )
 
+func init() { register(towersWorkload) } // in Config's order (workloads.go)
+
 // The towers (kolotoc:towers): the MPI/Horovod ranks and their launcher (components/ring), with
 // a Dask sentinel beside each tower when sentinels run (workload_sentinels.go).
 var towersWorkload = &workload{

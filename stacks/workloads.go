@@ -1,6 +1,10 @@
 package stacks
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/entrypoint"
@@ -9,23 +13,38 @@ import (
 )
 
 // The workloads, registered once. Each declares its whole entry in its own file
-// (workload_<key>.go, beside its package in components/): how its section starts, the defaults
-// it takes from the node pools and from the workloads before it, its checks in the stack's
-// context, the facts other checks need of it (its pools, its GPU pods, its env, its gang), and
-// how it is deployed, allowed and reported. The stack's phases iterate the entries (load.go,
-// defaults.go, validate.go, deploy.go and the features: runs, runas, security, queue, clouds);
-// none names the workloads again. Adding a workload is its package, its file and one line here.
+// (workload_<key>.go, beside its package in components/), which registers it: how its section
+// starts, the defaults it takes from the node pools and from the workloads before it, its checks
+// in the stack's context, the facts other checks need of it (its pools, its GPU pods, its env, its
+// gang), and how it is deployed, allowed and reported. The stack's phases iterate the entries
+// (load.go, defaults.go, validate.go, deploy.go and the features: runs, runas, security, queue,
+// clouds); none names the workloads again. Adding a workload is its package, its file and its
+// section's field in Config (config.go), the one list of the workloads.
 
-// workloads in the order every phase takes them: defaults (a workload may take from the ones
-// before it: the entrypoint its pool from the carriers, the towers' launcher, the data-in Job and
-// the monitoring theirs from the entrypoint), checks (problems are listed in this order) and
-// deploy (the ones marked first, then the others: etcd before the elastic workers that wait for
-// it). A variable set in init: the entries' functions read it back (workloadAllows, …).
+// workloads in the order every phase takes them, which is the order of their sections' fields
+// in Config: pool defaults (a workload may take from the ones before it: the entrypoint its pool
+// from the carriers'; the other defaults follow every pool default, so the towers' launcher, the
+// data-in Job and the monitoring take the entrypoint's pool whatever the order), checks (problems
+// are listed in this order) and deploy (the ones marked first, then the others: etcd before the
+// elastic workers that wait for it). Filled by register, from the entry files' init, before any
+// phase runs.
 var workloads []*workload
 
-func init() {
-	workloads = []*workload{towersWorkload, sentinelsWorkload, carriersWorkload, entrypointWorkload,
-		etcdWorkload, elasticWorkload, tfclusterWorkload, monitoringWorkload, dataInWorkload}
+// register adds a workload's entry to workloads, at the place of its section's field in Config.
+// Its key must be a Config key, and registered once: a mistake here is the program's, found by
+// every test, so it panics.
+func register(wl *workload) {
+	k, ok := configKeys[wl.key]
+	if !ok {
+		panic(fmt.Sprintf("workload %q: Config has no field tagged key:%q", wl.key, wl.key))
+	}
+	i, found := slices.BinarySearchFunc(workloads, k.index, func(w *workload, index int) int {
+		return cmp.Compare(configKeys[w.key].index, index)
+	})
+	if found {
+		panic(fmt.Sprintf("workload %q registered twice", wl.key))
+	}
+	workloads = slices.Insert(workloads, i, wl)
 }
 
 // workload is one workload's entry. Every function but enabled may be nil: nothing of that kind.

@@ -1,11 +1,16 @@
 package stacks
 
 import (
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
+	"kolotoc/components/dask"
 	"kolotoc/components/elastic"
+	"kolotoc/components/entrypoint"
 	"kolotoc/components/etcd"
+	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
 
@@ -112,23 +117,62 @@ func TestPackGPUs(t *testing.T) {
 	}
 }
 
-// TestWorkloadsRegisteredOnce: each workload's entry names a key of the Config once, and the
-// phases reach every entry: its preset and defaults run in Load, its check in Validate.
+// TestWorkloadsRegisteredOnce: each workload's entry names a key of the Config once, the phases
+// take them in the order of their sections in Config, and the phases reach every entry: its
+// preset and defaults run in Load, its check in Validate.
 func TestWorkloadsRegisteredOnce(t *testing.T) {
-	seen := map[string]bool{}
-	for _, wl := range workloads {
-		if seen[wl.key] {
-			t.Errorf("workload %s registered twice", wl.key)
-		}
-		seen[wl.key] = true
+	if len(workloads) == 0 {
+		t.Fatal("no workload registered")
+	}
+	// One entry file a workload, each registering its entry: a file whose init is lost would
+	// leave its workload out of every phase.
+	if files, _ := filepath.Glob("workload_*.go"); len(files) != len(workloads) {
+		t.Errorf("%d workloads registered, %d entry files: %v", len(workloads), len(files), files)
+	}
+	for i, wl := range workloads {
 		if _, ok := configKeys[wl.key]; !ok {
 			t.Errorf("workload %s is no key of Config", wl.key)
+		}
+		if i > 0 && configKeys[workloads[i-1].key].index >= configKeys[wl.key].index {
+			t.Errorf("workload %s comes after %s, whose section follows its own in Config", wl.key, workloads[i-1].key)
 		}
 		if wl.check == nil {
 			t.Errorf("workload %s has no check: nothing of it would be validated in the stack's context", wl.key)
 		}
 	}
-	if len(workloads) == 0 {
-		t.Fatal("no workload registered")
+
+	// What the order carries (workloads.go): a pool default taken from a section before, and
+	// etcd registered before the elastic workers that wait for it (wiring.etcd). Defaults taken
+	// in the second pass (the towers' launcher, the data-in Job and the monitoring from the
+	// entrypoint's pool) follow every pool default, whatever the order.
+	at, order := map[string]int{}, []string{}
+	for i, wl := range workloads {
+		at[wl.key] = i
+		order = append(order, wl.key)
+	}
+	for _, p := range []struct{ before, after, why string }{
+		{dask.CarriersKey, entrypoint.Key, "the entrypoint's pool defaults to the carriers'"},
+		{etcd.Key, elastic.Key, "the elastic workers wait for etcd's StatefulSet"},
+	} {
+		if b, ok := at[p.before]; !ok || b > at[p.after] {
+			t.Errorf("workload %s must come before %s (%s); order: %v", p.before, p.after, p.why, order)
+		}
+	}
+
+	// A second entry for a key, or an entry for no key of Config, is refused at registration.
+	saved := slices.Clone(workloads)
+	defer func() { workloads = saved }()
+	for _, key := range []string{ring.Key, "nosuchsection"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("register(%q) was accepted", key)
+				}
+			}()
+			register(&workload{key: key})
+		}()
+	}
+	if len(workloads) != len(saved) {
+		t.Errorf("a refused registration changed the workloads: %d entries, want %d", len(workloads), len(saved))
 	}
 }
