@@ -25,13 +25,14 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (testbed/stack/stack.sh env prints it).
 STACK_ENV = eval "$$(testbed/stack/stack.sh env)"
 
-.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop unit e2e test fmt lint workflows
+.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop bench-queue unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
 	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
 	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
 	@echo "make bench-loop [RUNS=5]                   preview and up of a deployed stack with nothing to change, timed"
+	@echo "make bench-queue [RUNS=5]                  fresh ups of dev without and with the queue (Kueue), timed"
 	@echo "make cluster | cluster-down                the local cluster alone (testbed/cluster/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
@@ -103,6 +104,12 @@ RUNS ?= 5
 bench-loop: stack-tools cluster
 	@echo "==> bench-loop: preview and up of stack $(STACK) with nothing to change, $(RUNS) runs"
 	STACK=$(STACK) RUNS=$(RUNS) bench/loop.sh
+
+# What queueing through Kueue adds to a fresh up of dev: RUNS fresh ups without and with
+# kolotoc:queue, timed to up, towers Ready and the launcher's run done (bench/queue.sh).
+bench-queue: stack-tools cluster
+	@echo "==> bench-queue: fresh ups of dev without and with the queue, $(RUNS) runs"
+	RUNS=$(RUNS) bench/queue.sh
 
 down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# What queueing through Kueue adds to a first `pulumi up` of the dev stack, side by side: RUNS
+# times, a fresh up of Pulumi.dev.yaml as committed (no queue), then of the same file with
+# kolotoc:queue {type: kueue} (its ring admitted by the local cluster's Kueue), each destroyed
+# after. For each it prints, from the start of the up:
+#   up        when `testbed/stack/stack.sh up` returned (with the queue, up does not await the
+#             towers: a queued ring may wait for quota)
+#   towers    when every tower pod was Ready
+#   launcher  when the launcher Job (the run, mpirun over the towers) completed
+# and the medians, as a Markdown table. The queued copy is a temporary stack, Pulumi.benchq.yaml,
+# removed with its state at the end.
+#
+#   make bench-queue [RUNS=3]      (the local cluster up: make cluster, or make up)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+runs=${RUNS:-3}
+log=$root/.kolotoc/bench/queue.log
+mkdir -p "$(dirname "$log")"
+: >"$log"
+eval "$(testbed/stack/stack.sh env)"
+
+die() { echo "bench/queue: $*" >&2; exit 1; }
+[ -e Pulumi.benchq.yaml ] && die "Pulumi.benchq.yaml exists: a run of this script was interrupted; remove it (and stack benchq: pulumi stack rm --force benchq)"
+for s in dev benchq; do
+  if pulumi stack ls --json 2>/dev/null | jq -e --arg s "$s" '.[] | select(.name == $s and (.resourceCount // 0) > 0)' >/dev/null; then
+    die "stack $s has resources: destroy it first (the runs measure fresh ups)"
+  fi
+done
+
+# The queued copy: the committed dev file plus the queue.
+cp Pulumi.dev.yaml Pulumi.benchq.yaml
+printf '  kolotoc:queue:\n    type: kueue\n' >>Pulumi.benchq.yaml
+cleanup() {
+  STACK=benchq testbed/stack/stack.sh config >/dev/null 2>&1 && \
+    pulumi destroy --yes --stack benchq --config-file .kolotoc/stacks/benchq/effective.yaml >>"$log" 2>&1 || true
+  pulumi stack rm --force --yes benchq >>"$log" 2>&1 || true
+  rm -rf Pulumi.benchq.yaml .kolotoc/stacks/benchq
+}
+trap cleanup EXIT
+
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A t
+# one STACK: a fresh up, timed to up, towers Ready and launcher complete; then destroyed.
+one() {
+  local stack=$1 ns=kolotoc-$1 start
+  echo "\$ STACK=$stack testbed/stack/stack.sh up" >>"$log"
+  start=$EPOCHREALTIME
+  STACK=$stack testbed/stack/stack.sh up >>"$log" 2>&1 || die "up of $stack failed (log: $log)"
+  t[$stack.up]+="$(since "$start") "
+  until kubectl -n "$ns" get pod tower-0 tower-1 >/dev/null 2>&1; do sleep 0.2; done
+  kubectl -n "$ns" wait --for=condition=Ready pod/tower-0 pod/tower-1 --timeout=300s >>"$log" 2>&1 || die "towers of $stack not Ready (log: $log)"
+  t[$stack.towers]+="$(since "$start") "
+  kubectl -n "$ns" wait --for=condition=Complete job/launcher --timeout=300s >>"$log" 2>&1 || die "launcher of $stack did not complete (log: $log)"
+  t[$stack.launcher]+="$(since "$start") "
+  pulumi destroy --yes --stack "$stack" --config-file ".kolotoc/stacks/$stack/effective.yaml" >>"$log" 2>&1 || die "destroy of $stack failed (log: $log)"
+}
+
+for _ in $(seq "$runs"); do
+  one dev
+  one benchq
+done
+
+echo "| from the start of a fresh up, seconds ($runs runs) | queue off | queue on (Kueue) |"
+echo "|---|---|---|"
+for m in up towers launcher; do
+  printf '| %s: %s / %s | **%s** | **%s** |\n' "$m" "${t[dev.$m]% }" "${t[benchq.$m]% }" \
+    "$(tr ' ' '\n' <<<"${t[dev.$m]}" | grep . | median)" "$(tr ' ' '\n' <<<"${t[benchq.$m]}" | grep . | median)"
+done
