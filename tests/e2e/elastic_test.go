@@ -90,6 +90,28 @@ func (w elasticWorkers) logs(pod string) string {
 	return string(b)
 }
 
+// state is a worker's pod as one line: its phase, and each container's restarts and state.
+func (w elasticWorkers) state(pod string) string {
+	p, err := w.s.kube.CoreV1().Pods(w.ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		return pod + ": " + err.Error()
+	}
+	out := fmt.Sprintf("%s (uid %s): %s", pod, p.UID, p.Status.Phase)
+	for _, c := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		st := "waiting"
+		switch {
+		case c.State.Running != nil:
+			st = "running since " + c.State.Running.StartedAt.UTC().Format(time.TimeOnly)
+		case c.State.Terminated != nil:
+			st = fmt.Sprintf("terminated (exit %d, %s)", c.State.Terminated.ExitCode, c.State.Terminated.Reason)
+		case c.State.Waiting != nil:
+			st = "waiting (" + c.State.Waiting.Reason + ")"
+		}
+		out += fmt.Sprintf("; %s: %s, %d restarts", c.Name, st, c.RestartCount)
+	}
+	return out
+}
+
 // ok counts a worker's completed all-reduces over a world of n ranks.
 func (w elasticWorkers) ok(pod string, n int) int {
 	return strings.Count(w.logs(pod), fmt.Sprintf("all-reduce ok (%d)", n))
@@ -109,7 +131,13 @@ func (w elasticWorkers) waitOK(t *testing.T, what string, timeout time.Duration,
 			return true, ""
 		}
 		slices.Sort(missing)
-		return false, "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ") + "\n" + tail(w.logs(missing[0]))
+		// Every worker that is behind, each with its state and log: a group that does not
+		// re-form is seen from both sides (the survivor's agent and the new joiner).
+		msg := "no new all-reduce over " + fmt.Sprint(n) + " ranks from " + strings.Join(missing, ", ")
+		for _, pod := range missing {
+			msg += "\n--- " + w.state(pod) + "\n" + tail(w.logs(pod))
+		}
+		return false, msg
 	})
 }
 

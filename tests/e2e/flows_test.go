@@ -218,6 +218,21 @@ func (r *flowRecorder) podFor(ip string, at time.Time) *podAt {
 	return best
 }
 
+// lastHolder is the pod that held ip last before time at, nil when none did: the destination of
+// a connection dialled to a pod that has since gone. Its address stays in the Service's
+// endpoints and in DNS until the endpoints controller, kube-proxy and CoreDNS have seen it go,
+// seconds later on a busy node, and its peers keep dialling it meanwhile (an etcd member held
+// down). Such a connection is judged as one to that pod, whose labels it was dialled for.
+func (r *flowRecorder) lastHolder(ip string, at time.Time) *podAt {
+	var last *podAt
+	for _, p := range r.pods[ip] {
+		if !p.last.After(at) && (last == nil || p.last.After(last.last)) {
+			last = p
+		}
+	}
+	return last
+}
+
 // flowEnd is one end of a judged flow, as flowcheck reads it.
 type flowEnd struct {
 	Namespace string            `json:"namespace,omitempty"`
@@ -276,8 +291,12 @@ func (r *flowRecorder) flows() (flows []flow, fromNode int, unknown []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	index := map[string]int{}
-	end := func(ip string, at time.Time) (flowEnd, bool) {
-		if p := r.podFor(ip, at); p != nil {
+	end := func(ip string, at time.Time, dest bool) (flowEnd, bool) {
+		p := r.podFor(ip, at)
+		if p == nil && dest {
+			p = r.lastHolder(ip, at)
+		}
+		if p != nil {
 			return flowEnd{Namespace: p.namespace, Labels: p.labels, IP: ip, name: p.name}, true
 		}
 		// The namespace holds the pods' subnet, the node's addresses (its loopback, the node
@@ -288,8 +307,8 @@ func (r *flowRecorder) flows() (flows []flow, fromNode int, unknown []string) {
 		return flowEnd{}, false
 	}
 	for _, c := range r.conns {
-		from, okFrom := end(c.src, c.at)
-		to, okTo := end(c.dst, c.at)
+		from, okFrom := end(c.src, c.at, false)
+		to, okTo := end(c.dst, c.at, true)
 		switch {
 		case !okFrom || !okTo:
 			unknown = append(unknown, c.rawEvent)
@@ -630,5 +649,39 @@ func TestParseConntrack(t *testing.T) {
 				t.Errorf("%q:\n got %+v\nwant %+v", tc.line, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestGonePodIsLastHolder: a connection dialled to an address after its pod went (seconds later,
+// before the endpoints and DNS caught up) is judged as one to that pod; a source address and an
+// address no pod held stay unknown.
+func TestGonePodIsLastHolder(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := &flowRecorder{pods: map[string][]*podAt{
+		"10.214.0.22": {
+			{namespace: "ns", name: "etcd-1", first: t0, last: t0.Add(10 * time.Second)},
+			{namespace: "ns", name: "etcd-2", first: t0.Add(20 * time.Second), last: t0.Add(60 * time.Second)},
+		},
+	}}
+	for _, tc := range []struct {
+		ip   string
+		at   time.Duration
+		want string
+	}{
+		{"10.214.0.22", 90 * time.Second, "etcd-2"}, // gone 30 s before: its last holder
+		{"10.214.0.22", 15 * time.Second, "etcd-1"}, // between the two holders
+		{"10.214.0.22", -time.Second, ""},           // before any pod held it
+		{"10.214.0.23", 90 * time.Second, ""},       // never a pod's
+	} {
+		got := ""
+		if p := r.lastHolder(tc.ip, t0.Add(tc.at)); p != nil {
+			got = p.name
+		}
+		if got != tc.want {
+			t.Errorf("lastHolder(%s, +%s) = %q, want %q", tc.ip, tc.at, got, tc.want)
+		}
+	}
+	if p := r.podFor("10.214.0.22", t0.Add(90*time.Second)); p != nil {
+		t.Errorf("podFor matched %s 30 s after it went: the fallback is lastHolder's, for destinations only", p.name)
 	}
 }
