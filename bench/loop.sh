@@ -11,15 +11,15 @@
 #   make bench-loop [STACK=dev] [RUNS=5]      (the stack deployed: make up)
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+log_tag=bench/loop
+# shellcheck source=testbed/lib.sh
+. "$(dirname "$0")/../testbed/lib.sh" # root, die, median
 cd "$root"
 stack=${STACK:-dev}
 runs=${RUNS:-5}
 log=$root/.kolotoc/bench/loop.log
 mkdir -p "$(dirname "$log")"
 : >"$log"
-
-die() { echo "bench/loop: $*" >&2; exit 1; }
 
 # timed NAME CMD...: runs CMD with its output in the log, prints its wall time in seconds.
 timed() {
@@ -32,7 +32,6 @@ timed() {
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }'
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # The stack must be deployed and current: a first up, or one that changes something, is not the
 # loop being measured.

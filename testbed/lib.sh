@@ -14,7 +14,7 @@
 #               the real node's images and containerd roots (the tools have their own,
 #               testbed/tools/tools.sh)
 #   kubeconfig  the local cluster's kubeconfig: ${KOLOTOC_KUBECONFIG:-.kolotoc/kubeconfig}
-# and defines log, die, now_ms, secs, tool, kubectl, wait_for, pid_alive, stop_pid,
+# and defines log, die, now_ms, secs, median, tool, kubectl, wait_for, pid_alive, stop_pid,
 # path_without, and cluster_env (the local cluster's names and addresses, for the scripts that
 # drive it). (SC2034 is off: the variables set here are the sourcing scripts'.)
 
@@ -33,6 +33,9 @@ die() { log "$*"; exit 1; }
 # now_ms: wall clock in milliseconds; secs MS: those milliseconds as seconds, one decimal.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
+
+# median: the median of the numbers on stdin, one a line (the mean of the middle two when even).
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # tool NAME: absolute path of a built tool, symlinks resolved (kwokctl wants plain paths). Only
 # ever used in a plain assignment, so that a missing tool stops the script under set -e.

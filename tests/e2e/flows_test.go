@@ -653,8 +653,8 @@ func TestParseConntrack(t *testing.T) {
 }
 
 // TestGonePodIsLastHolder: a connection dialled to an address after its pod went (seconds later,
-// before the endpoints and DNS caught up) is judged as one to that pod; a source address and an
-// address no pod held stay unknown.
+// before the endpoints and DNS caught up) is judged as one to that pod; the address as a source,
+// and an address no pod held, stay unknown.
 func TestGonePodIsLastHolder(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	r := &flowRecorder{pods: map[string][]*podAt{
@@ -681,7 +681,21 @@ func TestGonePodIsLastHolder(t *testing.T) {
 			t.Errorf("lastHolder(%s, +%s) = %q, want %q", tc.ip, tc.at, got, tc.want)
 		}
 	}
-	if p := r.podFor("10.214.0.22", t0.Add(90*time.Second)); p != nil {
-		t.Errorf("podFor matched %s 30 s after it went: the fallback is lastHolder's, for destinations only", p.name)
+	// Through the recorder's judging: etcd-0 dialling the gone etcd-2 is a flow to etcd-2; the
+	// gone address as a source, and an address no pod held, stay unknown.
+	r.podNet, r.gw = netip.MustParsePrefix("10.214.0.0/24"), netip.MustParseAddr("10.214.0.1")
+	r.pods["10.214.0.14"] = []*podAt{{namespace: "ns", name: "etcd-0", first: t0, last: t0.Add(120 * time.Second)}}
+	at := t0.Add(90 * time.Second)
+	r.conns = []conn{
+		{at: at, src: "10.214.0.14", dialled: "10.214.0.22:2380", dst: "10.214.0.22", port: 2380, rawEvent: "to gone"},
+		{at: at, src: "10.214.0.22", dialled: "10.214.0.14:2380", dst: "10.214.0.14", port: 2380, rawEvent: "from gone"},
+		{at: at, src: "10.214.0.14", dialled: "10.214.0.23:2380", dst: "10.214.0.23", port: 2380, rawEvent: "to no pod"},
+	}
+	flows, _, unknown := r.flows()
+	if len(flows) != 1 || flows[0].From.name != "etcd-0" || flows[0].To.name != "etcd-2" || flows[0].Port != 2380 {
+		t.Errorf("flows = %+v, want one etcd-0 → etcd-2 on 2380", flows)
+	}
+	if !slices.Equal(unknown, []string{"from gone", "to no pod"}) {
+		t.Errorf("unknown = %q, want the gone address as a source and the address no pod held", unknown)
 	}
 }
