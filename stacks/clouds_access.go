@@ -50,10 +50,10 @@ func (c *Config) applyAccessDefaults() {
 }
 
 // validateAccess checks who may reach the API server and the maintenance window.
-func (c *Config) validateAccess(v *validator) {
+func (c *Config) validateAccess(v *Validator) {
 	k := c.Cluster
 	for i, cidr := range k.AuthorizedNetworks {
-		v.cidr(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), cidr,
+		v.CIDR(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), cidr,
 			"the networks allowed to reach the API server, e.g. your office's 203.0.113.0/24 or the address `pulumi up` runs from")
 	}
 	if k.PrivateEndpoint && len(k.AuthorizedNetworks) > 0 && (c.Cloud == CloudAWS || c.Cloud == CloudAzure) {
@@ -69,7 +69,7 @@ func (c *Config) validateAccess(v *validator) {
 
 }
 
-func (c *Config) validateMaintenanceWindow(v *validator) {
+func (c *Config) validateMaintenanceWindow(v *Validator) {
 	w := c.Cluster.MaintenanceWindow
 	const key = "cluster.maintenanceWindow"
 	if _, err := time.Parse("15:04", w.Start); err != nil {
@@ -97,11 +97,11 @@ func (c *Config) validateMaintenanceWindow(v *validator) {
 	}
 }
 
-// cidr checks a CIDR that opens something to a network (the API server, the Jupyter
+// CIDR checks a CIDR that opens something to a network (the API server, the Jupyter
 // LoadBalancer, a Filestore export): a network address, and one rule for how broad it may be,
 // minSourcePrefix. A list of CIDRs is checked entry by entry, so that rule is what keeps a list
 // from adding up to the internet (0.0.0.0/1 and 128.0.0.0/1 are each refused).
-func (v *validator) cidr(key, value, what string) {
+func (v *Validator) CIDR(key, value, what string) {
 	ip, n, err := net.ParseCIDR(value)
 	if err != nil {
 		v.add(key, value, "not a CIDR; allowed: "+what)

@@ -54,7 +54,7 @@ func (k Cluster) AKSDNSServiceIP() string {
 // validateAzureNetwork checks the subnet the cluster brings, its Kubernetes ranges and the
 // Azure Files protocol. Like the other cloud keys, they are accepted on the simulated cloud, so
 // that a copy of an azure stack runs there unchanged.
-func (c *Config) validateAzureNetwork(v *validator) {
+func (c *Config) validateAzureNetwork(v *Validator) {
 	k := c.Cluster
 	if (IsCloud(c.Cloud) && c.Cloud != CloudAzure) || c.Cloud == CloudExisting {
 		for key, val := range map[string]string{"cluster.subnetId": k.SubnetID, "cluster.serviceCidr": k.ServiceCIDR, "cluster.podCidr": k.PodCIDR,

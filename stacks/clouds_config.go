@@ -176,7 +176,7 @@ func defaultStorageAccount(project, stack, cluster string) string {
 // validateCloud checks the keys of the clouds: machine types against the catalogue, the names
 // each cloud derives from cluster.name, pool zones, and the file store. It runs on every stack:
 // a simulated stack that mirrors a cloud stack is checked against the same catalogue.
-func (c *Config) validateCloud(v *validator) {
+func (c *Config) validateCloud(v *Validator) {
 	cloud := c.Cloud
 	k := c.Cluster
 	if IsCloud(cloud) {
@@ -237,7 +237,7 @@ func (c *Config) validateCloud(v *validator) {
 // node kubernetes.azure.com/scalesetpriority=spot:NoSchedule, and the workloads tolerate only the
 // GPU taint, so their pods would stay Pending. Every enabled workload's pools count (workloads.go);
 // Spot pools for other jobs are fine.
-func (c *Config) validateAzureSpot(v *validator) {
+func (c *Config) validateAzureSpot(v *Validator) {
 	users := c.workloadPools()
 	for i, p := range c.NodePools {
 		if p.Spot && len(users[p.Name]) > 0 {
@@ -248,7 +248,7 @@ func (c *Config) validateAzureSpot(v *validator) {
 	}
 }
 
-func (c *Config) validateClusterNames(v *validator) {
+func (c *Config) validateClusterNames(v *Validator) {
 	name := c.Cluster.Name
 	switch c.Cloud {
 	case CloudGCP:
@@ -266,7 +266,7 @@ func (c *Config) validateClusterNames(v *validator) {
 	}
 }
 
-func (c *Config) validateAWSNetwork(v *validator) {
+func (c *Config) validateAWSNetwork(v *Validator) {
 	k := c.Cluster
 	switch {
 	case k.VPCID != "" && len(k.SubnetIDs) == 0:
@@ -302,7 +302,7 @@ func (c *Config) validateAWSNetwork(v *validator) {
 // validatePoolMachine checks a pool against its machine type in the catalogue. A machine type
 // the catalogue does not know stands with the shape the stack gives it (checked before defaults
 // by validateShapes, machines.go).
-func (c *Config) validatePoolMachine(v *validator, i int, p NodePool) {
+func (c *Config) validatePoolMachine(v *Validator, i int, p NodePool) {
 	key := fmt.Sprintf("nodePools[%d]", i)
 	if IsCloud(c.Cloud) && p.MachineType == "" {
 		v.add(key+".machineType", "(unset)", fmt.Sprintf("required with cloud %s; e.g. %s", c.Cloud, machineTypeHint(c.Cloud, "")))
@@ -340,7 +340,7 @@ func (c *Config) validatePoolMachine(v *validator, i int, p NodePool) {
 
 // validatePoolZones checks pool zones: GKE counts nodes per zone, so with a regional cluster the
 // zones must be named and the totals must split evenly between them.
-func (c *Config) validatePoolZones(v *validator, i int, p NodePool) {
+func (c *Config) validatePoolZones(v *Validator, i int, p NodePool) {
 	key := fmt.Sprintf("nodePools[%d].zones", i)
 	switch c.Cloud {
 	case CloudGCP:

@@ -52,7 +52,7 @@ func (c *Config) applyRecoveryDefaults() {
 }
 
 // validateRecovery checks the pools' cloud names and replacement, and the store's backup.
-func (c *Config) validateRecovery(v *validator) {
+func (c *Config) validateRecovery(v *Validator) {
 	seen := map[string]int{}
 	for i, p := range c.NodePools {
 		key := fmt.Sprintf("nodePools[%d]", i)

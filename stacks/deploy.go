@@ -147,22 +147,22 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	// their Secrets, ConfigMaps and Services, which then exist by the time both are ready.
 	withDeps := pulumi.DependsOn(workloadDeps)
 	mount := append(append([]pulumi.Resource{}, pools...), shared.Ready...)
-	site := workloadSite(c)
+	site := WorkloadSite(c)
 	site.Namespace = namespace
 
 	// The workloads, the entrypoint and the data-in Job first (workloads.go).
-	w := &wiring{
-		site: site, pools: pools, mount: mount, queue: queued, namespaceUID: ns.Metadata.Uid().Elem(), agents: agents,
-		opts: []pulumi.ResourceOption{k8s, withDeps},
+	w := &Wiring{
+		Site: site, Pools: pools, Mount: mount, Queue: queued, NamespaceUID: ns.Metadata.Uid().Elem(), Agents: agents,
+		Opts: []pulumi.ResourceOption{k8s, withDeps},
 	}
 	if err := deployWorkloads(ctx, c, w); err != nil {
 		return err
 	}
 
 	for _, outs := range []pulumi.Map{
-		StackOutputs(c, w.entryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
+		StackOutputs(c, w.EntryArgs, kube), WorkloadOutputs(c, kube), QueueOutputs(c, kube),
 		kube.outputs(),                      // kubeContext, kubeconfigCommand
-		publicOutputs(w.entry, w.entryArgs), // the LoadBalancer's address
+		publicOutputs(w.Entry, w.EntryArgs), // the LoadBalancer's address
 		cloud.exports(),                     // clusterName, kubeconfig (a secret), the file store
 	} {
 		for k, v := range outs {
@@ -191,9 +191,9 @@ func stackLabels(c *Config) meta.Labels {
 	return l
 }
 
-// workloadSite is what every workload takes from the stack (meta.Site), less the namespace input
+// WorkloadSite is what every workload takes from the stack (meta.Site), less the namespace input
 // and what the pods wait for, which deploy sets.
-func workloadSite(c *Config) meta.Site {
+func WorkloadSite(c *Config) meta.Site {
 	return meta.Site{
 		NamespaceDNS: c.Namespace, Labels: stackLabels(c), Claim: StorageName, MountPath: c.Storage.MountPath,
 		Scratch: c.Storage.Scratch.Site(), RunAsUser: c.RunAsUser, Suspend: c.Suspend, Code: CodeArgs(c),

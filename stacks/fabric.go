@@ -7,6 +7,7 @@ import (
 
 	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
+	"kolotoc/components/ring"
 )
 
 // Placements of a pool (kolotoc:nodePools[i].placement).
@@ -151,7 +152,7 @@ func (c *Config) spreadZones(p NodePool) int {
 
 // validateFabric checks each pool's placement and fabric, and refuses a ring of towers spread
 // over zones unless the stack accepts it (towers.crossZone).
-func (c *Config) validateFabric(v *validator) {
+func (c *Config) validateFabric(v *Validator) {
 	for i, p := range c.NodePools {
 		key := fmt.Sprintf("nodePools[%d]", i)
 		v.oneOf(key+".placement", p.Placement, allowedPlacements)
@@ -212,4 +213,19 @@ func (c *Config) EFAPools() bool {
 		}
 	}
 	return false
+}
+
+// TowerFabric is what the towers take of their pool's fabric: their share of each node's EFA
+// interfaces and NCCL's environment on them; zero without a fabric.
+func (c *Config) TowerFabric() ring.Fabric {
+	p := c.Pool(c.Towers.Pool)
+	if p == nil {
+		return ring.Fabric{}
+	}
+	f := c.PoolFabric(*p)
+	n := f.PerPod(c.Towers.GPUsPerTower, p.GPUsPerNode)
+	if n == 0 {
+		return ring.Fabric{}
+	}
+	return ring.Fabric{Resource: fabric.EFAResource, PerTower: n, Env: f.FabricEnv()}
 }

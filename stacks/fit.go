@@ -36,7 +36,7 @@ var FitAwaitedTypes = []string{
 }
 
 // validateFit refuses kolotoc:fit wherever it could hide a real environment that is not ready.
-func (c *Config) validateFit(v *validator) {
+func (c *Config) validateFit(v *Validator) {
 	if !c.Fit {
 		return
 	}

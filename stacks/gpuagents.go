@@ -61,7 +61,7 @@ func (c *Config) applyGPUAgentDefaults() {
 
 // validateGPUAgents: a provider the cloud allows, and no device plugin of Kolotoc's beside
 // another's.
-func (c *Config) validateGPUAgents(v *validator) {
+func (c *Config) validateGPUAgents(v *Validator) {
 	d := c.DevicePlugin
 	v.oneOf("devicePlugin.provider", d.Provider, allowedDevicePlugins)
 	if allowed, ok := devicePluginsByCloud[c.Cloud]; ok && !slices.Contains(allowed, d.Provider) && slices.Contains(allowedDevicePlugins, d.Provider) {
@@ -79,10 +79,10 @@ func (c *Config) validateGPUAgents(v *validator) {
 	}
 }
 
-// gpuNodes is what the DCGM exporter must know of the GPU node image, by who provides the device
+// GPUNodes is what the DCGM exporter must know of the GPU node image, by who provides the device
 // plugin: GKE's nodes keep the driver in a host directory and name GPUs by device; every other
 // provider's nodes run the NVIDIA Container Toolkit and NVIDIA's plugin, which names them by UUID.
-func (c *Config) gpuNodes() monitoring.GPUNodes {
+func (c *Config) GPUNodes() monitoring.GPUNodes {
 	if c.DevicePlugin.Provider == DevicePluginGKE {
 		return monitoring.GPUNodes{DriverHostDir: gkeDriverHostDir, DeviceIDs: monitoring.DeviceIDsName}
 	}

@@ -44,9 +44,9 @@ const (
 	nodePortMax = 32767
 )
 
-// validateHostNetwork checks host-network towers against the sentinels, the sshd port and the
+// ValidateHostNetwork checks host-network towers against the sentinels, the sshd port and the
 // towers' pool (nil when it is not declared, which is reported elsewhere).
-func (c *Config) validateHostNetwork(v *validator, pool *NodePool) {
+func (c *Config) ValidateHostNetwork(v *Validator, pool *NodePool) {
 	t := c.Towers
 	if !t.Enabled || !t.HostNetwork {
 		return

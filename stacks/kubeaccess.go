@@ -144,7 +144,7 @@ func stackKubeAccess(c *Config, cloud *cloudResult) (KubeAccess, error) {
 }
 
 // validateKubeAccess: on gcp the context's name is gcloud's to choose.
-func (c *Config) validateKubeAccess(v *validator) {
+func (c *Config) validateKubeAccess(v *Validator) {
 	if c.Cloud == CloudGCP && c.Cluster.Context != "" {
 		v.add("cluster.context", c.Cluster.Context, "gcloud names a GKE cluster's context gke_<project>_<location>_<name> (the kubeContext output); "+
 			"remove it on gcp (on aws and azure it names the context the kubeconfigCommand output creates)")

@@ -40,7 +40,7 @@ func (c *Config) otherCloud(p NodePool) string {
 // catalogue does not know must say its cores and memory, since the generic 8-core, 32Gi default
 // would describe a machine nobody checked (the capacity checks and the simulated mirror use them).
 func (c *Config) validateShapes() []FieldError {
-	v := &validator{}
+	v := &Validator{}
 	for i, p := range c.NodePools {
 		if !c.uncatalogued(p) {
 			continue
@@ -65,7 +65,7 @@ func (c *Config) validateShapes() []FieldError {
 
 // validateUncatalogued checks the GPU half of a shape given for a machine type the catalogue does
 // not know; its cores and memory were checked by validateShapes and validatePools.
-func (c *Config) validateUncatalogued(v *validator, key string, p NodePool) {
+func (c *Config) validateUncatalogued(v *Validator, key string, p NodePool) {
 	if other := c.otherCloud(p); other != "" {
 		v.add(key+".machineType", p.MachineType, fmt.Sprintf("a machine type of %s, not of %s; allowed on %s: %s (or another %s type with its shape in config)",
 			other, c.Cloud, c.Cloud, machineTypeHint(c.Cloud, p.MachineType), c.Cloud))
@@ -87,7 +87,7 @@ func (c *Config) validateUncatalogued(v *validator, key string, p NodePool) {
 
 // validateAttachedGPUs checks the GPUs a pool attaches to a GCP N1 machine type against what GCP
 // allows: the GPU types, their counts, and the largest machine each count may have.
-func validateAttachedGPUs(v *validator, key string, p NodePool, m MachineType) {
+func validateAttachedGPUs(v *Validator, key string, p NodePool, m MachineType) {
 	types := meta.SortedKeys(n1GPUs)
 	if p.GPUsPerNode == 0 {
 		if p.GPUType != "" {

@@ -6,10 +6,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"kolotoc/components/elastic"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
-	"kolotoc/components/ring"
 	"kolotoc/components/tfcluster"
 )
 
@@ -21,7 +19,7 @@ func (c *Config) applyQueueDefaults() { c.Queue.Default(IsCloud(c.Cloud)) }
 
 // validateQueue checks the queue's own settings, where its Kueue comes from, and that every
 // queued workload fits the quota at once: a gang larger than its queue would wait forever.
-func (c *Config) validateQueue(v *validator) {
+func (c *Config) validateQueue(v *Validator) {
 	c.Queue.Validate(v)
 	q := c.Queue
 	if !q.On() {
@@ -31,20 +29,20 @@ func (c *Config) validateQueue(v *validator) {
 		v.add("queue.install", "true", fmt.Sprintf("on cloud %s the cluster's own Kueue is used (the local test bed runs one); allowed: false", c.Cloud))
 	}
 	if q.Image != "" {
-		v.image("queue.image", q.Image)
+		v.Image("queue.image", q.Image)
 	}
 	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (workload_<key>.go)
-		if wl.gang == nil {
+		if wl.Gang == nil {
 			continue
 		}
-		if g := wl.gang(c); g != nil {
-			c.checkGang(v, g.key, g.value, g.what, g.need)
+		if g := wl.Gang(c); g != nil {
+			c.checkGang(v, g.Key, g.Value, g.What, g.Need)
 		}
 	}
 }
 
 // checkGang refuses a gang whose need exceeds the queue's quota in any resource.
-func (c *Config) checkGang(v *validator, key, value, what string, need map[string]string) {
+func (c *Config) checkGang(v *Validator, key, value, what string, need map[string]string) {
 	quota := c.QueueQuota()
 	for _, r := range meta.SortedKeys(need) {
 		have, known := quota[r]
@@ -91,7 +89,7 @@ func (c *Config) QueueQuota() map[string]string {
 		out["cpu"] = fmt.Sprint(cpus)
 		out["memory"] = mem.String()
 		out[meta.GPUResource] = fmt.Sprint(gpus)
-		if f := c.towerFabric(); f.Resource != "" {
+		if f := c.TowerFabric(); f.Resource != "" {
 			out[f.Resource] = fmt.Sprint(c.Towers.Count * f.PerTower)
 		}
 	}
@@ -144,56 +142,8 @@ func addQuantity(sum *resource.Quantity, s string) {
 	}
 }
 
-// towersGang is the ring's pod group when the stack queues it: the towers and the launcher, one
-// group per run.
-func (c *Config) towersGang() *meta.Gang {
-	if !c.Queue.On() {
-		return nil
-	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ring.Name, c.Towers.Run), Total: c.Towers.Count + 1}
-	if _, ok := c.Queue.Priorities["towers"]; ok {
-		g.Priority = queue.PriorityClass(c.Namespace, "towers")
-	}
-	return g
-}
-
-// tfGang is the TF cluster's pod group when the stack queues it: every task of every type (the
-// evaluator too: it is placed with the cluster or not at all).
-func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
-	if !c.Queue.On() {
-		return nil
-	}
-	total := 0
-	for _, t := range tasks {
-		total += t.Count
-	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TFGroupName, ""), Total: total}
-	if _, ok := c.Queue.Priorities["tfcluster"]; ok {
-		g.Priority = queue.PriorityClass(c.Namespace, "tfcluster")
-	}
-	return g
-}
-
-// elasticGang is the elastic workers' pod group when the stack queues them: the first minNodes
-// workers, a serving group (a lost worker's replacement rejoins it), and the priority class of
-// the workers above minNodes, each admitted on its own below the group's priority ("" when
-// there are none).
-func (c *Config) elasticGang() (*meta.Gang, string) {
-	if !c.Queue.On() {
-		return nil, ""
-	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(elastic.Name, ""), Total: c.Elastic.MinNodes, Serving: true}
-	if _, ok := c.Queue.Priorities["elastic"]; ok {
-		g.Priority = queue.PriorityClass(c.Namespace, "elastic")
-	}
-	if c.elasticExtras() {
-		return g, queue.PriorityClass(c.Namespace, queue.ElasticExtra)
-	}
-	return g, ""
-}
-
-// elasticExtras: the stack queues elastic workers above minNodes.
-func (c *Config) elasticExtras() bool {
+// ElasticExtras: the stack queues elastic workers above minNodes.
+func (c *Config) ElasticExtras() bool {
 	return c.Queue.On() && c.Elastic.Enabled && c.Elastic.Nodes > c.Elastic.MinNodes
 }
 
@@ -224,7 +174,7 @@ func QueueArgs(c *Config) *queue.Args {
 		Config: c.Queue, NamespaceDNS: c.Namespace, Labels: stackLabels(c),
 		Check: c.Cloud == CloudExisting || c.Cloud == CloudSimulated,
 	}
-	if c.elasticExtras() {
+	if c.ElasticExtras() {
 		// The extras' class, one below the group's (0 unless queue.priorities.elastic says), and
 		// a stack-made ClusterQueue that lets a waiting group take extras' quota back.
 		p := map[string]int32{queue.ElasticExtra: c.Queue.Priorities["elastic"] - 1}

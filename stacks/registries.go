@@ -61,7 +61,7 @@ func decodeRegistryPasswords(c *Config, key, v string) []FieldError {
 // for a named server; cluster.acrId an ACR on azure, cluster.registryProjects GCP projects on gcp.
 // Like the other cloud keys, those two are accepted on the simulated cloud, whose copy of a cloud
 // stack runs unchanged.
-func (c *Config) validateRegistries(v *validator) {
+func (c *Config) validateRegistries(v *Validator) {
 	seen := map[string]bool{}
 	for i, r := range c.Registries {
 		key := fmt.Sprintf("registries[%d]", i)

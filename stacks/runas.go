@@ -24,7 +24,7 @@ const (
 // NonRoot reports whether the workloads run as a user other than root.
 func (c *Config) NonRoot() bool { return c.RunAsUser != 0 }
 
-func (c *Config) validateRunAsUser(v *validator) {
+func (c *Config) validateRunAsUser(v *Validator) {
 	if c.RunAsUser < 0 || c.RunAsUser > maxRunAsUser {
 		v.add("runAsUser", strconv.Itoa(c.RunAsUser), fmt.Sprintf("allowed: 0 (each image's own user) or a uid from 1 to %d", maxRunAsUser))
 		return
@@ -59,8 +59,8 @@ func (c *Config) storageOwner() *storage.Owner {
 func (c *Config) writtenDirs() []string {
 	dirs := []string{"checkpoints", "logs"}
 	for _, wl := range c.enabledWorkloads() {
-		if wl.dirs != nil {
-			dirs = append(dirs, wl.dirs(c)...)
+		if wl.Dirs != nil {
+			dirs = append(dirs, wl.Dirs(c)...)
 		}
 	}
 	return dirs
@@ -71,8 +71,8 @@ func (c *Config) writtenDirs() []string {
 // is always deployed).
 func (c *Config) ownerImage() string {
 	for _, wl := range c.enabledWorkloads() {
-		if wl.image != nil {
-			return wl.image(c)
+		if wl.Image != nil {
+			return wl.Image(c)
 		}
 	}
 	return c.Entrypoint.JupyterImage

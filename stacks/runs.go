@@ -57,18 +57,18 @@ func (c *Config) applyRunDefaults() {
 		meta.Fill(&c.Code.Image, DefaultGitImage)
 	}
 	for _, wl := range workloads {
-		if wl.onSuccess != nil {
-			meta.Fill(wl.onSuccess(c), meta.OnSuccessKeep)
+		if wl.OnSuccess != nil {
+			meta.Fill(wl.OnSuccess(c), meta.OnSuccessKeep)
 		}
 	}
 }
 
 // validateRuns checks runs, code and every workload's env.
-func (c *Config) validateRuns(v *validator) {
-	v.runID("towers.run", c.Towers.Run)
+func (c *Config) validateRuns(v *Validator) {
+	v.RunID("towers.run", c.Towers.Run)
 	for _, wl := range workloads {
-		if wl.onSuccess != nil {
-			v.oneOf(wl.key+".onSuccess", *wl.onSuccess(c), allowedOnSuccess)
+		if wl.OnSuccess != nil {
+			v.oneOf(wl.Key+".onSuccess", *wl.OnSuccess(c), allowedOnSuccess)
 		}
 	}
 	if c.TFCluster.Enabled && c.TFCluster.OnSuccess == meta.OnSuccessRelease && c.TFCluster.Chief.Count == 0 {
@@ -103,7 +103,7 @@ func (c *Config) validateRuns(v *validator) {
 		if path.Clean(code.Path) == "/" {
 			v.add("code.path", code.Path, "the checkout cannot replace the root directory")
 		}
-		v.image("code.image", code.Image)
+		v.Image("code.image", code.Image)
 		if code.CredentialsSecret != "" {
 			v.dnsSubdomain("code.credentialsSecret", code.CredentialsSecret)
 		}
@@ -111,11 +111,11 @@ func (c *Config) validateRuns(v *validator) {
 
 	own := OwnSecrets()
 	for _, wl := range workloads {
-		if wl.env == nil {
+		if wl.Env == nil {
 			continue
 		}
-		for _, e := range wl.env(c) {
-			v.env(e.key, e.env, own)
+		for _, e := range wl.Env(c) {
+			v.Env(e.Key, e.Env, own)
 		}
 	}
 }
@@ -127,7 +127,7 @@ func (c *Config) validateRuns(v *validator) {
 func OwnSecrets() []string {
 	var out []string
 	for _, wl := range workloads {
-		out = append(out, wl.secrets...)
+		out = append(out, wl.Secrets...)
 	}
 	return append(out, registry.SecretName, storage.CredentialsName(StorageName))
 }
@@ -172,7 +172,7 @@ func codeScheme(repo string) string {
 // a transport that authenticates no server (git://, http://, a path of the node) unless
 // code.ref pins it to a commit: anyone on the path could swap the code every rank runs. The
 // credentials of code.credentialsSecret go to https only (git sends them in the clear on http).
-func (c *Config) validateCodeTransport(v *validator) {
+func (c *Config) validateCodeTransport(v *Validator) {
 	code := c.Code
 	scheme := codeScheme(code.Repository)
 	if code.CredentialsSecret != "" && scheme != "https" {
@@ -187,8 +187,8 @@ func (c *Config) validateCodeTransport(v *validator) {
 		"or pin code.ref to a full commit id (40 hex digits)", c.Cloud))
 }
 
-// runID checks a run id: a label value, since it labels the run's pods.
-func (v *validator) runID(key, id string) {
+// RunID checks a run id: a label value, since it labels the run's pods.
+func (v *Validator) RunID(key, id string) {
 	if id == "" {
 		return
 	}
@@ -197,15 +197,15 @@ func (v *validator) runID(key, id string) {
 	}
 }
 
-func (v *validator) dnsSubdomain(key, name string) {
+func (v *Validator) dnsSubdomain(key, name string) {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		v.add(key, name, "not a Kubernetes object name: "+strings.Join(errs, "; "))
 	}
 }
 
-// env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
+// Env checks a workload's variables: names that shells accept, not Kolotoc's own (KOLOTOC_*),
 // each once, and each a value or a key of a Secret that is not Kolotoc's own (own), not both.
-func (v *validator) env(key string, env []meta.EnvSetting, own []string) {
+func (v *Validator) Env(key string, env []meta.EnvSetting, own []string) {
 	seen := map[string]bool{}
 	for i, e := range env {
 		k := fmt.Sprintf("%s[%d]", key, i)

@@ -40,7 +40,7 @@ func (c *Config) GPUAgentsNamespace() string {
 // usesScratch reports whether any workload mounts the per-pod scratch volume.
 func (c *Config) usesScratch() bool {
 	for _, wl := range c.enabledWorkloads() {
-		if wl.scratch {
+		if wl.Scratch {
 			return true
 		}
 	}
@@ -77,7 +77,7 @@ func GPUAgentsPodSecurity(c *Config) isolation.Level {
 	}
 	if c.Monitoring.Enabled && c.Monitoring.DCGMOn() {
 		why := "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics"
-		if dir := c.gpuNodes().DriverHostDir; dir != "" {
+		if dir := c.GPUNodes().DriverHostDir; dir != "" {
 			why = "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory and the node's driver (" + dir +
 				", hostPath) and runs privileged to open the GPU devices, as GKE's own manifest does"
 		}
@@ -94,7 +94,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	// Dask: the workers and Jupyter (in the entrypoint pod) reach the scheduler; the scheduler and
 	// the workers reach each worker process and its nanny. Nothing outside the cluster reaches
 	// the scheduler: whoever does runs code on every worker.
-	workers := daskWorkers(c)
+	workers := DaskWorkers(c)
 	add(entrypoint.SchedulerAllow(workers))
 	out = append(out, dask.Allows(entrypoint.Component, workers)...) // each worker process and nanny
 	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)       // its UIs; Jupyter behind a LoadBalancer
@@ -124,9 +124,9 @@ func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
 	return monitoring.AgentsAllows(MonitoringArgs(c)) // dcgm-scrape, when the exporter runs
 }
 
-// daskWorkers are the components whose pods run Dask workers: the carriers, and the towers
+// DaskWorkers are the components whose pods run Dask workers: the carriers, and the towers
 // when sentinels run beside them.
-func daskWorkers(c *Config) []string {
+func DaskWorkers(c *Config) []string {
 	out := []string{}
 	if c.Carriers.Enabled {
 		out = append(out, dask.CarrierComponent)
@@ -137,11 +137,11 @@ func daskWorkers(c *Config) []string {
 	return out
 }
 
-// gpuShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of
+// GPUShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of
 // the node's cores (a tower with all 8 GPUs may use every core; one with 4 of 8, half), never
 // below its request. A limit at the request would throttle the input pipeline of a pod that owns
 // the node; none at all would let co-located pods starve each other.
-func gpuShareCPULimit(request string, p *NodePool, gpus int) string {
+func GPUShareCPULimit(request string, p *NodePool, gpus int) string {
 	if p == nil || p.GPUsPerNode < 1 || gpus < 1 {
 		return request
 	}
@@ -201,7 +201,7 @@ func isSystemNamespace(ns string) bool {
 // it on destroy), and a GPU agents' namespace name that is a DNS label. That Dask worker
 // processes stay within the port ranges the policies open the carriers check themselves
 // (components/dask/config.go).
-func (c *Config) validateIsolation(v *validator) {
+func (c *Config) validateIsolation(v *Validator) {
 	switch ns := c.Namespace; {
 	case isSystemNamespace(ns): // and so is its <namespace>-gpu-agents
 		v.add("namespace", ns, fmt.Sprintf("the cluster's own namespace: the stack would take it over (adopt it, deny all ingress "+

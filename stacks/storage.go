@@ -99,7 +99,7 @@ func (c *Config) applyStorageDefaults() {
 // allowedStorage are the storage types a stack can name in kolotoc:storage.type.
 var allowedStorage = []string{storage.TypeInClusterNFS, storage.TypeNFS, storage.TypeLocal, storage.TypeFilestore, storage.TypeEFS, storage.TypeAzureFiles}
 
-func (c *Config) validateStorage(v *validator) {
+func (c *Config) validateStorage(v *Validator) {
 	s := c.Storage
 	switch {
 	case IsCloud(c.Cloud) && s.Type == "":
@@ -113,9 +113,9 @@ func (c *Config) validateStorage(v *validator) {
 	}
 	s.Validate(v) // the storage's own settings (components/storage/config.go)
 	if c.InClusterNFS() {
-		v.image("storage.image", s.Image)
+		v.Image("storage.image", s.Image)
 	}
-	v.quantity("storage.size", s.Size)
+	v.Quantity("storage.size", s.Size)
 	v.absPath("storage.path", s.Path)
 	v.absPath("storage.mountPath", s.MountPath)
 	v.oneOf("storage.scratch.type", s.Scratch.Type, storage.ScratchTypes)
@@ -129,7 +129,7 @@ func (c *Config) validateStorage(v *validator) {
 	if s.Server != "" {
 		v.host("storage.server", s.Server, "the NFS server's DNS name or IP address, without scheme, port or path, e.g. 10.0.0.2 or nfs.example.com")
 	}
-	v.quantity("storage.scratch.sizeLimit", s.Scratch.SizeLimit)
+	v.Quantity("storage.scratch.sizeLimit", s.Scratch.SizeLimit)
 	v.absPath("storage.scratch.mountPath", s.Scratch.MountPath)
 }
 

@@ -95,7 +95,7 @@ func storageCloud(t string) string {
 	return ""
 }
 
-func (c *Config) validateCloudStorage(v *validator) {
+func (c *Config) validateCloudStorage(v *Validator) {
 	s := c.Storage
 	if want := storageCloud(s.Type); want != "" && want != c.Cloud && c.Cloud != CloudSimulated && c.Cloud != "" && !c.mountsExistingStore() {
 		v.add("storage.type", s.Type, fmt.Sprintf("needs cloud %s (a simulated stack stands it in with an in-cluster NFS server); allowed on %s: %s",
@@ -175,7 +175,7 @@ func (c *Config) validateCloudStorage(v *validator) {
 
 // validateFilestoreAccess checks the Filestore client ranges (validateCloud calls it after
 // validateAccess).
-func (c *Config) validateFilestoreAccess(v *validator) {
+func (c *Config) validateFilestoreAccess(v *Validator) {
 	k := c.Cluster
 	s := c.Storage
 	if s.Type != storage.TypeFilestore {
@@ -189,13 +189,13 @@ func (c *Config) validateFilestoreAccess(v *validator) {
 			"which alone may mount the Filestore share; e.g. [10.10.0.0/20]", k.Network))
 	}
 	for i, cidr := range s.ClientRanges {
-		v.cidr(fmt.Sprintf("storage.clientRanges[%d]", i), cidr, "the ranges of the cluster's nodes, e.g. 10.128.0.0/9 on the default network")
+		v.CIDR(fmt.Sprintf("storage.clientRanges[%d]", i), cidr, "the ranges of the cluster's nodes, e.g. 10.128.0.0/9 on the default network")
 	}
 }
 
 // validateAzureFilesNetwork checks what the Azure Files share asks of the network: its private
 // endpoint and DNS zone, its protocol (validateCloud calls it after validateAzureNetwork).
-func (c *Config) validateAzureFilesNetwork(v *validator) {
+func (c *Config) validateAzureFilesNetwork(v *Validator) {
 	k, s := c.Cluster, c.Storage
 	if s.PrivateDNSZoneID != "" && !s.PrivateEndpoint {
 		v.add("storage.privateDnsZoneId", s.PrivateDNSZoneID, "only with storage.privateEndpoint: true")
@@ -236,7 +236,7 @@ func (c *Config) validateAzureFilesNetwork(v *validator) {
 }
 
 // validateBackup: backups are for the file stores Kolotoc creates and can back up.
-func (c *Config) validateBackup(v *validator) {
+func (c *Config) validateBackup(v *Validator) {
 	s := c.Storage
 	b := s.Backup
 	if !b.Enabled {

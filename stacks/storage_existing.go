@@ -42,7 +42,7 @@ func (c *Config) mountsExistingStore() bool {
 
 // validateExistingStorage checks the keys of existing stores: each only with its type, well
 // formed, with what it needs, and no setting that only a created store has.
-func (c *Config) validateExistingStorage(v *validator) {
+func (c *Config) validateExistingStorage(v *Validator) {
 	s := c.Storage
 	only := func(key, value, typ string) {
 		if value != "" {
@@ -77,7 +77,7 @@ func (c *Config) validateExistingStorage(v *validator) {
 	}
 }
 
-func (c *Config) validateExistingEFS(v *validator) {
+func (c *Config) validateExistingEFS(v *Validator) {
 	s := c.Storage
 	switch {
 	case s.FileSystemID == "" && s.AccessPointID != "":
@@ -101,7 +101,7 @@ func (c *Config) validateExistingEFS(v *validator) {
 	}
 }
 
-func (c *Config) validateExistingShare(v *validator) {
+func (c *Config) validateExistingShare(v *Validator) {
 	s := c.Storage
 	if s.Share == "" {
 		if s.ResourceGroup != "" {

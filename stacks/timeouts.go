@@ -54,7 +54,7 @@ func (c *Config) applyTimeoutDefaults() {
 	}
 }
 
-func (c *Config) validateTimeouts(v *validator) {
+func (c *Config) validateTimeouts(v *Validator) {
 	d, err := time.ParseDuration(c.AwaitTimeout)
 	if err != nil || d < minAwaitTimeout || d > maxAwaitTimeout || d%time.Second != 0 {
 		what := "allowed"

@@ -26,7 +26,7 @@ var (
 
 // Validate checks the defaulted configuration as a whole and returns every problem found.
 func (c *Config) Validate() []FieldError {
-	v := &validator{}
+	v := &Validator{}
 
 	if c.Cloud == "" {
 		v.add("cloud", "(unset)", "required; allowed: "+strings.Join(allowedClouds, ", "))
@@ -58,14 +58,14 @@ func (c *Config) Validate() []FieldError {
 	c.validateKubeAccess(v)
 	c.validateFit(v)
 	c.validateRegistries(v)
-	v.image("devicePlugin.image", c.DevicePlugin.Image)
+	v.Image("devicePlugin.image", c.DevicePlugin.Image)
 	c.validateGPUAgents(v) // gpuagents.go
 	if c.Fabric.EFAPluginImage != "" {
-		v.image("fabric.efaPluginImage", c.Fabric.EFAPluginImage)
+		v.Image("fabric.efaPluginImage", c.Fabric.EFAPluginImage)
 	}
 
 	if c.Entrypoint.Jupyter {
-		v.password("jupyterPassword", c.JupyterPassword, "when entrypoint.jupyter is on (there is no default password)")
+		v.Password("jupyterPassword", c.JupyterPassword, "when entrypoint.jupyter is on (there is no default password)")
 	}
 	if c.Towers.Enabled && !c.SSHKeySeed.IsSet() {
 		v.add("sshKeySeed", "(unset)", "required when towers are enabled (the towers' ssh keys derive from it); "+
@@ -77,7 +77,7 @@ func (c *Config) Validate() []FieldError {
 	return v.errs
 }
 
-func (c *Config) validatePools(v *validator) {
+func (c *Config) validatePools(v *Validator) {
 	if len(c.NodePools) == 0 {
 		v.add("nodePools", "[]", "at least one node pool is required")
 	}
@@ -110,7 +110,7 @@ func (c *Config) validatePools(v *validator) {
 			v.add(k+".gpuType", "(unset)", "required when gpusPerNode > 0, e.g. nvidia-tesla-a100")
 		}
 		v.positive(k+".cpus", p.CPUs)
-		v.quantity(k+".memory", p.Memory)
+		v.Quantity(k+".memory", p.Memory)
 		if p.Real {
 			c.validateRealPool(v, k, p)
 		}
@@ -138,7 +138,7 @@ func (c *Config) validatePools(v *validator) {
 // validateRealPool checks a pool that is the local cluster's real node(s): only the simulated
 // cloud has them, they carry no GPU, and no Node is registered for them, so Kolotoc cannot give
 // them labels or taints.
-func (c *Config) validateRealPool(v *validator, k string, p NodePool) {
+func (c *Config) validateRealPool(v *Validator, k string, p NodePool) {
 	if c.Cloud != CloudSimulated && c.Cloud != "" {
 		v.add(k+".real", "true", fmt.Sprintf("a real pool is the local cluster's real node (label %s=%s), only with cloud %s; allowed on %s: false",
 			meta.RealNodeLabel, meta.RealNodeValue, CloudSimulated, c.Cloud))
@@ -155,10 +155,10 @@ func (c *Config) validateRealPool(v *validator, k string, p NodePool) {
 	}
 }
 
-type validator struct{ errs []FieldError }
+type Validator struct{ errs []FieldError }
 
-// password checks a password key: set (required when, says when) and long enough.
-func (v *validator) password(key string, p Secret, when string) {
+// Password checks a Password key: set (required when, says when) and long enough.
+func (v *Validator) Password(key string, p Secret, when string) {
 	switch {
 	case !p.IsSet():
 		v.add(key, "(unset)", "required "+when+"; run `pulumi config set --secret "+ConfigNamespace+":"+key+" <password>`")
@@ -167,14 +167,14 @@ func (v *validator) password(key string, p Secret, when string) {
 	}
 }
 
-func (v *validator) add(key, value, msg string) {
+func (v *Validator) add(key, value, msg string) {
 	v.errs = append(v.errs, FieldError{Key: key, Value: value, Msg: msg})
 }
 
 // Add is add for the components' own checks (meta.Problems).
-func (v *validator) Add(key, value, msg string) { v.add(key, value, msg) }
+func (v *Validator) Add(key, value, msg string) { v.add(key, value, msg) }
 
-func (v *validator) oneOf(key, value string, allowed []string) {
+func (v *Validator) oneOf(key, value string, allowed []string) {
 	for _, a := range allowed {
 		if value == a {
 			return
@@ -186,13 +186,13 @@ func (v *validator) oneOf(key, value string, allowed []string) {
 	v.add(key, value, "allowed: "+strings.Join(allowed, ", "))
 }
 
-func (v *validator) positive(key string, n int) {
+func (v *Validator) positive(key string, n int) {
 	if n < 1 {
 		v.add(key, strconv.Itoa(n), "must be at least 1")
 	}
 }
 
-func (v *validator) dnsLabel(key, value string) bool {
+func (v *Validator) dnsLabel(key, value string) bool {
 	if value == "" {
 		v.add(key, "(unset)", "required: a DNS-1123 label (lower-case letters, digits, '-', at most 63 characters)")
 		return false
@@ -204,7 +204,7 @@ func (v *validator) dnsLabel(key, value string) bool {
 	return true
 }
 
-func (v *validator) quantity(key, value string) {
+func (v *Validator) Quantity(key, value string) {
 	q, err := resource.ParseQuantity(value)
 	if err != nil || q.Sign() <= 0 {
 		v.add(key, value, "not a positive Kubernetes quantity such as 16Gi or 500m")
@@ -219,7 +219,7 @@ var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/l
 
 // nodeDir refuses a hostPath directory that would hand a node's system to the pods mounting it:
 // "/", a system directory, anything under one, or a directory holding one (/var, /var/lib).
-func (v *validator) nodeDir(key, dir string) {
+func (v *Validator) nodeDir(key, dir string) {
 	if !path.IsAbs(dir) {
 		return // reported by absPath
 	}
@@ -234,7 +234,7 @@ func (v *validator) nodeDir(key, dir string) {
 }
 
 // host checks a server's address: an IP address or a lower-case DNS name, nothing more.
-func (v *validator) host(key, value, what string) {
+func (v *Validator) host(key, value, what string) {
 	if net.ParseIP(value) != nil {
 		return
 	}
@@ -243,7 +243,7 @@ func (v *validator) host(key, value, what string) {
 	}
 }
 
-func (v *validator) absPath(key, value string) {
+func (v *Validator) absPath(key, value string) {
 	if !path.IsAbs(value) || path.Clean(value) != value {
 		v.add(key, value, "must be a clean absolute path such as /shared")
 	}
@@ -252,9 +252,9 @@ func (v *validator) absPath(key, value string) {
 // imageDigest is the digest of a pinned image: sha256, the only algorithm registries serve.
 var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-// image refuses tagless and :latest images: an unpinned image makes two `pulumi up` of the same
+// Image refuses tagless and :latest images: an unpinned Image makes two `pulumi up` of the same
 // config run different code.
-func (v *validator) image(key, ref string) {
+func (v *Validator) Image(key, ref string) {
 	if ref == "" {
 		v.add(key, "(unset)", "required: an image pinned by tag or digest")
 		return
@@ -274,8 +274,8 @@ func (v *validator) image(key, ref string) {
 	}
 }
 
-// pool checks that a referenced pool exists and returns it.
-func (v *validator) pool(c *Config, key, name string, gpu bool) *NodePool {
+// Pool checks that a referenced Pool exists and returns it.
+func (v *Validator) Pool(c *Config, key, name string, gpu bool) *NodePool {
 	if name == "" {
 		kind := "CPU"
 		if gpu {
@@ -295,14 +295,14 @@ func (v *validator) pool(c *Config, key, name string, gpu bool) *NodePool {
 	return p
 }
 
-// fits checks that a pod's CPU and memory requests (keys <prefix>.cpu, <prefix>.memory) fit one
+// Fits checks that a pod's CPU and memory requests (keys <prefix>.cpu, <prefix>.memory) fit one
 // node of the pool.
-func (v *validator) fits(prefix string, p *NodePool, cpu, mem string) {
-	v.fitsKeys(prefix+".cpu", prefix+".memory", p, cpu, mem)
+func (v *Validator) Fits(prefix string, p *NodePool, cpu, mem string) {
+	v.FitsKeys(prefix+".cpu", prefix+".memory", p, cpu, mem)
 }
 
-// fitsKeys is fits with the keys of the CPU and memory requests named in full.
-func (v *validator) fitsKeys(cpuKey, memKey string, p *NodePool, cpu, mem string) {
+// FitsKeys is fits with the keys of the CPU and memory requests named in full.
+func (v *Validator) FitsKeys(cpuKey, memKey string, p *NodePool, cpu, mem string) {
 	c, errC := resource.ParseQuantity(cpu)
 	m, errM := resource.ParseQuantity(mem)
 	if errC != nil || c.Sign() <= 0 {
@@ -320,8 +320,8 @@ func (v *validator) fitsKeys(cpuKey, memKey string, p *NodePool, cpu, mem string
 	}
 }
 
-// hostname checks the longest pod hostname a StatefulSet generates and its FQDN in the hostfile.
-func (v *validator) hostname(key, value, host, service, namespace string) {
+// Hostname checks the longest pod Hostname a StatefulSet generates and its FQDN in the hostfile.
+func (v *Validator) Hostname(key, value, host, service, namespace string) {
 	if msgs := validation.IsDNS1123Label(host); len(msgs) > 0 {
 		v.add(key, value, fmt.Sprintf("pod hostname %q is not a DNS label: %s", host, strings.Join(msgs, "; ")))
 	}

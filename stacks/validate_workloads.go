@@ -16,15 +16,15 @@ const LocalImageRegistry = "kolotoc.local"
 // validateGPUBudget checks that the GPU pods of all workloads on a pool fit its nodes together,
 // whole pods to a node (first-fit decreasing, exact for the power-of-two sizes GPUs come in).
 // Each workload alone is checked where it is validated; this catches two that fit only apart.
-func (c *Config) validateGPUBudget(v *validator) {
-	demands := map[string][]gpuDemand{}
+func (c *Config) validateGPUBudget(v *Validator) {
+	demands := map[string][]GPUDemand{}
 	for _, wl := range c.enabledWorkloads() {
-		if wl.gpus == nil {
+		if wl.GPUs == nil {
 			continue
 		}
-		for _, d := range wl.gpus(c) {
-			if d.pods > 0 && d.gpus > 0 {
-				demands[d.pool] = append(demands[d.pool], d)
+		for _, d := range wl.GPUs(c) {
+			if d.Pods > 0 && d.GPUs > 0 {
+				demands[d.Pool] = append(demands[d.Pool], d)
 			}
 		}
 	}
@@ -38,8 +38,8 @@ func (c *Config) validateGPUBudget(v *validator) {
 		}
 		parts, total := make([]string, len(d)), 0
 		for j, x := range d {
-			parts[j] = fmt.Sprintf("%s %d×%d", x.who, x.pods, x.gpus)
-			total += x.pods * x.gpus
+			parts[j] = fmt.Sprintf("%s %d×%d", x.Who, x.Pods, x.GPUs)
+			total += x.Pods * x.GPUs
 		}
 		v.add(fmt.Sprintf("nodePools[%d].maxNodes", i), strconv.Itoa(p.MaxNodes),
 			fmt.Sprintf("the GPU pods on pool %q (%s: %d GPUs) do not fit %d nodes × %d GPUs; add nodes or shrink a workload",
@@ -48,11 +48,11 @@ func (c *Config) validateGPUBudget(v *validator) {
 }
 
 // packGPUs places every pod on one of nodes nodes of capacity GPUs each, largest first.
-func packGPUs(demands []gpuDemand, nodes, capacity int) bool {
+func packGPUs(demands []GPUDemand, nodes, capacity int) bool {
 	var pods []int
 	for _, d := range demands {
-		for i := 0; i < d.pods; i++ {
-			pods = append(pods, d.gpus)
+		for i := 0; i < d.Pods; i++ {
+			pods = append(pods, d.GPUs)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(pods)))
@@ -76,12 +76,12 @@ func packGPUs(demands []gpuDemand, nodes, capacity int) bool {
 	return true
 }
 
-// gpuTaint is the GPU pools' taint as users see it in messages.
-const gpuTaint = "nvidia.com/gpu=present:NoSchedule"
+// GPUTaint is the GPU pools' taint as users see it in messages.
+const GPUTaint = "nvidia.com/gpu=present:NoSchedule"
 
-// gpuPods checks a GPU workload against its pool: GPUs per pod within a node, and the pods
+// GPUPods checks a GPU workload against its pool: GPUs per pod within a node, and the pods
 // within the pool (whole pods per node).
-func (v *validator) gpuPods(pool *NodePool, what, poolKey, poolName, gpusKey string, gpus int, countKey string, count int, noun string) {
+func (v *Validator) GPUPods(pool *NodePool, what, poolKey, poolName, gpusKey string, gpus int, countKey string, count int, noun string) {
 	switch {
 	case pool.GPUsPerNode == 0:
 		v.add(poolKey, poolName, fmt.Sprintf("is a CPU pool (gpusPerNode 0); %s needs a pool with GPUs", what))
@@ -97,20 +97,20 @@ func (v *validator) gpuPods(pool *NodePool, what, poolKey, poolName, gpusKey str
 	}
 }
 
-// cpuPool checks that a CPU workload's pool exists, is a CPU pool and fits one pod.
-func (v *validator) cpuPool(c *Config, key, name, what, prefix, cpu, mem string) {
-	pool := v.pool(c, key, name, false)
+// CPUPool checks that a CPU workload's pool exists, is a CPU pool and fits one pod.
+func (v *Validator) CPUPool(c *Config, key, name, what, prefix, cpu, mem string) {
+	pool := v.Pool(c, key, name, false)
 	if pool == nil {
 		return
 	}
 	if pool.GPUsPerNode > 0 {
-		v.add(key, name, fmt.Sprintf("is a GPU pool (tainted %s); %s needs a CPU pool", gpuTaint, what))
+		v.add(key, name, fmt.Sprintf("is a GPU pool (tainted %s); %s needs a CPU pool", GPUTaint, what))
 	}
-	v.fits(prefix, pool, cpu, mem)
+	v.Fits(prefix, pool, cpu, mem)
 }
 
-// args refuses empty command arguments.
-func (v *validator) args(key string, args []string) {
+// Args refuses empty command arguments.
+func (v *Validator) Args(key string, args []string) {
 	for i, a := range args {
 		if strings.TrimSpace(a) == "" {
 			v.add(fmt.Sprintf("%s[%d]", key, i), strconv.Quote(a), "empty argument")
@@ -118,16 +118,16 @@ func (v *validator) args(key string, args []string) {
 	}
 }
 
-// imageTag returns an image reference's tag, or "" without one.
-func imageTag(ref string) string {
+// ImageTag returns an image reference's tag, or "" without one.
+func ImageTag(ref string) string {
 	last := ref[strings.LastIndex(ref, "/")+1:]
 	_, tag, _ := strings.Cut(last, ":")
 	return tag
 }
 
-// isLocalImage: an image the local test bed builds (testbed/images/images.sh), tagged by its recipe's
+// IsLocalImage: an image the local test bed builds (testbed/images/images.sh), tagged by its recipe's
 // content rather than a version; the recipe says what it holds (its etcd is Debian's 3.4, which
 // serves the v2 API too).
-func isLocalImage(image string) bool {
+func IsLocalImage(image string) bool {
 	return strings.HasPrefix(image, LocalImageRegistry+"/")
 }

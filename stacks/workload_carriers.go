@@ -11,28 +11,28 @@ import (
 	"kolotoc/components/meta"
 )
 
-func init() { register(carriersWorkload) } // in Config's order (workloads.go)
+func init() { Register(carriersWorkload) } // in Config's order (workloads.go)
 
 // The carriers (kolotoc:carriers): Dask worker pods on a CPU pool (components/dask). Their
 // allow spans the scheduler, the carriers and the sentinels: NetworkAllows (security.go).
-var carriersWorkload = &workload{
-	key:          dask.CarriersKey,
-	enabled:      func(c *Config) bool { return c.Carriers.Enabled },
-	preset:       func(c *Config) { c.Carriers = dask.NewCarriersConfig() },
-	poolDefaults: func(c *Config, pools meta.Pools) { c.Carriers.DefaultPools(pools) },
-	defaults:     func(c *Config) { c.Carriers.Default() }, // components/dask/config.go
-	check:        (*Config).validateCarriers,
-	pools:        func(c *Config) []poolUse { return []poolUse{{c.Carriers.Pool, "carriers"}} },
-	env:          func(c *Config) []envSetting { return []envSetting{{"carriers.env", c.Carriers.Env}} },
-	image:        func(c *Config) string { return c.Carriers.Image },
-	scratch:      true,
-	deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+var carriersWorkload = &Workload{
+	Key:          dask.CarriersKey,
+	Enabled:      func(c *Config) bool { return c.Carriers.Enabled },
+	Preset:       func(c *Config) { c.Carriers = dask.NewCarriersConfig() },
+	PoolDefaults: func(c *Config, pools meta.Pools) { c.Carriers.DefaultPools(pools) },
+	Defaults:     func(c *Config) { c.Carriers.Default() }, // components/dask/config.go
+	Check:        (*Config).validateCarriers,
+	Pools:        func(c *Config) []PoolUse { return []PoolUse{{c.Carriers.Pool, "carriers"}} },
+	Env:          func(c *Config) []EnvSetting { return []EnvSetting{{"carriers.env", c.Carriers.Env}} },
+	Image:        func(c *Config) string { return c.Carriers.Image },
+	Scratch:      true,
+	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
 		a := CarrierArgs(c)
-		a.Site = w.site.WithPodDeps(w.mount...)
-		_, err := dask.NewCarriers(ctx, "carriers", a, w.opts...)
+		a.Site = w.Site.WithPodDeps(w.Mount...)
+		_, err := dask.NewCarriers(ctx, "carriers", a, w.Opts...)
 		return err
 	},
-	outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+	Outputs: func(c *Config, kube KubeAccess) pulumi.Map {
 		return dask.Outputs(dask.CarrierName, c.Namespace, c.Carriers.Count, kube.Kubectlf)
 	},
 }
@@ -40,22 +40,22 @@ var carriersWorkload = &workload{
 // CarrierArgs is the carriers' configuration, less their site's namespace input and PodDeps.
 func CarrierArgs(c *Config) *dask.CarrierArgs {
 	return &dask.CarrierArgs{
-		CarriersConfig: c.Carriers, Site: workloadSite(c), Name: dask.CarrierName,
+		CarriersConfig: c.Carriers, Site: WorkloadSite(c), Name: dask.CarrierName,
 		Scheduler: entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace),
 	}
 }
 
-func (c *Config) validateCarriers(v *validator) {
+func (c *Config) validateCarriers(v *Validator) {
 	k := c.Carriers
 	if !k.Enabled {
 		return
 	}
 	k.Validate(v) // the carriers' own settings (components/dask/config.go)
-	if pool := v.pool(c, "carriers.pool", k.Pool, false); pool != nil {
-		v.fits("carriers", pool, k.CPU, k.Memory)
+	if pool := v.Pool(c, "carriers.pool", k.Pool, false); pool != nil {
+		v.Fits("carriers", pool, k.CPU, k.Memory)
 	}
-	v.image("carriers.image", k.Image)
+	v.Image("carriers.image", k.Image)
 	if k.Count > 0 {
-		v.hostname("carriers.count", strconv.Itoa(k.Count), fmt.Sprintf("%s-%d", dask.CarrierName, k.Count-1), dask.CarrierName, c.Namespace)
+		v.Hostname("carriers.count", strconv.Itoa(k.Count), fmt.Sprintf("%s-%d", dask.CarrierName, k.Count-1), dask.CarrierName, c.Namespace)
 	}
 }

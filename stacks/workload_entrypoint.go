@@ -13,36 +13,36 @@ import (
 	"kolotoc/components/meta"
 )
 
-func init() { register(entrypointWorkload) } // in Config's order (workloads.go)
+func init() { Register(entrypointWorkload) } // in Config's order (workloads.go)
 
 // The entrypoint (kolotoc:entrypoint): the scheduler node, with Jupyter, TensorBoard and the Dask
 // dashboard (components/entrypoint). Every stack runs it and the others reach it; its outputs are
 // the stack's own (StackOutputs), its allows beside the Dask scheduler's (NetworkAllows).
-var entrypointWorkload = &workload{
-	key:    entrypoint.Key,
-	preset: func(c *Config) { c.Entrypoint = entrypoint.NewConfig() },
+var entrypointWorkload = &Workload{
+	Key:    entrypoint.Key,
+	Preset: func(c *Config) { c.Entrypoint = entrypoint.NewConfig() },
 	// The scheduler runs the carriers' Dask on their pool.
-	poolDefaults: func(c *Config, _ meta.Pools) { meta.Fill(&c.Entrypoint.Pool, c.Carriers.Pool) },
-	defaults: func(c *Config) {
+	PoolDefaults: func(c *Config, _ meta.Pools) { meta.Fill(&c.Entrypoint.Pool, c.Carriers.Pool) },
+	Defaults: func(c *Config) {
 		meta.Fill(&c.Entrypoint.DaskImage, dask.DefaultImage)
 		c.Entrypoint.Default() // components/entrypoint/config.go
 	},
-	check:   (*Config).validateEntrypoint,
-	pools:   func(c *Config) []poolUse { return []poolUse{{c.Entrypoint.Pool, "the entrypoint"}} },
-	env:     func(c *Config) []envSetting { return []envSetting{{"entrypoint.env", c.Entrypoint.Env}} },
-	secrets: []string{entrypoint.JupyterSecretName(entrypoint.Name), entrypoint.TLSSecretName(entrypoint.Name)},
-	first:   true,
-	deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+	Check:   (*Config).validateEntrypoint,
+	Pools:   func(c *Config) []PoolUse { return []PoolUse{{c.Entrypoint.Pool, "the entrypoint"}} },
+	Env:     func(c *Config) []EnvSetting { return []EnvSetting{{"entrypoint.env", c.Entrypoint.Env}} },
+	Secrets: []string{entrypoint.JupyterSecretName(entrypoint.Name), entrypoint.TLSSecretName(entrypoint.Name)},
+	First:   true,
+	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
 		a := EntrypointArgs(c)
-		a.Site = w.site.WithPodDeps(w.mount...)
+		a.Site = w.Site.WithPodDeps(w.Mount...)
 		if c.Entrypoint.Jupyter {
 			a.JupyterPassword = pulumi.ToSecret(pulumi.String(c.JupyterPassword.Reveal())).(pulumi.StringOutput)
 		}
 		if c.EntrypointTLSKey.IsSet() {
 			a.TLSKey = pulumi.ToSecret(pulumi.String(c.EntrypointTLSKey.Reveal())).(pulumi.StringOutput)
 		}
-		entry, err := entrypoint.New(ctx, "entrypoint", a, w.opts...)
-		w.entry, w.entryArgs = entry, a
+		entry, err := entrypoint.New(ctx, "entrypoint", a, w.Opts...)
+		w.Entry, w.EntryArgs = entry, a
 		return err
 	},
 }
@@ -50,7 +50,7 @@ var entrypointWorkload = &workload{
 // EntrypointArgs is the entrypoint's configuration, less its site's namespace input and PodDeps
 // and its secrets.
 func EntrypointArgs(c *Config) *entrypoint.Args {
-	return &entrypoint.Args{Config: c.Entrypoint, Site: workloadSite(c), Name: entrypoint.Name, LoadBalancer: publicLoadBalancer(c)}
+	return &entrypoint.Args{Config: c.Entrypoint, Site: WorkloadSite(c), Name: entrypoint.Name, LoadBalancer: publicLoadBalancer(c)}
 }
 
 // publicLoadBalancer is the load balancer the stack's cluster puts in front of a LoadBalancer
@@ -64,21 +64,21 @@ func publicLoadBalancer(c *Config) string {
 	return entrypoint.LoadBalancerPassthrough
 }
 
-func (c *Config) validateEntrypoint(v *validator) {
+func (c *Config) validateEntrypoint(v *Validator) {
 	e := c.Entrypoint
 	e.Validate(v) // the entrypoint's own settings (components/entrypoint/config.go)
 	for i, r := range e.SourceRanges {
-		v.cidr(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "the networks your users come from, e.g. 203.0.113.0/24")
+		v.CIDR(fmt.Sprintf("entrypoint.sourceRanges[%d]", i), r, "the networks your users come from, e.g. 203.0.113.0/24")
 	}
 	c.validateTLS(v)
-	v.image("entrypoint.daskImage", e.DaskImage)
+	v.Image("entrypoint.daskImage", e.DaskImage)
 	if e.Jupyter {
-		v.image("entrypoint.jupyterImage", e.JupyterImage)
+		v.Image("entrypoint.jupyterImage", e.JupyterImage)
 	}
 	if e.TensorBoard {
-		v.image("entrypoint.tensorboardImage", e.TensorBoardImage)
+		v.Image("entrypoint.tensorboardImage", e.TensorBoardImage)
 	}
-	pool := v.pool(c, "entrypoint.pool", e.Pool, false)
+	pool := v.Pool(c, "entrypoint.pool", e.Pool, false)
 	// The pod's containers: the scheduler always, Jupyter and TensorBoard when enabled.
 	containers := []struct {
 		on             bool
@@ -120,7 +120,7 @@ func (c *Config) validateEntrypoint(v *validator) {
 
 // validateTLS checks entrypoint.tlsCertificate and kolotoc:entrypointTLSKey: both or neither, a
 // PEM certificate and the PEM private key of its public key. Never prints the key.
-func (c *Config) validateTLS(v *validator) {
+func (c *Config) validateTLS(v *Validator) {
 	cert, key := c.Entrypoint.TLSCertificate, c.EntrypointTLSKey
 	switch {
 	case cert == "" && !key.IsSet():

@@ -13,36 +13,36 @@ import (
 	"kolotoc/components/meta"
 )
 
-func init() { register(etcdWorkload) } // in Config's order (workloads.go)
+func init() { Register(etcdWorkload) } // in Config's order (workloads.go)
 
 // etcd (kolotoc:etcd): the rendezvous store of the elastic workers (components/etcd).
-var etcdWorkload = &workload{
-	key:          etcd.Key,
-	enabled:      func(c *Config) bool { return c.Etcd.Enabled },
-	poolDefaults: func(c *Config, pools meta.Pools) { c.Etcd.DefaultPools(pools) },
-	defaults:     func(c *Config) { c.Etcd.Default() }, // components/etcd/config.go
-	check:        (*Config).validateEtcd,
-	pools:        func(c *Config) []poolUse { return []poolUse{{c.Etcd.Pool, "etcd"}} },
-	deploy: func(ctx *pulumi.Context, c *Config, w *wiring) error {
+var etcdWorkload = &Workload{
+	Key:          etcd.Key,
+	Enabled:      func(c *Config) bool { return c.Etcd.Enabled },
+	PoolDefaults: func(c *Config, pools meta.Pools) { c.Etcd.DefaultPools(pools) },
+	Defaults:     func(c *Config) { c.Etcd.Default() }, // components/etcd/config.go
+	Check:        (*Config).validateEtcd,
+	Pools:        func(c *Config) []PoolUse { return []PoolUse{{c.Etcd.Pool, "etcd"}} },
+	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
 		a := EtcdArgs(c)
-		a.Site = w.site.WithPodDeps(w.pools...)
+		a.Site = w.Site.WithPodDeps(w.Pools...)
 		if a.StaticVolumes {
-			a.VolumeID = w.namespaceUID
+			a.VolumeID = w.NamespaceUID
 		}
-		e, err := etcd.New(ctx, "etcd", a, w.opts...)
+		e, err := etcd.New(ctx, "etcd", a, w.Opts...)
 		if err == nil {
-			w.etcd = e.StatefulSet
+			w.Etcd = e.StatefulSet
 		}
 		return err
 	},
-	allows: func(c *Config) []isolation.Allow {
+	Allows: func(c *Config) []isolation.Allow {
 		var clients []string // the elastic workers, when their rendezvous is etcd
 		if c.Elastic.Enabled && c.Elastic.RdzvBackend != elastic.BackendC10d {
 			clients = append(clients, elastic.Component)
 		}
 		return etcd.Allows(clients) // client and peer ports
 	},
-	outputs: func(c *Config, _ KubeAccess) pulumi.Map { return etcd.Outputs(etcd.Name, c.Namespace) },
+	Outputs: func(c *Config, _ KubeAccess) pulumi.Map { return etcd.Outputs(etcd.Name, c.Namespace) },
 }
 
 // EtcdArgs is the etcd component's configuration, less its site's namespace input and PodDeps.
@@ -50,26 +50,26 @@ var etcdWorkload = &workload{
 // is named.
 func EtcdArgs(c *Config) *etcd.Args {
 	return &etcd.Args{
-		Config: c.Etcd, Site: workloadSite(c), Name: etcd.Name,
+		Config: c.Etcd, Site: WorkloadSite(c), Name: etcd.Name,
 		StaticVolumes: c.Cloud == CloudSimulated && c.Etcd.StorageClass == "",
 	}
 }
 
-func (c *Config) validateEtcd(v *validator) {
+func (c *Config) validateEtcd(v *Validator) {
 	e := c.Etcd
 	if !e.Enabled {
 		return
 	}
 	e.Validate(v) // the store's own settings (components/etcd/config.go)
-	if v.image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") && !isLocalImage(e.Image) {
-		if tag := imageTag(e.Image); tag != "" && tag != "latest" && !etcd.Is35(tag) {
+	if v.Image("etcd.image", e.Image); e.Image != "" && !strings.Contains(e.Image, "@sha256:") && !IsLocalImage(e.Image) {
+		if tag := ImageTag(e.Image); tag != "" && tag != "latest" && !etcd.Is35(tag) {
 			v.add("etcd.image", e.Image, "must be etcd 3.5.x (e.g. "+etcd.DefaultImage+"): etcd runs with --enable-v2=true, "+
 				"which torch's etcd rendezvous needs and etcd 3.6 removed")
 		}
 	}
-	v.cpuPool(c, "etcd.pool", e.Pool, "etcd", "etcd", e.CPU, e.Memory)
-	v.quantity("etcd.storageSize", e.StorageSize)
+	v.CPUPool(c, "etcd.pool", e.Pool, "etcd", "etcd", e.CPU, e.Memory)
+	v.Quantity("etcd.storageSize", e.StorageSize)
 	if e.Members > 0 {
-		v.hostname("etcd.members", strconv.Itoa(e.Members), fmt.Sprintf("%s-%d", etcd.Name, e.Members-1), etcd.Name+"-peer", c.Namespace)
+		v.Hostname("etcd.members", strconv.Itoa(e.Members), fmt.Sprintf("%s-%d", etcd.Name, e.Members-1), etcd.Name+"-peer", c.Namespace)
 	}
 }

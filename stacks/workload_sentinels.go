@@ -5,18 +5,18 @@ import (
 	"kolotoc/components/monitoring"
 )
 
-func init() { register(sentinelsWorkload) } // in Config's order (workloads.go)
+func init() { Register(sentinelsWorkload) } // in Config's order (workloads.go)
 
 // The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
 // (components/dask), deployed with the towers (deployTowers).
-var sentinelsWorkload = &workload{
-	key:      dask.SentinelsKey,
-	enabled:  func(c *Config) bool { return c.Sentinels.Enabled },
-	defaults: func(c *Config) { c.Sentinels.Default() }, // the sentinels' are all their own
-	check:    (*Config).validateSentinels,
+var sentinelsWorkload = &Workload{
+	Key:      dask.SentinelsKey,
+	Enabled:  func(c *Config) bool { return c.Sentinels.Enabled },
+	Defaults: func(c *Config) { c.Sentinels.Default() }, // the sentinels' are all their own
+	Check:    (*Config).validateSentinels,
 }
 
-func (c *Config) validateSentinels(v *validator) {
+func (c *Config) validateSentinels(v *Validator) {
 	s := c.Sentinels
 	switch {
 	case !c.Towers.Enabled:
@@ -25,8 +25,8 @@ func (c *Config) validateSentinels(v *validator) {
 		}
 	case s.Enabled:
 		s.Validate(v) // the sentinels' own settings (components/dask/config.go)
-		v.quantity("sentinels.memory", s.Memory)
-		v.quantity("sentinels.cpu", s.CPU)
+		v.Quantity("sentinels.memory", s.Memory)
+		v.Quantity("sentinels.cpu", s.CPU)
 	case s.WatchProcesses:
 		v.add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
 	}

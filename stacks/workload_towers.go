@@ -12,54 +12,54 @@ import (
 
 	"kolotoc/components/dask"
 	"kolotoc/components/entrypoint"
-	"kolotoc/components/fabric"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
+	"kolotoc/components/queue"
 	"kolotoc/components/ring"
 )
 
-func init() { register(towersWorkload) } // in Config's order (workloads.go)
+func init() { Register(towersWorkload) } // in Config's order (workloads.go)
 
 // The towers (kolotoc:towers): the MPI/Horovod ranks and their launcher (components/ring), with
 // a Dask sentinel beside each tower when sentinels run (workload_sentinels.go).
-var towersWorkload = &workload{
-	key:          ring.Key,
-	enabled:      func(c *Config) bool { return c.Towers.Enabled },
-	preset:       func(c *Config) { c.Towers = ring.NewConfig() },
-	poolDefaults: func(c *Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
-	defaults: func(c *Config) {
+var towersWorkload = &Workload{
+	Key:          ring.Key,
+	Enabled:      func(c *Config) bool { return c.Towers.Enabled },
+	Preset:       func(c *Config) { c.Towers = ring.NewConfig() },
+	PoolDefaults: func(c *Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
+	Defaults: func(c *Config) {
 		meta.Fill(&c.Towers.LauncherPool, c.Entrypoint.Pool) // the launcher runs beside the scheduler
 		c.Towers.Default()                                   // components/ring/config.go
 	},
-	onSuccess: func(c *Config) *string { return &c.Towers.OnSuccess },
-	check:     (*Config).validateTowers,
-	pools:     func(c *Config) []poolUse { return []poolUse{{c.Towers.Pool, "towers"}} },
-	gpus: func(c *Config) []gpuDemand {
-		return []gpuDemand{{who: "towers", pods: c.Towers.Count, gpus: c.Towers.GPUsPerTower, pool: c.Towers.Pool}}
+	OnSuccess: func(c *Config) *string { return &c.Towers.OnSuccess },
+	Check:     (*Config).validateTowers,
+	Pools:     func(c *Config) []PoolUse { return []PoolUse{{c.Towers.Pool, "towers"}} },
+	GPUs: func(c *Config) []GPUDemand {
+		return []GPUDemand{{Who: "towers", Pods: c.Towers.Count, GPUs: c.Towers.GPUsPerTower, Pool: c.Towers.Pool}}
 	},
-	env: func(c *Config) []envSetting {
-		return []envSetting{{"towers.env", c.Towers.Env}, {"towers.launcherEnv", c.Towers.LauncherEnv}}
+	Env: func(c *Config) []EnvSetting {
+		return []EnvSetting{{"towers.env", c.Towers.Env}, {"towers.launcherEnv", c.Towers.LauncherEnv}}
 	},
-	secrets: []string{ring.SSHSecretName(ring.Name)},
-	gang: func(c *Config) *gangNeed {
+	Secrets: []string{ring.SSHSecretName(ring.Name)},
+	Gang: func(c *Config) *GangNeed {
 		if c.Towers.Count < 1 {
 			return nil
 		}
-		return &gangNeed{"towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed()}
+		return &GangNeed{"towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed()}
 	},
-	image:   func(c *Config) string { return c.Towers.Image },
-	scratch: true,
-	deploy:  deployTowers,
-	allows:  func(*Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
-	outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+	Image:   func(c *Config) string { return c.Towers.Image },
+	Scratch: true,
+	Deploy:  deployTowers,
+	Allows:  func(*Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
+	Outputs: func(c *Config, kube KubeAccess) pulumi.Map {
 		return ring.Outputs(ring.Name, ring.LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf)
 	},
 }
 
 // deployTowers registers the ring, with a Dask sentinel beside each tower when sentinels run.
-func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
+func deployTowers(ctx *pulumi.Context, c *Config, w *Wiring) error {
 	a := TowerArgs(c)
-	a.Site = w.site.WithPodDeps(append(append([]pulumi.Resource{}, w.mount...), w.queue...)...)
+	a.Site = w.Site.WithPodDeps(append(append([]pulumi.Resource{}, w.Mount...), w.Queue...)...)
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
 			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, c.nodeGPUMetrics()))
@@ -67,7 +67,7 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
 	a.KeyBinding = ring.Binding{Project: ctx.Project(), Stack: ctx.Stack(), Namespace: c.Namespace}
-	_, err := ring.New(ctx, "towers", a, w.opts...)
+	_, err := ring.New(ctx, "towers", a, w.Opts...)
 	return err
 }
 
@@ -76,36 +76,21 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *wiring) error {
 func TowerArgs(c *Config) *ring.Args {
 	t := c.Towers
 	return &ring.Args{
-		Config: t, Site: workloadSite(c), Name: ring.Name, LauncherName: ring.LauncherName,
-		CPULimit:    gpuShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
+		Config: t, Site: WorkloadSite(c), Name: ring.Name, LauncherName: ring.LauncherName,
+		CPULimit:    GPUShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
-		Fabric:      c.towerFabric(),
+		Fabric:      c.TowerFabric(),
 		Gang:        c.towersGang(), // queue.go
 	}
 }
 
-// towerFabric is what the towers take of their pool's fabric: their share of each node's EFA
-// interfaces and NCCL's environment on them; zero without a fabric.
-func (c *Config) towerFabric() ring.Fabric {
-	p := c.Pool(c.Towers.Pool)
-	if p == nil {
-		return ring.Fabric{}
-	}
-	f := c.PoolFabric(*p)
-	n := f.PerPod(c.Towers.GPUsPerTower, p.GPUsPerNode)
-	if n == 0 {
-		return ring.Fabric{}
-	}
-	return ring.Fabric{Resource: fabric.EFAResource, PerTower: n, Env: f.FabricEnv()}
-}
-
-func (c *Config) validateTowers(v *validator) {
+func (c *Config) validateTowers(v *Validator) {
 	t := c.Towers
 	if !t.Enabled {
 		return
 	}
 	t.Validate(v) // the towers' own settings (components/ring/config.go)
-	pool := v.pool(c, "towers.pool", t.Pool, true)
+	pool := v.Pool(c, "towers.pool", t.Pool, true)
 	if pool != nil {
 		switch {
 		case pool.GPUsPerNode == 0 && t.GPUsPerTower != 0:
@@ -124,28 +109,28 @@ func (c *Config) validateTowers(v *validator) {
 						t.Count, t.GPUsPerTower, pool.Name, pool.MaxNodes, pool.GPUsPerNode, perNode, capacity))
 			}
 		}
-		v.fits("towers", pool, t.CPU, t.Memory)
+		v.Fits("towers", pool, t.CPU, t.Memory)
 		c.validateTowerDevices(v, pool)
 	}
-	c.validateHostNetwork(v, pool) // hostnet.go
+	c.ValidateHostNetwork(v, pool) // hostnet.go
 	if lp := c.validateLauncherPool(v); lp != nil {
-		v.fitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
+		v.FitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
-	v.image("towers.image", t.Image)
+	v.Image("towers.image", t.Image)
 	if t.LauncherImage != t.Image {
-		v.image("towers.launcherImage", t.LauncherImage)
+		v.Image("towers.launcherImage", t.LauncherImage)
 	}
 	if t.Count > 0 {
-		v.hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", ring.Name, t.Count-1), ring.Name, c.Namespace)
+		v.Hostname("towers.count", strconv.Itoa(t.Count), fmt.Sprintf("%s-%d", ring.Name, t.Count-1), ring.Name, c.Namespace)
 	}
 }
 
 // validateLauncherPool refuses a launcher on spot capacity or on GPU nodes. The launcher is the
 // run's one coordinator: a spot node reclaimed under it ends the run, whatever the towers' nodes
 // are. It requests no GPU and does not tolerate the GPU taint.
-func (c *Config) validateLauncherPool(v *validator) *NodePool {
+func (c *Config) validateLauncherPool(v *Validator) *NodePool {
 	t := c.Towers
-	p := v.pool(c, "towers.launcherPool", t.LauncherPool, false)
+	p := v.Pool(c, "towers.launcherPool", t.LauncherPool, false)
 	if p == nil {
 		return nil
 	}
@@ -178,7 +163,7 @@ func (c *Config) validateLauncherPool(v *validator) *NodePool {
 // validateTowerDevices checks towers.resources against what the towers' pool's nodes advertise
 // (nodePools[i].devices): an extended resource or huge page size the nodes lack would leave every
 // tower Pending, and the towers one node holds by each are counted as by GPUs.
-func (c *Config) validateTowerDevices(v *validator, pool *NodePool) {
+func (c *Config) validateTowerDevices(v *Validator, pool *NodePool) {
 	t := c.Towers
 	req, _ := t.Resources.Quantities()
 	poolKey := fmt.Sprintf("nodePools[%d].devices", slices.IndexFunc(c.NodePools, func(p NodePool) bool { return p.Name == pool.Name }))
@@ -207,7 +192,7 @@ func (c *Config) validateTowerDevices(v *validator, pool *NodePool) {
 
 // validateCPUTowers checks CPU towers (gpusPerTower 0) against their pool: as many towers as
 // the pool's nodes hold by CPU and memory requests.
-func (c *Config) validateCPUTowers(v *validator, pool *NodePool) {
+func (c *Config) validateCPUTowers(v *Validator, pool *NodePool) {
 	t := c.Towers
 	cpu, errC := resource.ParseQuantity(t.CPU)
 	mem, errM := resource.ParseQuantity(t.Memory)
@@ -234,4 +219,17 @@ func (c *Config) validateCPUTowers(v *validator, pool *NodePool) {
 			"%d CPU towers × (%s CPU, %s) need more than pool %q has (%d nodes × %d cores, %s: %d towers per node); allowed: 1..%d",
 			t.Count, t.CPU, t.Memory, pool.Name, pool.MaxNodes, pool.CPUs, pool.Memory, perNode, capacity))
 	}
+}
+
+// towersGang is the ring's pod group when the stack queues it: the towers and the launcher, one
+// group per run.
+func (c *Config) towersGang() *meta.Gang {
+	if !c.Queue.On() {
+		return nil
+	}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ring.Name, c.Towers.Run), Total: c.Towers.Count + 1}
+	if _, ok := c.Queue.Priorities["towers"]; ok {
+		g.Priority = queue.PriorityClass(c.Namespace, "towers")
+	}
+	return g
 }

@@ -28,121 +28,121 @@ import (
 // are listed in this order) and deploy (the ones marked first, then the others: etcd before the
 // elastic workers that wait for it). Filled by register, from the entry files' init, before any
 // phase runs.
-var workloads []*workload
+var workloads []*Workload
 
-// register adds a workload's entry to workloads, at the place of its section's field in Config.
+// Register adds a workload's entry to workloads, at the place of its section's field in Config.
 // Its key must be a Config key, and registered once: a mistake here is the program's, found by
 // every test, so it panics.
-func register(wl *workload) {
-	k, ok := configKeys[wl.key]
+func Register(wl *Workload) {
+	k, ok := configKeys[wl.Key]
 	if !ok {
-		panic(fmt.Sprintf("workload %q: Config has no field tagged key:%q", wl.key, wl.key))
+		panic(fmt.Sprintf("workload %q: Config has no field tagged key:%q", wl.Key, wl.Key))
 	}
-	i, found := slices.BinarySearchFunc(workloads, k.index, func(w *workload, index int) int {
-		return cmp.Compare(configKeys[w.key].index, index)
+	i, found := slices.BinarySearchFunc(workloads, k.index, func(w *Workload, index int) int {
+		return cmp.Compare(configKeys[w.Key].index, index)
 	})
 	if found {
-		panic(fmt.Sprintf("workload %q registered twice", wl.key))
+		panic(fmt.Sprintf("workload %q registered twice", wl.Key))
 	}
 	workloads = slices.Insert(workloads, i, wl)
 }
 
-// workload is one workload's entry. Every function but enabled may be nil: nothing of that kind.
-type workload struct {
-	key     string               // kolotoc:<key>
-	enabled func(c *Config) bool // nil: always on (the entrypoint)
+// Workload is one Workload's entry. Every function but enabled may be nil: nothing of that kind.
+type Workload struct {
+	Key     string               // kolotoc:<key>
+	Enabled func(c *Config) bool // nil: always on (the entrypoint)
 
-	// preset turns on, before decoding, the switches that default to on; decoding then only
+	// Preset turns on, before decoding, the switches that default to on; decoding then only
 	// turns off what the stack turns off.
-	preset func(c *Config)
-	// poolDefaults fills what the section takes from the node pools (and from the sections
+	Preset func(c *Config)
+	// PoolDefaults fills what the section takes from the node pools (and from the sections
 	// before it, whose pool defaults are in); defaults fills the rest, after every section's
 	// pool defaults, the section's own last. Both fill zero values only.
-	poolDefaults func(c *Config, pools meta.Pools)
-	defaults     func(c *Config)
-	onSuccess    func(c *Config) *string // its run policy (runs.go): defaulted and checked
+	PoolDefaults func(c *Config, pools meta.Pools)
+	Defaults     func(c *Config)
+	OnSuccess    func(c *Config) *string // its run policy (runs.go): defaulted and checked
 
-	// check checks the section in the stack's context, whether enabled or not (a section that
-	// is off has nothing to check, or a switch that needs another).
-	check func(c *Config, v *validator)
-	// The facts other checks need of an enabled workload: the pools its pods run on (a noun for
+	// Check checks the section in the stack's context, whether enabled or not (a section that
+	// is off has nothing to Check, or a switch that needs another).
+	Check func(c *Config, v *Validator)
+	// The facts other checks need of an enabled workload: the Pools its pods run on (a noun for
 	// messages: "towers"), its GPU pods (validateGPUBudget), its env settings (runs.go), the
 	// Secrets it writes (OwnSecrets), the gang its queue admits (queue.go).
-	pools   func(c *Config) []poolUse
-	gpus    func(c *Config) []gpuDemand
-	env     func(c *Config) []envSetting // checked whether enabled or not
-	secrets []string
-	gang    func(c *Config) *gangNeed
+	Pools   func(c *Config) []PoolUse
+	GPUs    func(c *Config) []GPUDemand
+	Env     func(c *Config) []EnvSetting // checked whether enabled or not
+	Secrets []string
+	Gang    func(c *Config) *GangNeed
 
-	// The shared store and the pods (runas.go, security.go): the image the store's owner Job
-	// may run (a training image, with a shell), the directories it writes under the shared
+	// The shared store and the pods (runas.go, security.go): the Image the store's owner Job
+	// may run (a training Image, with a shell), the directories it writes under the shared
 	// claim, and whether its pods mount the per-pod scratch.
-	image   func(c *Config) string
-	dirs    func(c *Config) []string
-	scratch bool
+	Image   func(c *Config) string
+	Dirs    func(c *Config) []string
+	Scratch bool
 
-	// first: registered before the other workloads, which wait for it (the entrypoint, the
+	// First: registered before the other workloads, which wait for it (the entrypoint, the
 	// data-in Job). deploy registers it; allows are its NetworkPolicy allows; outputs its stack
 	// outputs.
-	first   bool
-	deploy  func(ctx *pulumi.Context, c *Config, w *wiring) error
-	allows  func(c *Config) []isolation.Allow
-	outputs func(c *Config, kube KubeAccess) pulumi.Map
+	First   bool
+	Deploy  func(ctx *pulumi.Context, c *Config, w *Wiring) error
+	Allows  func(c *Config) []isolation.Allow
+	Outputs func(c *Config, kube KubeAccess) pulumi.Map
 }
 
 // on reports whether the config runs the workload.
-func (wl *workload) on(c *Config) bool { return wl.enabled == nil || wl.enabled(c) }
+func (wl *Workload) on(c *Config) bool { return wl.Enabled == nil || wl.Enabled(c) }
 
-// poolUse is a pool a workload's pods run on, and what they are called in messages.
-type poolUse struct{ pool, who string }
+// PoolUse is a pool a workload's pods run on, and what they are called in messages.
+type PoolUse struct{ Pool, Who string }
 
-// gpuDemand is one workload's GPU pods on a pool.
-type gpuDemand struct {
-	who        string // config key of the workload
-	pods, gpus int    // pods and GPUs per pod
-	pool       string
+// GPUDemand is one workload's GPU pods on a pool.
+type GPUDemand struct {
+	Who        string // config key of the workload
+	Pods, GPUs int    // pods and GPUs per pod
+	Pool       string
 }
 
-// envSetting is one env key of a workload (kolotoc:<workload>.env).
-type envSetting struct {
-	key string
-	env []meta.EnvSetting
+// EnvSetting is one env key of a workload (kolotoc:<workload>.env).
+type EnvSetting struct {
+	Key string
+	Env []meta.EnvSetting
 }
 
-// gangNeed is what a queued workload asks its queue for at once (queue.go).
-type gangNeed struct {
-	key, value, what string
-	need             map[string]string
+// GangNeed is what a queued workload asks its queue for at once (queue.go).
+type GangNeed struct {
+	Key, Value, What string
+	Need             map[string]string
 }
 
-// wiring is what the stack hands each workload's deploy.
-type wiring struct {
-	site  meta.Site         // what every workload takes from the stack, its namespace input set
-	pools []pulumi.Resource // the simulated node pools: what pods that mount nothing wait for
-	// mount: the pools, the shared claim and its owner Job: what pods that mount the claim wait
+// Wiring is what the stack hands each workload's deploy.
+type Wiring struct {
+	Site  meta.Site         // what every workload takes from the stack, its namespace input set
+	Pools []pulumi.Resource // the simulated node pools: what pods that mount nothing wait for
+	// Mount: the pools, the shared claim and its owner Job: what pods that Mount the claim wait
 	// for; the data-in Job adds itself, so that the workloads after it wait for it too.
-	mount []pulumi.Resource
-	queue []pulumi.Resource // the stack's queue (queue.go): what queued pods also wait for; none without one
-	// namespaceUID names this life of the namespace (etcd's static volumes); agents is the GPU
-	// agents' namespace (the DCGM exporter's), nil when there is none.
-	namespaceUID, agents pulumi.StringInput
-	// etcd is the etcd StatefulSet once registered (the elastic workers wait for it): the
+	Mount []pulumi.Resource
+	Queue []pulumi.Resource // the stack's queue (queue.go): what queued pods also wait for; none without one
+	// NamespaceUID names this life of the namespace (etcd's static volumes); Agents is the GPU
+	// Agents' namespace (the DCGM exporter's), nil when there is none.
+	NamespaceUID, Agents pulumi.StringInput
+	// Etcd is the Etcd StatefulSet once registered (the elastic workers wait for it): the
 	// StatefulSet, not the component, since the SDK adds a child to its component from the
 	// child's registration goroutine, so a dependency on the component may miss it.
-	etcd pulumi.Resource
+	Etcd pulumi.Resource
 	// The entrypoint once registered, and its arguments: the stack's outputs read them.
-	entry     *entrypoint.Entrypoint
-	entryArgs *entrypoint.Args
-	// opts carry the Kubernetes provider and what every workload waits for (the namespace, the
+	Entry     *entrypoint.Entrypoint
+	EntryArgs *entrypoint.Args
+	// Opts carry the Kubernetes provider and what every workload waits for (the namespace, the
 	// cluster, the NetworkPolicies, the pull Secrets).
-	opts []pulumi.ResourceOption
+	Opts []pulumi.ResourceOption
 }
 
 // presetWorkloads turns on the switches that default to on (Load, before decoding).
 func presetWorkloads(c *Config) {
 	for _, wl := range workloads {
-		if wl.preset != nil {
-			wl.preset(c)
+		if wl.Preset != nil {
+			wl.Preset(c)
 		}
 	}
 }
@@ -152,31 +152,31 @@ func presetWorkloads(c *Config) {
 func (c *Config) applyWorkloadDefaults() {
 	pools := c.pools()
 	for _, wl := range workloads {
-		if wl.poolDefaults != nil {
-			wl.poolDefaults(c, pools)
+		if wl.PoolDefaults != nil {
+			wl.PoolDefaults(c, pools)
 		}
 	}
 	for _, wl := range workloads {
-		if wl.defaults != nil {
-			wl.defaults(c)
+		if wl.Defaults != nil {
+			wl.Defaults(c)
 		}
 	}
 }
 
 // validateWorkloads checks every section, then that all GPU pods of a pool fit its nodes
 // together.
-func (c *Config) validateWorkloads(v *validator) {
+func (c *Config) validateWorkloads(v *Validator) {
 	for _, wl := range workloads {
-		if wl.check != nil {
-			wl.check(c, v)
+		if wl.Check != nil {
+			wl.Check(c, v)
 		}
 	}
 	c.validateGPUBudget(v)
 }
 
 // enabledWorkloads are the workloads the config runs, in order.
-func (c *Config) enabledWorkloads() []*workload {
-	var out []*workload
+func (c *Config) enabledWorkloads() []*Workload {
+	var out []*Workload
 	for _, wl := range workloads {
 		if wl.on(c) {
 			out = append(out, wl)
@@ -187,13 +187,13 @@ func (c *Config) enabledWorkloads() []*workload {
 
 // deployWorkloads registers every workload the config enables: those marked first, then the
 // others, each in order.
-func deployWorkloads(ctx *pulumi.Context, c *Config, w *wiring) error {
+func deployWorkloads(ctx *pulumi.Context, c *Config, w *Wiring) error {
 	for _, first := range []bool{true, false} {
 		for _, wl := range c.enabledWorkloads() {
-			if wl.first != first || wl.deploy == nil {
+			if wl.First != first || wl.Deploy == nil {
 				continue
 			}
-			if err := wl.deploy(ctx, c, w); err != nil {
+			if err := wl.Deploy(ctx, c, w); err != nil {
 				return err
 			}
 		}
@@ -205,8 +205,8 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, w *wiring) error {
 func workloadAllows(c *Config) []isolation.Allow {
 	var out []isolation.Allow
 	for _, wl := range c.enabledWorkloads() {
-		if wl.allows != nil {
-			out = append(out, wl.allows(c)...)
+		if wl.Allows != nil {
+			out = append(out, wl.Allows(c)...)
 		}
 	}
 	return out
@@ -219,10 +219,10 @@ func workloadAllows(c *Config) []isolation.Allow {
 func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	out := pulumi.Map{}
 	for _, wl := range c.enabledWorkloads() {
-		if wl.outputs == nil {
+		if wl.Outputs == nil {
 			continue
 		}
-		for k, v := range wl.outputs(c, kube) {
+		for k, v := range wl.Outputs(c, kube) {
 			out[k] = v
 		}
 	}
@@ -233,11 +233,11 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 func (c *Config) workloadPools() map[string][]string {
 	users := map[string][]string{}
 	for _, wl := range c.enabledWorkloads() {
-		if wl.pools == nil {
+		if wl.Pools == nil {
 			continue
 		}
-		for _, u := range wl.pools(c) {
-			users[u.pool] = append(users[u.pool], u.who)
+		for _, u := range wl.Pools(c) {
+			users[u.Pool] = append(users[u.Pool], u.Who)
 		}
 	}
 	return users

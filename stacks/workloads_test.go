@@ -101,15 +101,15 @@ func TestExplicitZeros(t *testing.T) {
 func TestPackGPUs(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		demands  []gpuDemand
+		demands  []GPUDemand
 		nodes    int
 		capacity int
 		want     bool
 	}{
-		{"exact", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}}, 3, 8, true},
-		{"one GPU too many", []gpuDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}, {"c", 1, 1, ""}}, 3, 8, false},
-		{"fragmented: enough GPUs, no node with 6", []gpuDemand{{"a", 2, 6, ""}, {"b", 2, 4, ""}}, 2, 8, false},
-		{"small pieces fill gaps", []gpuDemand{{"a", 2, 6, ""}, {"b", 4, 1, ""}}, 2, 8, true},
+		{"exact", []GPUDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}}, 3, 8, true},
+		{"one GPU too many", []GPUDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}, {"c", 1, 1, ""}}, 3, 8, false},
+		{"fragmented: enough GPUs, no node with 6", []GPUDemand{{"a", 2, 6, ""}, {"b", 2, 4, ""}}, 2, 8, false},
+		{"small pieces fill gaps", []GPUDemand{{"a", 2, 6, ""}, {"b", 4, 1, ""}}, 2, 8, true},
 	} {
 		if got := packGPUs(tc.demands, tc.nodes, tc.capacity); got != tc.want {
 			t.Errorf("%s: packGPUs = %v, want %v", tc.name, got, tc.want)
@@ -130,14 +130,14 @@ func TestWorkloadsRegisteredOnce(t *testing.T) {
 		t.Errorf("%d workloads registered, %d entry files: %v", len(workloads), len(files), files)
 	}
 	for i, wl := range workloads {
-		if _, ok := configKeys[wl.key]; !ok {
-			t.Errorf("workload %s is no key of Config", wl.key)
+		if _, ok := configKeys[wl.Key]; !ok {
+			t.Errorf("workload %s is no key of Config", wl.Key)
 		}
-		if i > 0 && configKeys[workloads[i-1].key].index >= configKeys[wl.key].index {
-			t.Errorf("workload %s comes after %s, whose section follows its own in Config", wl.key, workloads[i-1].key)
+		if i > 0 && configKeys[workloads[i-1].Key].index >= configKeys[wl.Key].index {
+			t.Errorf("workload %s comes after %s, whose section follows its own in Config", wl.Key, workloads[i-1].Key)
 		}
-		if wl.check == nil {
-			t.Errorf("workload %s has no check: nothing of it would be validated in the stack's context", wl.key)
+		if wl.Check == nil {
+			t.Errorf("workload %s has no check: nothing of it would be validated in the stack's context", wl.Key)
 		}
 	}
 
@@ -147,8 +147,8 @@ func TestWorkloadsRegisteredOnce(t *testing.T) {
 	// entrypoint's pool) follow every pool default, whatever the order.
 	at, order := map[string]int{}, []string{}
 	for i, wl := range workloads {
-		at[wl.key] = i
-		order = append(order, wl.key)
+		at[wl.Key] = i
+		order = append(order, wl.Key)
 	}
 	for _, p := range []struct{ before, after, why string }{
 		{dask.CarriersKey, entrypoint.Key, "the entrypoint's pool defaults to the carriers'"},
@@ -169,7 +169,7 @@ func TestWorkloadsRegisteredOnce(t *testing.T) {
 					t.Errorf("register(%q) was accepted", key)
 				}
 			}()
-			register(&workload{key: key})
+			Register(&Workload{Key: key})
 		}()
 	}
 	if len(workloads) != len(saved) {
