@@ -1,11 +1,13 @@
 // Command kolotoc is the Pulumi program: it loads the stack's configuration and deploys the
-// training environment it describes. Everything else lives in stacks/ and components/.
+// training environment it describes. Everything else lives in stacks/ (each workload's entry in
+// stacks/workloads/<key>) and components/.
 package main
 
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads" // registers every workload's entry
 )
 
 func main() {

@@ -1,9 +1,11 @@
-package stacks
+package stacks_test
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"reflect"
 	"regexp"
 	"strings"
@@ -12,7 +14,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"kolotoc/components/cloud/eks"
 	"kolotoc/components/storage"
 )
 
@@ -24,9 +25,9 @@ const (
 )
 
 // exampleRaw reads a committed cloud stack file with its secrets set.
-func exampleRaw(t *testing.T, path, stack string) Raw {
+func exampleRaw(t *testing.T, path, stack string) stacks.Raw {
 	t.Helper()
-	raw, err := ReadStackFile(path, "kolotoc", stack, "")
+	raw, err := stacks.ReadStackFile(path, "kolotoc", stack, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +39,9 @@ func exampleRaw(t *testing.T, path, stack string) Raw {
 }
 
 var cloudFiles = []struct{ path, stack, cloud, storage string }{
-	{"../Pulumi.prod.yaml", "prod", CloudGCP, storage.TypeFilestore},
-	{"../examples/aws/Pulumi.aws.yaml", "aws", CloudAWS, storage.TypeEFS},
-	{"../examples/azure/Pulumi.azure.yaml", "azure", CloudAzure, storage.TypeAzureFiles},
+	{"../Pulumi.prod.yaml", "prod", stacks.CloudGCP, storage.TypeFilestore},
+	{"../examples/aws/Pulumi.aws.yaml", "aws", stacks.CloudAWS, storage.TypeEFS},
+	{"../examples/azure/Pulumi.azure.yaml", "azure", stacks.CloudAzure, storage.TypeAzureFiles},
 }
 
 // TestExampleStacksLoad: the ready-to-copy stack files load and validate as they are, and
@@ -48,7 +49,7 @@ var cloudFiles = []struct{ path, stack, cloud, storage string }{
 func TestExampleStacksLoad(t *testing.T) {
 	for _, f := range cloudFiles {
 		t.Run(f.stack, func(t *testing.T) {
-			c, err := Load(exampleRaw(t, f.path, f.stack))
+			c, err := stacks.Load(exampleRaw(t, f.path, f.stack))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestExampleStacksLoad(t *testing.T) {
 				t.Errorf("towers: %d GPUs each on a pool of %d-GPU nodes, want 8 and 8", c.Towers.GPUsPerTower, c.Pool(c.Towers.Pool).GPUsPerNode)
 			}
 			again := *c
-			again.applyDefaults()
+			stacks.ApplyDefaults(&again)
 			if !reflect.DeepEqual(&again, c) {
 				t.Errorf("applyDefaults is not idempotent on %s", f.stack)
 			}
@@ -69,12 +70,12 @@ func TestExampleStacksLoad(t *testing.T) {
 
 // TestCloudDefaults: what the cloud stacks get without saying it.
 func TestCloudDefaults(t *testing.T) {
-	prod, err := Load(exampleRaw(t, "../Pulumi.prod.yaml", "prod"))
+	prod, err := stacks.Load(exampleRaw(t, "../Pulumi.prod.yaml", "prod"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gpu := prod.Pool("gpu")
-	if gpu.CPUs != 96 || gpu.Memory != "680Gi" || gpu.GPUsPerNode != 8 || gpu.GPUType != GPUA100 {
+	if gpu.CPUs != 96 || gpu.Memory != "680Gi" || gpu.GPUsPerNode != 8 || gpu.GPUType != stacks.GPUA100 {
 		t.Errorf("a2-highgpu-8g pool not filled from the catalogue: %+v", *gpu)
 	}
 	if prod.Storage.Zone != "us-central1-a" || prod.Cluster.ReleaseChannel != "REGULAR" || prod.Cluster.Network != "default" {
@@ -84,25 +85,25 @@ func TestCloudDefaults(t *testing.T) {
 		t.Error("device plugin on GKE, which runs its own")
 	}
 
-	aws, err := Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	aws, err := stacks.Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if aws.Cluster.VPCCIDR != defaultVPCCIDR || aws.Storage.Tier != EFSElastic || !*aws.DevicePlugin.Enabled {
+	if aws.Cluster.VPCCIDR != stacks.DefaultVPCCIDR || aws.Storage.Tier != stacks.EFSElastic || !*aws.DevicePlugin.Enabled {
 		t.Errorf("aws: vpc %q tier %q device plugin %v", aws.Cluster.VPCCIDR, aws.Storage.Tier, *aws.DevicePlugin.Enabled)
 	}
 
-	az, err := Load(exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure"))
+	az, err := stacks.Load(exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`^kolotocazure[0-9a-f]{8}$`).MatchString(az.Storage.Account) {
 		t.Errorf("derived storage account %q", az.Storage.Account)
 	}
-	if other := defaultStorageAccount("kolotoc", "azure2", az.Cluster.Name); other == az.Storage.Account {
+	if other := stacks.DefaultStorageAccount("kolotoc", "azure2", az.Cluster.Name); other == az.Storage.Account {
 		t.Error("two stacks derive the same storage account name")
 	}
-	if az.Cluster.SystemVMSize != defaultSystemVMSize || az.Cluster.SystemNodes != 1 {
+	if az.Cluster.SystemVMSize != stacks.DefaultSystemVMSize || az.Cluster.SystemNodes != 1 {
 		t.Errorf("system pool %s × %d", az.Cluster.SystemVMSize, az.Cluster.SystemNodes)
 	}
 }
@@ -112,25 +113,25 @@ func TestCloudDefaults(t *testing.T) {
 // and reads an update by an older version, which recorded none, as smb.
 func TestAzureFilesProtocolDefault(t *testing.T) {
 	const subnet = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/n/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
-	configs := map[string]*Config{}
+	configs := map[string]*stacks.Config{}
 	for _, tc := range []struct {
 		name, cluster, storage, want string
 	}{
-		{"subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles"}`, AzureFilesNFS},
-		{"no subnet", `{"region":"eastus"}`, `{"type":"azurefiles"}`, AzureFilesSMB},
-		{"smb named with a subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles","protocol":"smb"}`, AzureFilesSMB},
+		{"subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles"}`, stacks.AzureFilesNFS},
+		{"no subnet", `{"region":"eastus"}`, `{"type":"azurefiles"}`, stacks.AzureFilesSMB},
+		{"smb named with a subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles","protocol":"smb"}`, stacks.AzureFilesSMB},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure")
 			raw.Values["kolotoc:cluster"], raw.Values["kolotoc:storage"] = tc.cluster, tc.storage
-			c, err := Load(raw)
+			c, err := stacks.Load(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c.Storage.Protocol != tc.want {
 				t.Errorf("storage.protocol %q, want %q", c.Storage.Protocol, tc.want)
 			}
-			if got := StorageIdentity(c)["storage.protocol"]; got != tc.want {
+			if got := stacks.StorageIdentity(c)["storage.protocol"]; got != tc.want {
 				t.Errorf("storage identity records protocol %q, want %q", got, tc.want)
 			}
 			configs[tc.name] = c
@@ -142,15 +143,15 @@ func TestAzureFilesProtocolDefault(t *testing.T) {
 	}
 	smb.Storage.Protect, nfs.Storage.Protect = true, true
 	// An SMB share deployed by an older version, which recorded no protocol, is still SMB.
-	older := RecordedIdentity(smb, nil)
+	older := stacks.RecordedIdentity(smb, nil)
 	delete(older, "storage.protocol")
-	if err := CheckStorageReplacement(smb, older); err != nil {
+	if err := stacks.CheckStorageReplacement(smb, older); err != nil {
 		t.Errorf("an older version's SMB share read as changed: %v", err)
 	}
 	// A protected SMB share becomes NFS: a new share, the checkpoints left behind; refused.
-	for name, previous := range map[string]map[string]string{"recorded": RecordedIdentity(smb, nil), "older": older} {
-		err := CheckStorageReplacement(nfs, previous)
-		var ce *ConfigError
+	for name, previous := range map[string]map[string]string{"recorded": stacks.RecordedIdentity(smb, nil), "older": older} {
+		err := stacks.CheckStorageReplacement(nfs, previous)
+		var ce *stacks.ConfigError
 		if !errors.As(err, &ce) || len(ce.Errors) != 1 || ce.Errors[0].Key != "storage.protocol" || !strings.Contains(ce.Errors[0].Msg, "was smb") {
 			t.Errorf("%s: smb to nfs on protected storage: %v, want storage.protocol refused", name, err)
 		}
@@ -159,86 +160,48 @@ func TestAzureFilesProtocolDefault(t *testing.T) {
 
 // TestCatalogue: the figures users size their pools by, checked against the providers' tables.
 func TestCatalogue(t *testing.T) {
-	want := []MachineType{
-		{Name: "a2-highgpu-1g", Cloud: CloudGCP, GPUs: 1, GPUType: GPUA100, VCPUs: 12, MemoryMi: 85 * 1024},
-		{Name: "a2-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 680 * 1024},
-		{Name: "a2-ultragpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUA100_80, VCPUs: 96, MemoryMi: 1360 * 1024},
-		{Name: "a3-highgpu-8g", Cloud: CloudGCP, GPUs: 8, GPUType: GPUH100_80, VCPUs: 208, MemoryMi: 1872 * 1024},
-		{Name: "g2-standard-24", Cloud: CloudGCP, GPUs: 2, GPUType: GPUL4, VCPUs: 24, MemoryMi: 96 * 1024},
-		{Name: "g2-standard-96", Cloud: CloudGCP, GPUs: 8, GPUType: GPUL4, VCPUs: 96, MemoryMi: 384 * 1024},
-		{Name: "p4d.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024, EFAs: 4, EFARDMA: true},
-		{Name: "p5.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 32, EFARDMA: true},
-		{Name: "g5.12xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024, EFAs: 1},
-		{Name: "g6.48xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUL4, VCPUs: 192, MemoryMi: 768 * 1024, EFAs: 1},
-		{Name: "Standard_NC24ads_A100_v4", Cloud: CloudAzure, GPUs: 1, GPUType: GPUA100_80, VCPUs: 24, MemoryMi: 220 * 1024},
-		{Name: "Standard_NC96ads_A100_v4", Cloud: CloudAzure, GPUs: 4, GPUType: GPUA100_80, VCPUs: 96, MemoryMi: 880 * 1024},
-		{Name: "Standard_ND96asr_v4", Cloud: CloudAzure, GPUs: 8, GPUType: GPUA100, VCPUs: 96, MemoryMi: 900 * 1024},
-		{Name: "Standard_NC64as_T4_v3", Cloud: CloudAzure, GPUs: 4, GPUType: GPUT4, VCPUs: 64, MemoryMi: 440 * 1024},
+	want := []stacks.MachineType{
+		{Name: "a2-highgpu-1g", Cloud: stacks.CloudGCP, GPUs: 1, GPUType: stacks.GPUA100, VCPUs: 12, MemoryMi: 85 * 1024},
+		{Name: "a2-highgpu-8g", Cloud: stacks.CloudGCP, GPUs: 8, GPUType: stacks.GPUA100, VCPUs: 96, MemoryMi: 680 * 1024},
+		{Name: "a2-ultragpu-8g", Cloud: stacks.CloudGCP, GPUs: 8, GPUType: stacks.GPUA100_80, VCPUs: 96, MemoryMi: 1360 * 1024},
+		{Name: "a3-highgpu-8g", Cloud: stacks.CloudGCP, GPUs: 8, GPUType: stacks.GPUH100_80, VCPUs: 208, MemoryMi: 1872 * 1024},
+		{Name: "g2-standard-24", Cloud: stacks.CloudGCP, GPUs: 2, GPUType: stacks.GPUL4, VCPUs: 24, MemoryMi: 96 * 1024},
+		{Name: "g2-standard-96", Cloud: stacks.CloudGCP, GPUs: 8, GPUType: stacks.GPUL4, VCPUs: 96, MemoryMi: 384 * 1024},
+		{Name: "p4d.24xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024, EFAs: 4, EFARDMA: true},
+		{Name: "p5.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 32, EFARDMA: true},
+		{Name: "g5.12xlarge", Cloud: stacks.CloudAWS, GPUs: 4, GPUType: stacks.GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024, EFAs: 1},
+		{Name: "g6.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUL4, VCPUs: 192, MemoryMi: 768 * 1024, EFAs: 1},
+		{Name: "Standard_NC24ads_A100_v4", Cloud: stacks.CloudAzure, GPUs: 1, GPUType: stacks.GPUA100_80, VCPUs: 24, MemoryMi: 220 * 1024},
+		{Name: "Standard_NC96ads_A100_v4", Cloud: stacks.CloudAzure, GPUs: 4, GPUType: stacks.GPUA100_80, VCPUs: 96, MemoryMi: 880 * 1024},
+		{Name: "Standard_ND96asr_v4", Cloud: stacks.CloudAzure, GPUs: 8, GPUType: stacks.GPUA100, VCPUs: 96, MemoryMi: 900 * 1024},
+		{Name: "Standard_NC64as_T4_v3", Cloud: stacks.CloudAzure, GPUs: 4, GPUType: stacks.GPUT4, VCPUs: 64, MemoryMi: 440 * 1024},
 		// N1 (GPUs attached, not built in), memory as GCP's machineTypes API reports memoryMb.
-		{Name: "n1-standard-1", Cloud: CloudGCP, VCPUs: 1, MemoryMi: 3840, Attach: true},
-		{Name: "n1-standard-4", Cloud: CloudGCP, VCPUs: 4, MemoryMi: 15 * 1024, Attach: true},
-		{Name: "n1-standard-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 360 * 1024, Attach: true},
-		{Name: "n1-highmem-2", Cloud: CloudGCP, VCPUs: 2, MemoryMi: 13312, Attach: true},
-		{Name: "n1-highmem-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 624 * 1024, Attach: true},
-		{Name: "n1-highcpu-2", Cloud: CloudGCP, VCPUs: 2, MemoryMi: 1843, Attach: true},
-		{Name: "n1-highcpu-8", Cloud: CloudGCP, VCPUs: 8, MemoryMi: 7373, Attach: true},
-		{Name: "n1-highcpu-96", Cloud: CloudGCP, VCPUs: 96, MemoryMi: 88474, Attach: true},
-		{Name: "p3.2xlarge", Cloud: CloudAWS, GPUs: 1, GPUType: GPUV100, VCPUs: 8, MemoryMi: 61 * 1024},
-		{Name: "p3.8xlarge", Cloud: CloudAWS, GPUs: 4, GPUType: GPUV100, VCPUs: 32, MemoryMi: 244 * 1024},
-		{Name: "p3.16xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100, VCPUs: 64, MemoryMi: 488 * 1024},
-		{Name: "p3dn.24xlarge", Cloud: CloudAWS, GPUs: 8, GPUType: GPUV100_32, VCPUs: 96, MemoryMi: 768 * 1024, EFAs: 1},
+		{Name: "n1-standard-1", Cloud: stacks.CloudGCP, VCPUs: 1, MemoryMi: 3840, Attach: true},
+		{Name: "n1-standard-4", Cloud: stacks.CloudGCP, VCPUs: 4, MemoryMi: 15 * 1024, Attach: true},
+		{Name: "n1-standard-96", Cloud: stacks.CloudGCP, VCPUs: 96, MemoryMi: 360 * 1024, Attach: true},
+		{Name: "n1-highmem-2", Cloud: stacks.CloudGCP, VCPUs: 2, MemoryMi: 13312, Attach: true},
+		{Name: "n1-highmem-96", Cloud: stacks.CloudGCP, VCPUs: 96, MemoryMi: 624 * 1024, Attach: true},
+		{Name: "n1-highcpu-2", Cloud: stacks.CloudGCP, VCPUs: 2, MemoryMi: 1843, Attach: true},
+		{Name: "n1-highcpu-8", Cloud: stacks.CloudGCP, VCPUs: 8, MemoryMi: 7373, Attach: true},
+		{Name: "n1-highcpu-96", Cloud: stacks.CloudGCP, VCPUs: 96, MemoryMi: 88474, Attach: true},
+		{Name: "p3.2xlarge", Cloud: stacks.CloudAWS, GPUs: 1, GPUType: stacks.GPUV100, VCPUs: 8, MemoryMi: 61 * 1024},
+		{Name: "p3.8xlarge", Cloud: stacks.CloudAWS, GPUs: 4, GPUType: stacks.GPUV100, VCPUs: 32, MemoryMi: 244 * 1024},
+		{Name: "p3.16xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUV100, VCPUs: 64, MemoryMi: 488 * 1024},
+		{Name: "p3dn.24xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUV100_32, VCPUs: 96, MemoryMi: 768 * 1024, EFAs: 1},
 	}
 	// EFAs: AWS's EFA "Supported instance types" and each type's maximumEfaInterfaces (EC2
 	// DescribeInstanceTypes, EfaInfo); GPUDirect RDMA on P4d, P4de and P5.
 	for _, w := range want {
-		if got, ok := LookupMachineType(w.Cloud, w.Name); !ok || got != w {
+		if got, ok := stacks.LookupMachineType(w.Cloud, w.Name); !ok || got != w {
 			t.Errorf("%s: got %+v, want %+v", w.Name, got, w)
 		}
 	}
-	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
-		for _, m := range MachineTypes(cloud) {
-			if m.VCPUs < 1 || m.MemoryMi < 1 || (m.GPUs > 0) != (m.GPUType != "") || (m.Attach && (m.GPUs > 0 || cloud != CloudGCP)) ||
-				(m.EFAs > 0 && (cloud != CloudAWS || m.GPUs == 0)) || (m.EFARDMA && m.EFAs == 0) {
+	for _, cloud := range []string{stacks.CloudGCP, stacks.CloudAWS, stacks.CloudAzure} {
+		for _, m := range stacks.MachineTypes(cloud) {
+			if m.VCPUs < 1 || m.MemoryMi < 1 || (m.GPUs > 0) != (m.GPUType != "") || (m.Attach && (m.GPUs > 0 || cloud != stacks.CloudGCP)) ||
+				(m.EFAs > 0 && (cloud != stacks.CloudAWS || m.GPUs == 0)) || (m.EFARDMA && m.EFAs == 0) {
 				t.Errorf("%s %s: %+v", cloud, m.Name, m)
 			}
-		}
-	}
-}
-
-// TestSubnets: the created VPC's subnets never overlap, for every zone count a region has.
-func TestSubnets(t *testing.T) {
-	seen := map[string]bool{}
-	for i := 0; i < 6; i++ {
-		for _, s := range []struct{ bits, index int }{{privateBits, i}, {publicBits, publicBase + i}} {
-			cidr, err := eks.Subnet(defaultVPCCIDR, s.bits, s.index)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen[cidr] = true
-		}
-	}
-	want := "10.0.0.0/20 10.0.16.0/20 10.0.80.0/20 10.0.240.0/24 10.0.245.0/24"
-	for _, c := range strings.Fields(want) {
-		if !seen[c] {
-			t.Errorf("subnet %s not among %v", c, seen)
-		}
-	}
-	if _, err := eks.Subnet("10.0.0.0/28", 8, 0); err == nil {
-		t.Error("a /28 VPC split into /36s was accepted")
-	}
-}
-
-// privateBits, publicBits, publicBase mirror the eks package's layout for TestSubnets.
-const privateBits, publicBits, publicBase = 4, 8, 240
-
-func TestServiceAccountID(t *testing.T) {
-	for name, want := range map[string]string{
-		"kolotoc-prod":                       "kolotoc-prod-nodes",
-		"kolotoc-" + strings.Repeat("x", 32): "kolotoc-xxxxxxxxxxxxxxxx-nodes",
-		"kolotoc-research-a-very-long":       "kolotoc-research-a-very-nodes", // trailing hyphen trimmed
-	} {
-		if got := gkeServiceAccountID(name); got != want || len(got) > 30 {
-			t.Errorf("gkeServiceAccountID(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
@@ -247,17 +210,17 @@ func TestServiceAccountID(t *testing.T) {
 func TestCloudOutputsSecret(t *testing.T) {
 	for _, f := range cloudFiles {
 		t.Run(f.stack, func(t *testing.T) {
-			c, err := Load(exampleRaw(t, f.path, f.stack))
+			c, err := stacks.Load(exampleRaw(t, f.path, f.stack))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var secret, plainName bool
 			err = pulumi.RunErr(func(ctx *pulumi.Context) error {
-				_, _, res, err := deployCloud(ctx, c)
+				_, _, res, err := stacks.DeployCloud(ctx, c)
 				if err != nil {
 					return err
 				}
-				out := res.exports()
+				out := stacks.CloudExports(res)
 				secret = pulumi.IsSecret(out["kubeconfig"].(pulumi.StringOutput))
 				_, plainName = out["clusterName"].(pulumi.String)
 				return nil
@@ -302,7 +265,7 @@ func (m *cloudMocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error
 func TestAccessDefaults(t *testing.T) {
 	raw := exampleRaw(t, "../Pulumi.prod.yaml", "prod")
 	raw.Values["kolotoc:cluster"] = `{"region":"us-central1"}`
-	c, err := Load(raw)
+	c, err := stacks.Load(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +281,7 @@ func TestAccessDefaults(t *testing.T) {
 			c.Cluster.AuthorizedNetworks, c.Cluster.PrivateEndpoint, c.Cluster.Protect)
 	}
 
-	aws, err := Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	aws, err := stacks.Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +324,7 @@ func TestAzureSpotEveryWorkload(t *testing.T) {
 			for k, v := range tc.set {
 				raw.Values[k] = v
 			}
-			_, err := Load(raw)
+			_, err := stacks.Load(raw)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("a Spot pool no workload uses is refused: %v", err)

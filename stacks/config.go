@@ -34,10 +34,10 @@ const (
 
 // Config is one environment, as validated. Field comments give the config key, unit and default.
 //
-// The workloads' sections (towers … dataIn) are the one list of the workloads: each entry
-// (workload_<key>.go) registers under its section's key, and every phase takes the workloads in
-// the order of these fields (workloads.go): the entrypoint's pool defaults to the carriers' above
-// it, and etcd deploys before the elastic workers below it.
+// The workloads' sections (towers … dataIn): each entry (stacks/workloads/<key>) registers under
+// its section's key, and every phase takes the workloads in the order of these fields
+// (workloads.go): the entrypoint's pool defaults to the carriers' above it, and etcd deploys
+// before the elastic workers below it.
 type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
@@ -57,7 +57,7 @@ type Config struct {
 	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin
 	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the pools' fabric (fabric.go)
 
-	// Optional training workloads, each off unless enabled (each workload_<key>.go).
+	// Optional training workloads, each off unless enabled (each stacks/workloads/<key>).
 	Etcd       etcd.Config       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
 	Elastic    elastic.Config    `key:"elastic"`    // kolotoc:elastic — torchrun workers
 	TFCluster  tfcluster.Config  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator

@@ -10,12 +10,15 @@
 //	validate.go  check the whole, every problem at once (validate_workloads.go: checks shared by workloads)
 //	deploy.go    register the cluster, the namespace, the store, the workloads; export the outputs
 //
-// The workloads, each declaring its whole entry in its own file, which registers it (workloads.go;
-// their sections in Config are the one list of them, in the order the phases take them):
+// The workloads, each declaring its whole entry in a package of its own, which registers it with
+// Register (workloads.go: the Workload type and the phases' loops over the entries; their sections
+// in Config give the order the phases take them in):
 //
-//	workload_<key>.go  towers, sentinels, carriers, entrypoint, etcd, elastic, tfcluster,
-//	                   monitoring, dataIn: preset, defaults, checks, the facts other checks need of
-//	                   it, deploy, allows, outputs
+//	workloads/<key>/  towers, sentinels, carriers, entrypoint, etcd, elastic, tfcluster,
+//	                  monitoring, datain: preset, defaults, checks, the facts other checks need of
+//	                  it, deploy, allows, outputs
+//	workloads/        imports every entry package: what the program (main.go) and every test that
+//	                  loads a stack import to have them registered
 //
 // The features, each in one place with its own defaults, checks and deploy:
 //

@@ -1,7 +1,9 @@
-package stacks
+package stacks_test
 
 import (
 	"errors"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,22 +14,22 @@ import (
 func TestPoolFabricDefaults(t *testing.T) {
 	cases := []struct {
 		path, stack, pool string
-		want              PoolFabric
+		want              stacks.PoolFabric
 	}{
 		// p4d.24xlarge: 4 EFA interfaces with GPUDirect RDMA (AWS, EFA "Supported instance
 		// types"); a cluster placement group in the cluster's first zone.
-		{"../examples/aws/Pulumi.aws.yaml", "aws", "gpu", PoolFabric{Cloud: CloudAWS, Compact: true, PlacementGroup: true, Zone: "us-east-1a", EFAs: 4, RDMA: true}},
-		{"../examples/aws/Pulumi.aws.yaml", "aws", "cpu", PoolFabric{Cloud: CloudAWS}},
+		{"../examples/aws/Pulumi.aws.yaml", "aws", "gpu", stacks.PoolFabric{Cloud: stacks.CloudAWS, Compact: true, PlacementGroup: true, Zone: "us-east-1a", EFAs: 4, RDMA: true}},
+		{"../examples/aws/Pulumi.aws.yaml", "aws", "cpu", stacks.PoolFabric{Cloud: stacks.CloudAWS}},
 		// a2-highgpu-8g: GKE's compact placement takes A100 machines (GKE, "Define compact
 		// placement for GKE nodes", Limitations); gVNIC on GPU pools.
-		{"../Pulumi.prod.yaml", "prod", "gpu", PoolFabric{Cloud: CloudGCP, Compact: true, PlacementGroup: true, Zone: "us-central1-a", GVNIC: true}},
-		{"../Pulumi.prod.yaml", "prod", "cpu", PoolFabric{Cloud: CloudGCP}},
+		{"../Pulumi.prod.yaml", "prod", "gpu", stacks.PoolFabric{Cloud: stacks.CloudGCP, Compact: true, PlacementGroup: true, Zone: "us-central1-a", GVNIC: true}},
+		{"../Pulumi.prod.yaml", "prod", "cpu", stacks.PoolFabric{Cloud: stacks.CloudGCP}},
 		// ND96asr_v4: a proximity placement group; its InfiniBand is not configured by Kolotoc.
-		{"../examples/azure/Pulumi.azure.yaml", "azure", "gpu", PoolFabric{Cloud: CloudAzure, Compact: true, PlacementGroup: true, Zone: "1"}},
+		{"../examples/azure/Pulumi.azure.yaml", "azure", "gpu", stacks.PoolFabric{Cloud: stacks.CloudAzure, Compact: true, PlacementGroup: true, Zone: "1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.stack+"/"+tc.pool, func(t *testing.T) {
-			c, err := Load(exampleRaw(t, tc.path, tc.stack))
+			c, err := stacks.Load(exampleRaw(t, tc.path, tc.stack))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,32 +46,32 @@ func TestPoolFabricDefaults(t *testing.T) {
 
 // TestPoolFabricRules: the rules PoolFabric follows for machine types and keys.
 func TestPoolFabricRules(t *testing.T) {
-	c := &Config{Cloud: CloudGCP, Cluster: Cluster{Zone: "us-central1-b"}}
-	n1 := NodePool{Name: "t4", MachineType: "n1-standard-8", GPUsPerNode: 1, GPUType: GPUT4, Placement: PlacementCompact, Fabric: FabricAuto}
+	c := &stacks.Config{Cloud: stacks.CloudGCP, Cluster: stacks.Cluster{Zone: "us-central1-b"}}
+	n1 := stacks.NodePool{Name: "t4", MachineType: "n1-standard-8", GPUsPerNode: 1, GPUType: stacks.GPUT4, Placement: stacks.PlacementCompact, Fabric: stacks.FabricAuto}
 	// GKE's compact placement policy does not take N1 machines: the pool keeps to one zone, without it.
 	if f := c.PoolFabric(n1); f.PlacementGroup || !f.Compact || f.Zone != "us-central1-b" || !f.GVNIC {
 		t.Errorf("n1 + T4: %+v, want compact in us-central1-b without a placement policy, gVNIC", f)
 	}
-	aws := &Config{Cloud: CloudAWS, Cluster: Cluster{Zones: []string{"us-west-2a", "us-west-2b"}}}
-	p5 := NodePool{Name: "h100", MachineType: "p5.48xlarge", GPUsPerNode: 8, Placement: PlacementCompact, Fabric: FabricAuto}
+	aws := &stacks.Config{Cloud: stacks.CloudAWS, Cluster: stacks.Cluster{Zones: []string{"us-west-2a", "us-west-2b"}}}
+	p5 := stacks.NodePool{Name: "h100", MachineType: "p5.48xlarge", GPUsPerNode: 8, Placement: stacks.PlacementCompact, Fabric: stacks.FabricAuto}
 	if f := aws.PoolFabric(p5); f.EFAs != 32 || !f.RDMA || f.Zone != "us-west-2a" {
 		t.Errorf("p5.48xlarge: %+v, want 32 EFAs with RDMA in us-west-2a", f)
 	}
-	p5.Fabric, p5.Zones = FabricOff, []string{"us-west-2b"}
+	p5.Fabric, p5.Zones = stacks.FabricOff, []string{"us-west-2b"}
 	if f := aws.PoolFabric(p5); f.EFAs != 0 || f.FabricEnv() != nil || f.Zone != "us-west-2b" || !f.PlacementGroup {
 		t.Errorf("p5.48xlarge, fabric off, zone b: %+v, want no EFA, compact in us-west-2b", f)
 	}
 	// A simulated stack mirrors the machine type's cloud: same interfaces, so the same pods fit.
-	sim := &Config{Cloud: CloudSimulated}
-	p4d := NodePool{Name: "gpu", MachineType: "p4d.24xlarge", GPUsPerNode: 8, Placement: PlacementCompact, Fabric: FabricAuto}
-	if f := sim.PoolFabric(p4d); f.EFAs != 4 || f.Cloud != CloudAWS {
+	sim := &stacks.Config{Cloud: stacks.CloudSimulated}
+	p4d := stacks.NodePool{Name: "gpu", MachineType: "p4d.24xlarge", GPUsPerNode: 8, Placement: stacks.PlacementCompact, Fabric: stacks.FabricAuto}
+	if f := sim.PoolFabric(p4d); f.EFAs != 4 || f.Cloud != stacks.CloudAWS {
 		t.Errorf("simulated p4d.24xlarge: %+v, want 4 EFAs as on aws", f)
 	}
 	if env := sim.PoolFabric(p4d).FabricEnv(); env["FI_PROVIDER"] != "efa" || env["FI_EFA_USE_DEVICE_RDMA"] != "1" {
 		t.Errorf("NCCL environment on p4d: %v", env)
 	}
 	// A tower's share of a node's interfaces follows its share of the GPUs.
-	f := PoolFabric{EFAs: 4}
+	f := stacks.PoolFabric{EFAs: 4}
 	for _, tc := range []struct{ gpus, want int }{{8, 4}, {4, 2}, {1, 1}, {0, 0}} {
 		if got := f.PerPod(tc.gpus, 8); got != tc.want {
 			t.Errorf("PerPod(%d of 8) = %d, want %d", tc.gpus, got, tc.want)
@@ -111,8 +113,8 @@ func TestFabricRefused(t *testing.T) {
 			for k, v := range tc.set {
 				raw.Values["kolotoc:"+k] = v
 			}
-			_, err := Load(raw)
-			var ce *ConfigError
+			_, err := stacks.Load(raw)
+			var ce *stacks.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("Load = %v, want a ConfigError", err)
 			}
@@ -129,7 +131,7 @@ func TestFabricRefused(t *testing.T) {
 	raw := exampleRaw(t, "../Pulumi.prod.yaml", "prod")
 	raw.Values["kolotoc:nodePools"] = spread
 	raw.Values["kolotoc:towers"] = `{"count":2,"pool":"gpu","crossZone":true}`
-	if _, err := Load(raw); err != nil {
+	if _, err := stacks.Load(raw); err != nil {
 		t.Errorf("a spread ring with towers.crossZone: %v", err)
 	}
 }

@@ -1,10 +1,12 @@
-package stacks
+package stacks_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,7 +30,7 @@ var fuzzStackFiles = []struct{ path, stack string }{
 
 // encodeFuzzInput turns a Raw into FuzzLoad's input: a JSON object of every key with its value
 // (objects and lists as JSON, everything else as a JSON string), plus the keys set in plain text.
-func encodeFuzzInput(raw Raw) ([]byte, error) {
+func encodeFuzzInput(raw stacks.Raw) ([]byte, error) {
 	doc := map[string]json.RawMessage{}
 	var plain []string
 	for k, v := range raw.Values {
@@ -44,8 +46,8 @@ func encodeFuzzInput(raw Raw) ([]byte, error) {
 		}
 		doc[k] = b
 	}
-	for _, k := range secretKeys {
-		full := ConfigNamespace + ":" + k
+	for _, k := range stacks.SecretKeys {
+		full := stacks.ConfigNamespace + ":" + k
 		if _, set := raw.Values[full]; set && !raw.Secrets[full] {
 			plain = append(plain, full)
 		}
@@ -60,8 +62,8 @@ func encodeFuzzInput(raw Raw) ([]byte, error) {
 // decodeFuzzInput is the inverse: a JSON object becomes a Raw the way Pulumi hands config to the
 // program (strings as they are, anything else as its JSON text). Inputs that are not a JSON
 // object are not configurations and are skipped.
-func decodeFuzzInput(data []byte) (Raw, bool) {
-	raw := Raw{Project: "kolotoc", Stack: "fuzz", Values: map[string]string{}, Secrets: map[string]bool{}}
+func decodeFuzzInput(data []byte) (stacks.Raw, bool) {
+	raw := stacks.Raw{Project: "kolotoc", Stack: "fuzz", Values: map[string]string{}, Secrets: map[string]bool{}}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return raw, false
@@ -79,8 +81,8 @@ func decodeFuzzInput(data []byte) (Raw, bool) {
 			raw.Values[k] = string(bytes.TrimSpace(v))
 		}
 	}
-	for _, k := range secretKeys {
-		raw.Secrets[ConfigNamespace+":"+k] = true
+	for _, k := range stacks.SecretKeys {
+		raw.Secrets[stacks.ConfigNamespace+":"+k] = true
 	}
 	for _, k := range plain {
 		raw.Secrets[k] = false
@@ -99,7 +101,7 @@ var keyPath = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+|\[[0
 //	go test -fuzz=FuzzLoad ./stacks     (the committed corpus runs with every `go test ./stacks`)
 func FuzzLoad(f *testing.F) {
 	for _, sf := range fuzzStackFiles {
-		raw, err := ReadStackFile(sf.path, "kolotoc", sf.stack, "")
+		raw, err := stacks.ReadStackFile(sf.path, "kolotoc", sf.stack, "")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -115,7 +117,7 @@ func FuzzLoad(f *testing.F) {
 		if !ok {
 			return
 		}
-		c, err := Load(raw)
+		c, err := stacks.Load(raw)
 		if err == nil {
 			if c == nil {
 				t.Fatal("Load returned neither a config nor an error")
@@ -124,14 +126,14 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("an accepted config fails validation when checked again: %v", errs)
 			}
 			again := *c
-			again.applyDefaults()
+			stacks.ApplyDefaults(&again)
 			if !reflect.DeepEqual(&again, c) {
 				t.Fatalf("applyDefaults is not idempotent on an accepted config")
 			}
-			_ = StorageIdentity(c)
+			_ = stacks.StorageIdentity(c)
 			return
 		}
-		var ce *ConfigError
+		var ce *stacks.ConfigError
 		if !errors.As(err, &ce) {
 			t.Fatalf("rejection is a %T, not a *ConfigError: %v", err, err)
 		}
@@ -140,8 +142,8 @@ func FuzzLoad(f *testing.F) {
 		}
 		for _, fe := range ce.Errors {
 			// An unknown key is named as the input spelled it, whatever its characters.
-			if _, setByInput := raw.Values[ConfigNamespace+":"+fe.Key]; setByInput && strings.Contains(fe.Msg, "allowed: ") {
-				if _, known := configKeys[fe.Key]; !known {
+			if _, setByInput := raw.Values[stacks.ConfigNamespace+":"+fe.Key]; setByInput && strings.Contains(fe.Msg, "allowed: ") {
+				if known := stacks.IsConfigKey(fe.Key); !known {
 					continue
 				}
 			}
@@ -152,21 +154,21 @@ func FuzzLoad(f *testing.F) {
 			if i := strings.IndexAny(top, ".["); i >= 0 {
 				top = top[:i]
 			}
-			if _, known := configKeys[top]; !known {
+			if known := stacks.IsConfigKey(top); !known {
 				t.Fatalf("problem names kolotoc:%s, under no key the program reads (%v)", fe.Key, fe)
 			}
-			if !strings.HasPrefix(fe.Error(), ConfigNamespace+":"+fe.Key+" = ") {
+			if !strings.HasPrefix(fe.Error(), stacks.ConfigNamespace+":"+fe.Key+" = ") {
 				t.Fatalf("message does not start with its key: %q", fe.Error())
 			}
 		}
 		// No secret value is printed (unless the input also used it as a plain value elsewhere).
-		for _, k := range secretKeys {
-			secret := raw.Values[ConfigNamespace+":"+k]
-			if len(secret) < 8 || !raw.Secrets[ConfigNamespace+":"+k] {
+		for _, k := range stacks.SecretKeys {
+			secret := raw.Values[stacks.ConfigNamespace+":"+k]
+			if len(secret) < 8 || !raw.Secrets[stacks.ConfigNamespace+":"+k] {
 				continue // too short to tell from other text, or plaintext (refused for that)
 			}
 			for other, v := range raw.Values {
-				if other != ConfigNamespace+":"+k && strings.Contains(v, secret) {
+				if other != stacks.ConfigNamespace+":"+k && strings.Contains(v, secret) {
 					secret = ""
 				}
 			}
@@ -178,16 +180,16 @@ func FuzzLoad(f *testing.F) {
 }
 
 // withTestSecrets sets the secrets a stack needs, as `make up` does.
-func withTestSecrets(raw Raw) {
-	for _, k := range secretKeys {
-		raw.Values[ConfigNamespace+":"+k] = testPassword
-		raw.Secrets[ConfigNamespace+":"+k] = true
+func withTestSecrets(raw stacks.Raw) {
+	for _, k := range stacks.SecretKeys {
+		raw.Values[stacks.ConfigNamespace+":"+k] = testPassword
+		raw.Secrets[stacks.ConfigNamespace+":"+k] = true
 	}
-	raw.Values[ConfigNamespace+":sshKeySeed"] = testSeed
+	raw.Values[stacks.ConfigNamespace+":sshKeySeed"] = testSeed
 	// The registries' passwords are a map of server to password (no registry here), and an
 	// account key goes only with an existing SMB share, which no committed stack mounts.
-	raw.Values[ConfigNamespace+":registryPasswords"] = "{}"
-	delete(raw.Values, ConfigNamespace+":storageAccountKey")
+	raw.Values[stacks.ConfigNamespace+":registryPasswords"] = "{}"
+	delete(raw.Values, stacks.ConfigNamespace+":storageAccountKey")
 }
 
 // writeFuzzSeed adds raw to the committed corpus of FuzzLoad when KOLOTOC_WRITE_FUZZ_SEEDS=1
@@ -195,7 +197,7 @@ func withTestSecrets(raw Raw) {
 // table of bad configs:
 //
 //	KOLOTOC_WRITE_FUZZ_SEEDS=1 go test ./stacks -run 'TestBadConfigs|TestFuzzSeeds'
-func writeFuzzSeed(t *testing.T, name string, raw Raw) {
+func writeFuzzSeed(t *testing.T, name string, raw stacks.Raw) {
 	t.Helper()
 	if os.Getenv("KOLOTOC_WRITE_FUZZ_SEEDS") != "1" {
 		return
@@ -220,7 +222,7 @@ func writeFuzzSeed(t *testing.T, name string, raw Raw) {
 func TestFuzzSeeds(t *testing.T) {
 	for _, sf := range fuzzStackFiles {
 		t.Run(sf.stack, func(t *testing.T) {
-			raw, err := ReadStackFile(sf.path, "kolotoc", sf.stack, "")
+			raw, err := stacks.ReadStackFile(sf.path, "kolotoc", sf.stack, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,9 @@
-package stacks
+package stacks_test
 
 import (
 	"errors"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"strings"
 	"testing"
 
@@ -12,20 +14,22 @@ import (
 // replaces it is refused with every such key named, unless storage.allowReplace is set; other
 // changes, unprotected storage and a first deployment pass.
 func TestStorageReplacementGuard(t *testing.T) {
-	load := func(t *testing.T, path, stack string, set map[string]string) *Config {
+	load := func(t *testing.T, path, stack string, set map[string]string) *stacks.Config {
 		t.Helper()
 		raw := exampleRaw(t, path, stack)
 		for k, v := range set {
 			raw.Values["kolotoc:"+k] = v
 		}
-		c, err := Load(raw)
+		c, err := stacks.Load(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	prod := func(t *testing.T, set map[string]string) *Config { return load(t, "../Pulumi.prod.yaml", "prod", set) }
-	deployed := StorageIdentity(prod(t, nil))
+	prod := func(t *testing.T, set map[string]string) *stacks.Config {
+		return load(t, "../Pulumi.prod.yaml", "prod", set)
+	}
+	deployed := stacks.StorageIdentity(prod(t, nil))
 	if deployed["storage.protect"] != "true" || deployed["storage.type"] != storage.TypeFilestore || deployed["storage.zone"] != "us-central1-a" {
 		t.Fatalf("prod's identity: %v", deployed)
 	}
@@ -49,8 +53,8 @@ func TestStorageReplacementGuard(t *testing.T) {
 	}
 	// What the updates before recorded, through RecordedIdentity as the program records it.
 	unprotect := `{"type":"filestore","tier":"ZONAL","size":"2Ti"}`
-	afterUnprotect := RecordedIdentity(prod(t, map[string]string{"storage": unprotect}), deployed)
-	afterOverride := RecordedIdentity(prod(t, map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","allowReplace":true}`}), deployed)
+	afterUnprotect := stacks.RecordedIdentity(prod(t, map[string]string{"storage": unprotect}), deployed)
+	afterOverride := stacks.RecordedIdentity(prod(t, map[string]string{"storage": `{"type":"nfs","server":"10.0.0.2","allowReplace":true}`}), deployed)
 	cases = append(cases, []struct {
 		name     string
 		previous map[string]string
@@ -68,14 +72,14 @@ func TestStorageReplacementGuard(t *testing.T) {
 	}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckStorageReplacement(prod(t, tc.set), tc.previous)
+			err := stacks.CheckStorageReplacement(prod(t, tc.set), tc.previous)
 			if tc.wantKeys == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var ce *ConfigError
+			var ce *stacks.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("want a *ConfigError naming %v, got %v", tc.wantKeys, err)
 			}
@@ -103,11 +107,11 @@ func TestStorageReplacementGuard(t *testing.T) {
 func TestStorageIdentityPerType(t *testing.T) {
 	for _, f := range cloudFiles {
 		t.Run(f.stack, func(t *testing.T) {
-			c, err := Load(exampleRaw(t, f.path, f.stack))
+			c, err := stacks.Load(exampleRaw(t, f.path, f.stack))
 			if err != nil {
 				t.Fatal(err)
 			}
-			id := StorageIdentity(c)
+			id := stacks.StorageIdentity(c)
 			want := map[string][]string{
 				storage.TypeFilestore:  {"cluster.network", "cluster.project", "cluster.region", "storage.tier", "storage.zone"},
 				storage.TypeEFS:        {"cluster.region"},

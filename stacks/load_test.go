@@ -1,7 +1,9 @@
-package stacks
+package stacks_test
 
 import (
 	"errors"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,15 +20,17 @@ const (
 )
 
 // devRaw is the committed dev stack with its secrets set, as `make up` sets them.
-func devRaw(t *testing.T) Raw { return rawWithSecrets(t, "../Pulumi.dev.yaml") }
+func devRaw(t *testing.T) stacks.Raw { return rawWithSecrets(t, "../Pulumi.dev.yaml") }
 
 // gpuRaw is the former dev layout (examples/gpu-dev: a GPU pool and a CPU pool, simulated),
 // as the dev stack with its secrets set: the base of the bad configs, which speak of GPUs and pools.
-func gpuRaw(t *testing.T) Raw { return rawWithSecrets(t, "../examples/gpu-dev/Pulumi.gpu-dev.yaml") }
+func gpuRaw(t *testing.T) stacks.Raw {
+	return rawWithSecrets(t, "../examples/gpu-dev/Pulumi.gpu-dev.yaml")
+}
 
-func rawWithSecrets(t *testing.T, path string) Raw {
+func rawWithSecrets(t *testing.T, path string) stacks.Raw {
 	t.Helper()
-	raw, err := ReadStackFile(path, "kolotoc", "dev", "")
+	raw, err := stacks.ReadStackFile(path, "kolotoc", "dev", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestCommittedStacksLoad(t *testing.T) {
 	// dev runs CPU towers on the local real node (one rank each); prod 8-GPU towers.
 	for stack, gpus := range map[string]int{"dev": 0, "prod": 8} {
 		t.Run(stack, func(t *testing.T) {
-			raw, err := ReadStackFile("../Pulumi."+stack+".yaml", "kolotoc", stack, "")
+			raw, err := stacks.ReadStackFile("../Pulumi."+stack+".yaml", "kolotoc", stack, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +53,7 @@ func TestCommittedStacksLoad(t *testing.T) {
 			raw.Values["kolotoc:sshKeySeed"] = testSeed
 			raw.Secrets["kolotoc:jupyterPassword"] = true
 			raw.Secrets["kolotoc:sshKeySeed"] = true
-			c, err := Load(raw)
+			c, err := stacks.Load(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +68,7 @@ func TestCommittedStacksLoad(t *testing.T) {
 }
 
 func TestDevDefaults(t *testing.T) {
-	c, err := Load(devRaw(t))
+	c, err := stacks.Load(devRaw(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +82,7 @@ func TestDevDefaults(t *testing.T) {
 	if c.Storage.Type != storage.TypeLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
 		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
-	if c.Cluster.Kubeconfig != defaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
+	if c.Cluster.Kubeconfig != stacks.DefaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
 		c.Entrypoint.JupyterUI != entrypoint.UINotebook || c.Carriers.Pool != "node" {
 		t.Errorf("cluster %+v entrypoint %+v carriers %+v", c.Cluster, c.Entrypoint, c.Carriers)
 	}
@@ -87,14 +91,14 @@ func TestDevDefaults(t *testing.T) {
 	}
 	// Defaults fill zero values only: applying them again changes nothing.
 	again := *c
-	again.applyDefaults()
+	stacks.ApplyDefaults(&again)
 	if !reflect.DeepEqual(&again, c) {
 		t.Errorf("applyDefaults is not idempotent:\n%+v\n%+v", again, *c)
 	}
 }
 
 func TestSecretNeverPrints(t *testing.T) {
-	c, err := Load(devRaw(t))
+	c, err := stacks.Load(devRaw(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +344,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "maintenance window outside GKE", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","maintenanceWindow":{"start":"01:00"}}`}, wantKey: "cluster.maintenanceWindow", wantMsg: "only GKE's upgrades"},
 		{name: "Filestore clients unknown on a custom network", set: map[string]string{"cloud": "gcp", "cluster": `{"region":"us-central1","zone":"us-central1-a","network":"training"}`, "storage": `{"type":"filestore"}`}, wantKey: "storage.clientRanges", wantMsg: "required with cluster.network training"},
 		{name: "Filestore open to every address", set: map[string]string{"cloud": "gcp", "cluster": gkeZonal, "storage": `{"type":"filestore","clientRanges":["0.0.0.0/0"]}`}, wantKey: "storage.clientRanges[0]", wantMsg: "opens it to the whole internet"},
-		// The optional workloads (workload_<key>.go).
+		// The optional workloads (stacks/workloads/<key>).
 		{name: "elastic min above max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":3,"maxNodes":2}`}, wantKey: "elastic.minNodes", wantMsg: "more than elastic.maxNodes (2); allowed: 1..2"},
 		{name: "elastic nodes outside min..max", set: map[string]string{"elastic": `{"enabled":true,"minNodes":1,"maxNodes":2,"nodes":3}`}, wantKey: "elastic.nodes", wantMsg: "allowed: 1..2"},
 		{name: "etcd rendezvous without etcd", set: map[string]string{"towers": `{"enabled":false}`, "sentinels": `{"enabled":false}`, "elastic": `{"enabled":true,"rdzvBackend":"etcd-v2"}`}, wantKey: "elastic.rdzvBackend", wantMsg: "needs the etcd component"},
@@ -460,11 +464,11 @@ func TestBadConfigs(t *testing.T) {
 				raw.Secrets["kolotoc:"+k] = true
 			}
 			writeFuzzSeed(t, "bad-"+tc.name, raw) // FuzzLoad's corpus follows this table (fuzz_test.go)
-			c, err := Load(raw)
+			c, err := stacks.Load(raw)
 			if err == nil {
 				t.Fatalf("accepted: %+v", c)
 			}
-			var ce *ConfigError
+			var ce *stacks.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %T is not a *ConfigError: %v", err, err)
 			}
@@ -496,8 +500,8 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	raw.Values["kolotoc:towers"] = `{"count":0,"image":"horovod/horovod"}`
 	raw.Values["kolotoc:entrypoint"] = `{"serviceType":"LoadBalancer"}`
 	delete(raw.Values, "kolotoc:sshKeySeed")
-	_, err := Load(raw)
-	var ce *ConfigError
+	_, err := stacks.Load(raw)
+	var ce *stacks.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)
 	}
@@ -506,42 +510,6 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	for _, k := range want {
 		if !strings.Contains(got, k) {
 			t.Errorf("missing %s in %s", k, got)
-		}
-	}
-}
-
-// TestPinsAndNodeDirsAccepted: image and nodeDir do not refuse the pins and directories they ask for.
-func TestPinsAndNodeDirsAccepted(t *testing.T) {
-	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for _, ref := range []string{"horovod/horovod:0.28.1", "registry.example.com:5000/team/mpi:v2",
-		"ghcr.io/dask/dask@" + digest, "ghcr.io/dask/dask:2024.1@" + digest, "registry:5000/mpi@" + digest} {
-		v := &Validator{}
-		if v.Image("towers.image", ref); len(v.errs) > 0 {
-			t.Errorf("%s refused: %v", ref, v.errs)
-		}
-	}
-	for _, dir := range []string{"/mnt/disks/ssd0", "/var/lib/kolotoc/kolotoc-dev/shared", "/scratch", "/variable"} {
-		v := &Validator{}
-		if v.nodeDir("storage.scratch.path", dir); len(v.errs) > 0 {
-			t.Errorf("%s refused: %v", dir, v.errs)
-		}
-	}
-}
-
-// TestCodeTransportsAccepted: authenticated transports on a cloud, git:// on the simulated one
-// (the dev stack's demo repository) and anything pinned to a full commit.
-func TestCodeTransportsAccepted(t *testing.T) {
-	for _, tc := range []struct{ cloud, repo, ref string }{
-		{CloudGCP, "https://github.com/team/train.git", "main"},
-		{CloudAWS, "ssh://git@github.com/team/train.git", "main"},
-		{CloudAzure, "git@github.com:team/train.git", "v1.2"},
-		{CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
-		{CloudSimulated, "git://10.213.0.1/demo.git", "main"},
-	} {
-		c := &Config{Cloud: tc.cloud, Code: Code{Repository: tc.repo, Ref: tc.ref}}
-		v := &Validator{}
-		if c.validateCodeTransport(v); len(v.errs) > 0 {
-			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
 		}
 	}
 }
@@ -557,8 +525,8 @@ func TestProblemsInPipelineOrder(t *testing.T) {
 	raw.Values["kolotoc:towers"] = `{"count":2,"gpusPerTower":8,"image":"horovod/horovod"}` // unpinned
 	raw.Values["kolotoc:elastic"] = `{"enabled":true,"minNodes":2,"command":["python","train.py"]}`
 	raw.Values["kolotoc:dataIn"] = `{"enabled":true,"image":"alpine:3.20","command":[""]}`
-	_, err := Load(raw)
-	var ce *ConfigError
+	_, err := stacks.Load(raw)
+	var ce *stacks.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)
 	}

@@ -31,7 +31,7 @@ func (c *Config) validateQueue(v *Validator) {
 	if q.Image != "" {
 		v.Image("queue.image", q.Image)
 	}
-	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (workload_<key>.go)
+	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (stacks/workloads/<key>)
 		if wl.Gang == nil {
 			continue
 		}

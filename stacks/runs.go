@@ -56,7 +56,7 @@ func (c *Config) applyRunDefaults() {
 		meta.Fill(&c.Code.Path, defaultCodePath)
 		meta.Fill(&c.Code.Image, DefaultGitImage)
 	}
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.OnSuccess != nil {
 			meta.Fill(wl.OnSuccess(c), meta.OnSuccessKeep)
 		}
@@ -66,7 +66,7 @@ func (c *Config) applyRunDefaults() {
 // validateRuns checks runs, code and every workload's env.
 func (c *Config) validateRuns(v *Validator) {
 	v.RunID("towers.run", c.Towers.Run)
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.OnSuccess != nil {
 			v.oneOf(wl.Key+".onSuccess", *wl.OnSuccess(c), allowedOnSuccess)
 		}
@@ -110,7 +110,7 @@ func (c *Config) validateRuns(v *Validator) {
 	}
 
 	own := OwnSecrets()
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.Env == nil {
 			continue
 		}
@@ -126,7 +126,7 @@ func (c *Config) validateRuns(v *Validator) {
 // workload's env must not hand them out (every rank would see the towers' private key, say).
 func OwnSecrets() []string {
 	var out []string
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		out = append(out, wl.Secrets...)
 	}
 	return append(out, registry.SecretName, storage.CredentialsName(StorageName))

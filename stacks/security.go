@@ -14,7 +14,6 @@ import (
 	"kolotoc/components/entrypoint"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
-	"kolotoc/components/monitoring"
 	"kolotoc/components/ring"
 	"kolotoc/components/storage"
 )
@@ -97,7 +96,6 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	workers := DaskWorkers(c)
 	add(entrypoint.SchedulerAllow(workers))
 	out = append(out, dask.Allows(entrypoint.Component, workers)...) // each worker process and nanny
-	out = append(out, entrypoint.Allows(EntrypointArgs(c))...)       // its UIs; Jupyter behind a LoadBalancer
 
 	if c.InClusterNFS() {
 		add(isolation.Allow{
@@ -111,17 +109,20 @@ func NetworkAllows(c *Config) []isolation.Allow {
 				"which no pod selector matches, Kolotoc cannot know, and Cilium matches by no address range; nothing else of the server is reachable.",
 		})
 	}
-	return append(out, workloadAllows(c)...) // each workload's own (workload_<key>.go)
+	return append(out, workloadAllows(c)...) // each workload's own (stacks/workloads/<key>)
 }
 
 // GPUAgentsNetworkAllows are the GPU agents' namespace's allows: only Prometheus, from the
 // stack's namespace, scraping the DCGM exporter. The device plugin talks to the kubelet through
 // a socket on the host and takes no connection.
 func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
-	if !c.Monitoring.Enabled {
-		return nil
+	var out []isolation.Allow
+	for _, wl := range c.enabledWorkloads() {
+		if wl.AgentsAllows != nil {
+			out = append(out, wl.AgentsAllows(c)...)
+		}
 	}
-	return monitoring.AgentsAllows(MonitoringArgs(c)) // dcgm-scrape, when the exporter runs
+	return out
 }
 
 // DaskWorkers are the components whose pods run Dask workers: the carriers, and the towers

@@ -1,7 +1,9 @@
-package stacks
+package stacks_test
 
 import (
 	"errors"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"strings"
 	"testing"
 )
@@ -10,7 +12,7 @@ import (
 // no GPUs) with the towers' default request (4 CPU, 16Gi) does not fit a 4-core, 15 GiB node: the
 // error says which keys to set and to what, and the stack with those values loads.
 func TestOldClusterShLayout(t *testing.T) {
-	raw := Raw{Project: "kolotoc", Stack: "old", Secrets: map[string]bool{"kolotoc:sshKeySeed": true, "kolotoc:jupyterPassword": true},
+	raw := stacks.Raw{Project: "kolotoc", Stack: "old", Secrets: map[string]bool{"kolotoc:sshKeySeed": true, "kolotoc:jupyterPassword": true},
 		Values: map[string]string{
 			"kolotoc:cloud":           "gcp",
 			"kolotoc:cluster":         `{"region":"us-central1","zone":"us-central1-a","project":"p"}`,
@@ -21,8 +23,8 @@ func TestOldClusterShLayout(t *testing.T) {
 			"kolotoc:sshKeySeed":      "9f2c4e7a1b8d3f6052e9a7c1d4b8f3e6a0c5d9e2f7b1a4c8e3d6f9a2b5c7e1d4",
 			"kolotoc:jupyterPassword": "a-long-enough-password",
 		}}
-	_, err := Load(raw)
-	var ce *ConfigError
+	_, err := stacks.Load(raw)
+	var ce *stacks.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("want a ConfigError, got %v", err)
 	}
@@ -38,7 +40,7 @@ func TestOldClusterShLayout(t *testing.T) {
 		}
 	}
 	raw.Values["kolotoc:towers"] = `{"count":4,"pool":"towers","cpu":"3","memory":"11Gi"}`
-	if _, err := Load(raw); err != nil {
+	if _, err := stacks.Load(raw); err != nil {
 		t.Errorf("the values the error suggests are refused: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
-package stacks
+package stacks_test
 
 import (
 	"errors"
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"strings"
 	"testing"
 )
@@ -13,7 +15,7 @@ const (
 )
 
 // existingRaw is a cloud example with its storage (and other keys) replaced.
-func existingRaw(t *testing.T, stack string, set map[string]string, secrets ...string) Raw {
+func existingRaw(t *testing.T, stack string, set map[string]string, secrets ...string) stacks.Raw {
 	t.Helper()
 	path := map[string]string{"aws": "../examples/aws/Pulumi.aws.yaml", "azure": "../examples/azure/Pulumi.azure.yaml", "prod": "../Pulumi.prod.yaml"}[stack]
 	raw := exampleRaw(t, path, stack)
@@ -35,32 +37,32 @@ func TestExistingStoresAccepted(t *testing.T) {
 		name, stack string
 		set         map[string]string
 		secrets     []string
-		check       func(t *testing.T, c *Config)
+		check       func(t *testing.T, c *stacks.Config)
 	}{
 		{name: "efs on aws", stack: "aws", set: map[string]string{"storage": `{"type":"efs","fileSystemId":"` + existingFS + `","protect":true}`},
-			check: func(t *testing.T, c *Config) {
-				if c.Storage.Tier != "" || EFSVolumeHandle(c.Storage) != existingFS {
-					t.Errorf("tier %q handle %q, want no tier and %s", c.Storage.Tier, EFSVolumeHandle(c.Storage), existingFS)
+			check: func(t *testing.T, c *stacks.Config) {
+				if c.Storage.Tier != "" || stacks.EFSVolumeHandle(c.Storage) != existingFS {
+					t.Errorf("tier %q handle %q, want no tier and %s", c.Storage.Tier, stacks.EFSVolumeHandle(c.Storage), existingFS)
 				}
 			}},
 		{name: "efs access point and subdirectory on an existing cluster", stack: "aws",
 			set: map[string]string{"cloud": "existing", "cluster": existing, "storage": `{"type":"efs","fileSystemId":"` + existingFS + `","accessPointId":"` + existingAP + `","path":"/runs"}`},
-			check: func(t *testing.T, c *Config) {
-				if got, want := EFSVolumeHandle(c.Storage), existingFS+":/runs:"+existingAP; got != want {
+			check: func(t *testing.T, c *stacks.Config) {
+				if got, want := stacks.EFSVolumeHandle(c.Storage), existingFS+":/runs:"+existingAP; got != want {
 					t.Errorf("handle %q, want %q", got, want)
 				}
 			}},
 		{name: "efs access point alone", stack: "aws", set: map[string]string{"storage": `{"type":"efs","fileSystemId":"` + existingFS + `","accessPointId":"` + existingAP + `"}`},
-			check: func(t *testing.T, c *Config) {
-				if got, want := EFSVolumeHandle(c.Storage), existingFS+"::"+existingAP; got != want {
+			check: func(t *testing.T, c *stacks.Config) {
+				if got, want := stacks.EFSVolumeHandle(c.Storage), existingFS+"::"+existingAP; got != want {
 					t.Errorf("handle %q, want %q", got, want)
 				}
 			}},
 		{name: "smb share on azure", stack: "azure",
 			set:     map[string]string{"storage": `{"type":"azurefiles","share":"checkpoints","account":"mldata","resourceGroup":"ml-data","protocol":"smb"}`, "storageAccountKey": existingKey},
 			secrets: []string{"storageAccountKey"},
-			check: func(t *testing.T, c *Config) {
-				if s := c.Storage; s.Tier != "" || s.Account != "mldata" || s.Protocol != AzureFilesSMB {
+			check: func(t *testing.T, c *stacks.Config) {
+				if s := c.Storage; s.Tier != "" || s.Account != "mldata" || s.Protocol != stacks.AzureFilesSMB {
 					t.Errorf("storage %+v: want no tier, the named account and smb", s)
 				}
 			}},
@@ -72,7 +74,7 @@ func TestExistingStoresAccepted(t *testing.T) {
 			set: map[string]string{"storage": `{"type":"nfs","server":"10.20.0.2","path":"/shared","mountOptions":["nfsvers=3"],"protect":true}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(existingRaw(t, tc.stack, tc.set, tc.secrets...))
+			c, err := stacks.Load(existingRaw(t, tc.stack, tc.set, tc.secrets...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,13 +91,13 @@ func TestExistingStoresAccepted(t *testing.T) {
 // TestExistingStoreGuard: with protect, moving from a created file store to an existing one, or
 // from one existing store to another, is refused naming the keys; an unchanged one passes.
 func TestExistingStoreGuard(t *testing.T) {
-	load := func(t *testing.T, stack, storage string, secrets ...string) *Config {
+	load := func(t *testing.T, stack, storage string, secrets ...string) *stacks.Config {
 		t.Helper()
 		set := map[string]string{"storage": storage}
 		if len(secrets) > 0 {
 			set["storageAccountKey"] = existingKey
 		}
-		c, err := Load(existingRaw(t, stack, set, secrets...))
+		c, err := stacks.Load(existingRaw(t, stack, set, secrets...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,32 +109,32 @@ func TestExistingStoreGuard(t *testing.T) {
 	share := func(name string) string {
 		return `{"type":"azurefiles","share":"` + name + `","account":"mldata","resourceGroup":"ml-data","protocol":"smb","protect":true}`
 	}
-	created, _ := Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	created, _ := stacks.Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
 	for _, tc := range []struct {
 		name     string
 		previous map[string]string
-		now      *Config
+		now      *stacks.Config
 		wantKeys string
 	}{
-		{name: "created EFS to an existing one", previous: RecordedIdentity(created, nil), now: load(t, "aws", efs(existingFS, "")),
+		{name: "created EFS to an existing one", previous: stacks.RecordedIdentity(created, nil), now: load(t, "aws", efs(existingFS, "")),
 			wantKeys: "storage.fileSystemId storage.path"},
-		{name: "another file system", previous: RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil), now: load(t, "aws", efs("fs-12345678", "")),
+		{name: "another file system", previous: stacks.RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil), now: load(t, "aws", efs("fs-12345678", "")),
 			wantKeys: "storage.fileSystemId"},
-		{name: "an access point added", previous: RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil),
+		{name: "an access point added", previous: stacks.RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil),
 			now: load(t, "aws", efs(existingFS, `,"accessPointId":"`+existingAP+`"`)), wantKeys: "storage.accessPointId"},
-		{name: "the same file system", previous: RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil), now: load(t, "aws", efs(existingFS, ""))},
-		{name: "another share", previous: RecordedIdentity(load(t, "azure", share("checkpoints"), "storageAccountKey"), nil),
+		{name: "the same file system", previous: stacks.RecordedIdentity(load(t, "aws", efs(existingFS, "")), nil), now: load(t, "aws", efs(existingFS, ""))},
+		{name: "another share", previous: stacks.RecordedIdentity(load(t, "azure", share("checkpoints"), "storageAccountKey"), nil),
 			now: load(t, "azure", share("results"), "storageAccountKey"), wantKeys: "storage.share"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckStorageReplacement(tc.now, tc.previous)
+			err := stacks.CheckStorageReplacement(tc.now, tc.previous)
 			if tc.wantKeys == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var ce *ConfigError
+			var ce *stacks.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("want a refusal naming %s, got %v", tc.wantKeys, err)
 			}

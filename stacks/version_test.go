@@ -1,6 +1,8 @@
-package stacks
+package stacks_test
 
 import (
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"os"
 	"regexp"
 	"testing"
@@ -17,7 +19,7 @@ func TestChangelogNamesVersion(t *testing.T) {
 	if m == nil {
 		t.Fatal("CHANGELOG.md names no release (a `## X.Y.Z` heading)")
 	}
-	if string(m[1]) != Version {
-		t.Errorf("CHANGELOG.md's latest release is %s, stacks.Version is %s", m[1], Version)
+	if string(m[1]) != stacks.Version {
+		t.Errorf("CHANGELOG.md's latest release is %s, stacks.Version is %s", m[1], stacks.Version)
 	}
 }

@@ -12,23 +12,35 @@ import (
 	"kolotoc/components/meta"
 )
 
-// The workloads, registered once. Each declares its whole entry in its own file
-// (workload_<key>.go, beside its package in components/), which registers it: how its section
-// starts, the defaults it takes from the node pools and from the workloads before it, its checks
-// in the stack's context, the facts other checks need of it (its pools, its GPU pods, its env, its
-// gang), and how it is deployed, allowed and reported. The stack's phases iterate the entries
-// (load.go, defaults.go, validate.go, deploy.go and the features: runs, runas, security, queue,
-// clouds); none names the workloads again. Adding a workload is its package, its file and its
-// section's field in Config (config.go), the one list of the workloads.
+// The workloads, registered once. Each declares its whole entry in its own package,
+// stacks/workloads/<key> (beside its component in components/), and registers it from its init:
+// how its section starts, the defaults it takes from the node pools and from the workloads before
+// it, its checks in the stack's context, the facts other checks need of it (its pools, its GPU
+// pods, its env, its gang), and how it is deployed, allowed and reported. Importing
+// kolotoc/stacks/workloads registers them all, as Kueue's integrations are registered by importing
+// pkg/controller/jobs. The stack's phases iterate the entries (load.go, defaults.go, validate.go,
+// deploy.go and the features: runs, runas, security, queue, clouds); none names the workloads.
+// Adding a workload is its component, its entry package, its section's field in Config
+// (config.go) and one import in stacks/workloads.
 
 // workloads in the order every phase takes them, which is the order of their sections' fields
 // in Config: pool defaults (a workload may take from the ones before it: the entrypoint its pool
 // from the carriers'; the other defaults follow every pool default, so the towers' launcher, the
 // data-in Job and the monitoring take the entrypoint's pool whatever the order), checks (problems
 // are listed in this order) and deploy (the ones marked first, then the others: etcd before the
-// elastic workers that wait for it). Filled by register, from the entry files' init, before any
-// phase runs.
+// elastic workers that wait for it). Filled by Register, from the entry packages' init, before
+// any phase runs; read through entries.
 var workloads []*Workload
+
+// entries are the registered workloads. None means the program did not import
+// kolotoc/stacks/workloads: it would deploy a stack without its workloads, and delete those
+// deployed. That is the program's mistake, found by every test that loads a stack, so it panics.
+func entries() []*Workload {
+	if len(workloads) == 0 {
+		panic(`stacks: no workload is registered; import _ "kolotoc/stacks/workloads" (main.go does)`)
+	}
+	return workloads
+}
 
 // Register adds a workload's entry to workloads, at the place of its section's field in Config.
 // Its key must be a Config key, and registered once: a mistake here is the program's, found by
@@ -84,10 +96,12 @@ type Workload struct {
 	// First: registered before the other workloads, which wait for it (the entrypoint, the
 	// data-in Job). deploy registers it; allows are its NetworkPolicy allows; outputs its stack
 	// outputs.
-	First   bool
-	Deploy  func(ctx *pulumi.Context, c *Config, w *Wiring) error
-	Allows  func(c *Config) []isolation.Allow
-	Outputs func(c *Config, kube KubeAccess) pulumi.Map
+	First  bool
+	Deploy func(ctx *pulumi.Context, c *Config, w *Wiring) error
+	Allows func(c *Config) []isolation.Allow
+	// AgentsAllows are its allows in the GPU agents' namespace (GPUAgentsNetworkAllows).
+	AgentsAllows func(c *Config) []isolation.Allow
+	Outputs      func(c *Config, kube KubeAccess) pulumi.Map
 }
 
 // on reports whether the config runs the workload.
@@ -140,7 +154,7 @@ type Wiring struct {
 
 // presetWorkloads turns on the switches that default to on (Load, before decoding).
 func presetWorkloads(c *Config) {
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.Preset != nil {
 			wl.Preset(c)
 		}
@@ -151,12 +165,12 @@ func presetWorkloads(c *Config) {
 // pools, then the rest.
 func (c *Config) applyWorkloadDefaults() {
 	pools := c.pools()
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.PoolDefaults != nil {
 			wl.PoolDefaults(c, pools)
 		}
 	}
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.Defaults != nil {
 			wl.Defaults(c)
 		}
@@ -166,7 +180,7 @@ func (c *Config) applyWorkloadDefaults() {
 // validateWorkloads checks every section, then that all GPU pods of a pool fit its nodes
 // together.
 func (c *Config) validateWorkloads(v *Validator) {
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.Check != nil {
 			wl.Check(c, v)
 		}
@@ -177,7 +191,7 @@ func (c *Config) validateWorkloads(v *Validator) {
 // enabledWorkloads are the workloads the config runs, in order.
 func (c *Config) enabledWorkloads() []*Workload {
 	var out []*Workload
-	for _, wl := range workloads {
+	for _, wl := range entries() {
 		if wl.on(c) {
 			out = append(out, wl)
 		}

@@ -1,6 +1,8 @@
-package stacks
+package stacks_test
 
 import (
+	"kolotoc/stacks"
+	_ "kolotoc/stacks/workloads"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,9 +17,9 @@ import (
 )
 
 // workloadsRaw is examples/workloads/Pulumi.workloads.yaml with its secrets set.
-func workloadsRaw(t *testing.T) Raw {
+func workloadsRaw(t *testing.T) stacks.Raw {
 	t.Helper()
-	raw, err := ReadStackFile("../examples/workloads/Pulumi.workloads.yaml", "kolotoc", "workloads", "")
+	raw, err := stacks.ReadStackFile("../examples/workloads/Pulumi.workloads.yaml", "kolotoc", "workloads", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func workloadsRaw(t *testing.T) Raw {
 }
 
 func TestWorkloadsExampleLoads(t *testing.T) {
-	c, err := Load(workloadsRaw(t))
+	c, err := stacks.Load(workloadsRaw(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 		t.Errorf("etcd %+v monitoring %+v", c.Etcd, c.Monitoring)
 	}
 	again := *c
-	again.applyDefaults()
+	stacks.ApplyDefaults(&again)
 	if !reflect.DeepEqual(&again, c) {
 		t.Errorf("applyDefaults is not idempotent with the workloads:\n%+v\n%+v", again, *c)
 	}
@@ -58,7 +60,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 	// The local test bed's etcd image is tagged by content, not version: it is accepted.
 	raw := workloadsRaw(t)
 	raw.Values["kolotoc:etcd"] = `{"enabled":true,"members":3,"image":"kolotoc.local/etcd:98e957e15e76"}`
-	if local, err := Load(raw); err != nil {
+	if local, err := stacks.Load(raw); err != nil {
 		t.Errorf("the local etcd image is refused: %v", err)
 	} else if local.Etcd.Image != "kolotoc.local/etcd:98e957e15e76" || local.Etcd.Members != 3 {
 		t.Errorf("etcd with the local image: %+v", local.Etcd)
@@ -68,7 +70,7 @@ func TestWorkloadsExampleLoads(t *testing.T) {
 // TestWorkloadsOffByDefault: a stack that says nothing about them runs none of them and needs no
 // Grafana password.
 func TestWorkloadsOffByDefault(t *testing.T) {
-	c, err := Load(devRaw(t))
+	c, err := stacks.Load(devRaw(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +78,8 @@ func TestWorkloadsOffByDefault(t *testing.T) {
 		t.Error("a workload is on in the dev stack, which enables none")
 	}
 	c.Towers.Enabled, c.Carriers.Enabled = false, false // the two workloads dev runs
-	if len(WorkloadOutputs(c, KubeAccess{})) != 0 {
-		t.Errorf("outputs for workloads that are off: %v", WorkloadOutputs(c, KubeAccess{}))
+	if len(stacks.WorkloadOutputs(c, stacks.KubeAccess{})) != 0 {
+		t.Errorf("outputs for workloads that are off: %v", stacks.WorkloadOutputs(c, stacks.KubeAccess{}))
 	}
 }
 
@@ -86,7 +88,7 @@ func TestExplicitZeros(t *testing.T) {
 	raw := workloadsRaw(t)
 	raw.Values["kolotoc:tfcluster"] = `{"enabled":true,"command":["python","/shared/train.py"],"chief":{"count":0},"evaluator":{"count":0},"ps":{"count":0},"workers":{"gpus":4}}`
 	raw.Values["kolotoc:elastic"] = `{"enabled":true,"maxRestarts":0,"rdzvBackend":"etcd-v2"}`
-	c, err := Load(raw)
+	c, err := stacks.Load(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,42 +100,25 @@ func TestExplicitZeros(t *testing.T) {
 	}
 }
 
-func TestPackGPUs(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		demands  []GPUDemand
-		nodes    int
-		capacity int
-		want     bool
-	}{
-		{"exact", []GPUDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}}, 3, 8, true},
-		{"one GPU too many", []GPUDemand{{"a", 2, 8, ""}, {"b", 2, 4, ""}, {"c", 1, 1, ""}}, 3, 8, false},
-		{"fragmented: enough GPUs, no node with 6", []GPUDemand{{"a", 2, 6, ""}, {"b", 2, 4, ""}}, 2, 8, false},
-		{"small pieces fill gaps", []GPUDemand{{"a", 2, 6, ""}, {"b", 4, 1, ""}}, 2, 8, true},
-	} {
-		if got := packGPUs(tc.demands, tc.nodes, tc.capacity); got != tc.want {
-			t.Errorf("%s: packGPUs = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestWorkloadsRegisteredOnce: each workload's entry names a key of the Config once, the phases
 // take them in the order of their sections in Config, and the phases reach every entry: its
 // preset and defaults run in Load, its check in Validate.
 func TestWorkloadsRegisteredOnce(t *testing.T) {
+	workloads := stacks.Registered()
 	if len(workloads) == 0 {
 		t.Fatal("no workload registered")
 	}
-	// One entry file a workload, each registering its entry: a file whose init is lost would
-	// leave its workload out of every phase.
-	if files, _ := filepath.Glob("workload_*.go"); len(files) != len(workloads) {
-		t.Errorf("%d workloads registered, %d entry files: %v", len(workloads), len(files), files)
+	// One entry package a workload, each registering its entry, each imported by
+	// kolotoc/stacks/workloads: a package left out or whose init is lost would leave its workload
+	// out of every phase.
+	if dirs, _ := filepath.Glob("workloads/*/*.go"); len(dirs) != len(workloads) {
+		t.Errorf("%d workloads registered, %d entry packages: %v", len(workloads), len(dirs), dirs)
 	}
 	for i, wl := range workloads {
-		if _, ok := configKeys[wl.Key]; !ok {
+		if !stacks.IsConfigKey(wl.Key) {
 			t.Errorf("workload %s is no key of Config", wl.Key)
 		}
-		if i > 0 && configKeys[workloads[i-1].Key].index >= configKeys[wl.Key].index {
+		if i > 0 && stacks.ConfigIndex(workloads[i-1].Key) >= stacks.ConfigIndex(wl.Key) {
 			t.Errorf("workload %s comes after %s, whose section follows its own in Config", wl.Key, workloads[i-1].Key)
 		}
 		if wl.Check == nil {
@@ -161,18 +146,17 @@ func TestWorkloadsRegisteredOnce(t *testing.T) {
 
 	// A second entry for a key, or an entry for no key of Config, is refused at registration.
 	saved := slices.Clone(workloads)
-	defer func() { workloads = saved }()
 	for _, key := range []string{ring.Key, "nosuchsection"} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("register(%q) was accepted", key)
+					t.Errorf("Register(%q) was accepted", key)
 				}
 			}()
-			Register(&Workload{Key: key})
+			stacks.Register(&stacks.Workload{Key: key})
 		}()
 	}
-	if len(workloads) != len(saved) {
-		t.Errorf("a refused registration changed the workloads: %d entries, want %d", len(workloads), len(saved))
+	if now := stacks.Registered(); !slices.Equal(now, saved) {
+		t.Errorf("a refused registration changed the workloads: %d entries, want %d", len(now), len(saved))
 	}
 }

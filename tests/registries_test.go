@@ -14,6 +14,7 @@ import (
 
 	"kolotoc/components/meta/rendertest"
 	"kolotoc/stacks"
+	entrypointwl "kolotoc/stacks/workloads/entrypoint"
 )
 
 // Private images (issue 11): a pull Secret from secret config in every namespace with Kolotoc
@@ -187,7 +188,7 @@ func TestRegistryOutputsHoldNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := stacks.StackOutputs(cfg, stacks.EntrypointArgs(cfg), kube)
+	outs := stacks.StackOutputs(cfg, entrypointwl.Args(cfg), kube)
 	for k, v := range stacks.WorkloadOutputs(cfg, kube) {
 		outs[k] = v
 	}

@@ -17,7 +17,7 @@ import (
 // renderPools are the stack's pools in these tests: a GPU pool first, then a CPU pool of 16 cores.
 var renderPools = meta.Pools{{Name: "gpu", GPUsPerNode: 4, CPUs: 32}, {Name: "cpu", CPUs: 16}}
 
-// scheduler is the entrypoint's scheduler as the stack names it (stacks.CarrierArgs).
+// scheduler is the entrypoint's scheduler as the stack names it (stacks/workloads/carriers.Args).
 var scheduler = entrypoint.SchedulerAddress("entrypoint", "kolotoc-dev")
 
 // carriersConfig is the carriers' section with change applied, then its defaults filled as the
@@ -32,7 +32,7 @@ func carriersConfig(change func(c *CarriersConfig)) CarriersConfig {
 	return c
 }
 
-// renderCarriers registers the carriers as the stack does (stacks.CarrierArgs).
+// renderCarriers registers the carriers as the stack does (stacks/workloads/carriers.Args).
 func renderCarriers(t *testing.T, c CarriersConfig) *rendertest.Recorder {
 	t.Helper()
 	a := &CarrierArgs{CarriersConfig: c, Site: rendertest.Site(), Name: CarrierName, Scheduler: scheduler}

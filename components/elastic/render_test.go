@@ -18,7 +18,7 @@ import (
 // 32 cores per node.
 var renderPools = meta.Pools{{Name: "cpu", CPUs: 16}, {Name: "gpu", GPUsPerNode: 4, CPUs: 32}}
 
-// testArgs are the workers' Args as the stack builds them (stacks.ElasticArgs) for the dev
+// testArgs are the workers' Args as the stack builds them (stacks/workloads/elastic.Args) for the dev
 // stack, with change applied to the section before its defaults are filled.
 func testArgs(change func(c *Config)) *Args {
 	c := NewConfig()

@@ -19,7 +19,7 @@ const (
 	testCertificate     = "-----BEGIN CERTIFICATE-----\ntest-certificate\n-----END CERTIFICATE-----\n"
 )
 
-// testArgs are the entrypoint's Args as the stack builds them (stacks.EntrypointArgs and
+// testArgs are the entrypoint's Args as the stack builds them (stacks/workloads/entrypoint.Args and
 // deploy): the carriers' pool and Dask image, the secrets set; change applies to the section
 // before its defaults are filled.
 func testArgs(change func(c *Config)) *Args {

@@ -12,7 +12,7 @@ import (
 	"kolotoc/components/meta/rendertest"
 )
 
-// testArgs are the store's Args as the stack builds them (stacks.EtcdArgs) on the simulated
+// testArgs are the store's Args as the stack builds them (stacks/workloads/etcd.Args) on the simulated
 // cloud: members on the CPU pool, static volumes under the namespace's UID; change applies to the
 // section before its defaults are filled.
 func testArgs(change func(c *Config)) *Args {

@@ -15,7 +15,7 @@ import (
 // a secret.
 const testGrafanaPassword = "test-grafana-password-that-must-stay-secret"
 
-// testArgs are the monitoring's Args as the stack builds them (stacks.MonitoringArgs) for the dev
+// testArgs are the monitoring's Args as the stack builds them (stacks/workloads/monitoring.Args) for the dev
 // stack: on the CPU pool (the entrypoint's), with the GPU pools' agents namespace when the DCGM
 // exporter runs. change applies to the section before its defaults are filled; gpuPools says
 // whether the stack has a GPU pool.

@@ -11,7 +11,7 @@ import (
 	"kolotoc/components/meta/rendertest"
 )
 
-// testArgs are the ring's Args as the stack builds them (stacks.TowerArgs) for a dev stack on
+// testArgs are the ring's Args as the stack builds them (stacks/workloads/towers.Args) for a dev stack on
 // testPools (towers on the first GPU pool, v100, 4 GPUs each; the launcher on the CPU pool), with
 // the seed of sshkey_test.go, then change applied to its config before the defaults are filled.
 func testArgs(change func(c *Config)) *Args {

@@ -1,44 +1,45 @@
-package stacks
+package sentinels
 
 import (
 	"kolotoc/components/dask"
 	"kolotoc/components/monitoring"
+	"kolotoc/stacks"
 )
 
-func init() { Register(sentinelsWorkload) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
 // (components/dask), deployed with the towers (deployTowers).
-var sentinelsWorkload = &Workload{
+var entry = &stacks.Workload{
 	Key:      dask.SentinelsKey,
-	Enabled:  func(c *Config) bool { return c.Sentinels.Enabled },
-	Defaults: func(c *Config) { c.Sentinels.Default() }, // the sentinels' are all their own
-	Check:    (*Config).validateSentinels,
+	Enabled:  func(c *stacks.Config) bool { return c.Sentinels.Enabled },
+	Defaults: func(c *stacks.Config) { c.Sentinels.Default() }, // the sentinels' are all their own
+	Check:    validateSentinels,
 }
 
-func (c *Config) validateSentinels(v *Validator) {
+func validateSentinels(c *stacks.Config, v *stacks.Validator) {
 	s := c.Sentinels
 	switch {
 	case !c.Towers.Enabled:
 		if s.Enabled {
-			v.add("sentinels.enabled", "true", "sentinels run beside towers; enable towers or turn sentinels off")
+			v.Add("sentinels.enabled", "true", "sentinels run beside towers; enable towers or turn sentinels off")
 		}
 	case s.Enabled:
 		s.Validate(v) // the sentinels' own settings (components/dask/config.go)
 		v.Quantity("sentinels.memory", s.Memory)
 		v.Quantity("sentinels.cpu", s.CPU)
 	case s.WatchProcesses:
-		v.add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
+		v.Add("sentinels.watchProcesses", "true", "shares a tower's processes with its sentinel; needs sentinels.enabled: true")
 	}
 	if c.Towers.Enabled && s.WatchGPUs && (!s.Enabled || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn()) {
-		v.add("sentinels.watchGPUs", "true", "reads the node's GPU metrics from kolotoc:monitoring's DCGM exporter; "+
+		v.Add("sentinels.watchGPUs", "true", "reads the node's GPU metrics from kolotoc:monitoring's DCGM exporter; "+
 			"needs sentinels.enabled: true, monitoring.enabled: true and the exporter (monitoring.dcgmExporter, on by default with GPU pools)")
 	}
 }
 
-// nodeGPUMetrics is where a sentinel watching GPUs reads its node's (sentinels.watchGPUs): the
+// NodeGPUMetrics is where a sentinel watching GPUs reads its node's (sentinels.watchGPUs): the
 // DCGM exporter's node-local Service; "" when the sentinels do not watch them.
-func (c *Config) nodeGPUMetrics() string {
+func NodeGPUMetrics(c *stacks.Config) string {
 	if !c.Sentinels.Enabled || !c.Sentinels.WatchGPUs || !c.Monitoring.Enabled || !c.Monitoring.DCGMOn() {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package stacks
+package elastic
 
 import (
 	"fmt"
@@ -12,47 +12,52 @@ import (
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
+	"kolotoc/stacks"
 )
 
-func init() { Register(elasticWorkload) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The elastic workers (kolotoc:elastic): PyTorch training with torchrun (components/elastic),
-// their rendezvous in worker 0 or in etcd (workload_etcd.go).
-var elasticWorkload = &Workload{
+// their rendezvous in worker 0 or in etcd (stacks/workloads/etcd).
+var entry = &stacks.Workload{
 	Key:          elastic.Key,
-	Enabled:      func(c *Config) bool { return c.Elastic.Enabled },
-	Preset:       func(c *Config) { c.Elastic = elastic.NewConfig() },
-	PoolDefaults: func(c *Config, pools meta.Pools) { c.Elastic.DefaultPools(pools) },
-	Defaults: func(c *Config) {
+	Enabled:      func(c *stacks.Config) bool { return c.Elastic.Enabled },
+	Preset:       func(c *stacks.Config) { c.Elastic = elastic.NewConfig() },
+	PoolDefaults: func(c *stacks.Config, pools meta.Pools) { c.Elastic.DefaultPools(pools) },
+	Defaults: func(c *stacks.Config) {
 		if c.Stack != "" {
 			meta.Fill(&c.Elastic.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
 		}
 		c.Elastic.Default() // components/elastic/config.go
 	},
-	OnSuccess: func(c *Config) *string { return &c.Elastic.OnSuccess },
-	Check:     (*Config).validateElastic,
-	Pools:     func(c *Config) []PoolUse { return []PoolUse{{c.Elastic.Pool, "the elastic workers"}} },
-	GPUs: func(c *Config) []GPUDemand {
-		return []GPUDemand{{Who: "elastic", Pods: c.Elastic.Nodes, GPUs: c.Elastic.GPUsPerNode, Pool: c.Elastic.Pool}}
+	OnSuccess: func(c *stacks.Config) *string { return &c.Elastic.OnSuccess },
+	Check:     validateElastic,
+	Pools: func(c *stacks.Config) []stacks.PoolUse {
+		return []stacks.PoolUse{{Pool: c.Elastic.Pool, Who: "the elastic workers"}}
 	},
-	Env: func(c *Config) []EnvSetting { return []EnvSetting{{"elastic.env", c.Elastic.Env}} },
-	Gang: func(c *Config) *GangNeed {
+	GPUs: func(c *stacks.Config) []stacks.GPUDemand {
+		return []stacks.GPUDemand{{Who: "elastic", Pods: c.Elastic.Nodes, GPUs: c.Elastic.GPUsPerNode, Pool: c.Elastic.Pool}}
+	},
+	Env: func(c *stacks.Config) []stacks.EnvSetting {
+		return []stacks.EnvSetting{{Key: "elastic.env", Env: c.Elastic.Env}}
+	},
+	Gang: func(c *stacks.Config) *stacks.GangNeed {
 		if c.Elastic.MinNodes < 1 {
 			return nil
 		}
-		return &GangNeed{"elastic.minNodes", fmt.Sprint(c.Elastic.MinNodes),
-			fmt.Sprintf("the elastic workers' group (minNodes = %d workers, admitted together)", c.Elastic.MinNodes), c.ElasticNeed()}
+		return &stacks.GangNeed{Key: "elastic.minNodes", Value: fmt.Sprint(c.Elastic.MinNodes),
+			What: fmt.Sprintf("the elastic workers' group (minNodes = %d workers, admitted together)", c.Elastic.MinNodes), Need: c.ElasticNeed()}
 	},
-	Image: func(c *Config) string { return c.Elastic.Image },
-	Dirs: func(c *Config) []string {
+	Image: func(c *stacks.Config) string { return c.Elastic.Image },
+	Dirs: func(c *stacks.Config) []string {
 		if c.Elastic.RdzvID == "" {
 			return nil
 		}
 		return []string{"checkpoints/" + c.Elastic.RdzvID}
 	},
 	Scratch: true,
-	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
-		a := ElasticArgs(c)
+	Deploy: func(ctx *pulumi.Context, c *stacks.Config, w *stacks.Wiring) error {
+		a := Args(c)
 		var deps []pulumi.Resource
 		if a.RdzvBackend != elastic.BackendC10d && w.Etcd != nil {
 			// Workers started before etcd is ready would spend their join timeout failing.
@@ -62,34 +67,36 @@ var elasticWorkload = &Workload{
 		_, err := elastic.New(ctx, "elastic", a, w.Opts...)
 		return err
 	},
-	Allows:  func(*Config) []isolation.Allow { return elastic.Allows() }, // worker to worker, any port
-	Outputs: func(c *Config, kube KubeAccess) pulumi.Map { return elastic.Outputs(ElasticArgs(c), kube.Kubectlf) },
+	Allows: func(*stacks.Config) []isolation.Allow { return elastic.Allows() }, // worker to worker, any port
+	Outputs: func(c *stacks.Config, kube stacks.KubeAccess) pulumi.Map {
+		return elastic.Outputs(Args(c), kube.Kubectlf)
+	},
 }
 
-// ElasticArgs is the elastic workers' configuration, less their site's namespace input and
+// Args is the elastic workers' configuration, less their site's namespace input and
 // PodDeps.
-func ElasticArgs(c *Config) *elastic.Args {
+func Args(c *stacks.Config) *elastic.Args {
 	el := c.Elastic
 	a := &elastic.Args{
-		Config: el, Site: WorkloadSite(c), Name: elastic.Name,
-		CPULimit:      GPUShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
+		Config: el, Site: stacks.WorkloadSite(c), Name: elastic.Name,
+		CPULimit:      stacks.GPUShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 	}
-	a.Gang, a.ExtraPriority = c.elasticGang() // queue.go
+	a.Gang, a.ExtraPriority = elasticGang(c) // queue.go
 	if el.RdzvBackend != elastic.BackendC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(etcd.Name, c.Namespace)
 	}
 	return a
 }
 
-func (c *Config) validateElastic(v *Validator) {
+func validateElastic(c *stacks.Config, v *stacks.Validator) {
 	el := c.Elastic
 	if !el.Enabled {
 		return
 	}
 	el.Validate(v) // the workers' own settings (components/elastic/config.go)
 	if (el.RdzvBackend == elastic.BackendEtcd || el.RdzvBackend == elastic.BackendEtcdV2) && !c.Etcd.Enabled {
-		v.add("elastic.rdzvBackend", el.RdzvBackend, "needs the etcd component: set kolotoc:etcd.enabled true, or use rdzvBackend c10d")
+		v.Add("elastic.rdzvBackend", el.RdzvBackend, "needs the etcd component: set kolotoc:etcd.enabled true, or use rdzvBackend c10d")
 	}
 	v.Image("elastic.image", el.Image)
 	v.Args("elastic.command", el.Command)
@@ -110,7 +117,7 @@ func (c *Config) validateElastic(v *Validator) {
 // workers, a serving group (a lost worker's replacement rejoins it), and the priority class of
 // the workers above minNodes, each admitted on its own below the group's priority ("" when
 // there are none).
-func (c *Config) elasticGang() (*meta.Gang, string) {
+func elasticGang(c *stacks.Config) (*meta.Gang, string) {
 	if !c.Queue.On() {
 		return nil, ""
 	}

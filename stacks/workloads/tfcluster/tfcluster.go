@@ -1,4 +1,4 @@
-package stacks
+package tfcluster
 
 import (
 	"fmt"
@@ -12,66 +12,71 @@ import (
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
 	"kolotoc/components/tfcluster"
+	"kolotoc/stacks"
 )
 
-func init() { Register(tfclusterWorkload) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The TensorFlow cluster (kolotoc:tfcluster): parameter servers, workers, a chief and an
 // evaluator (components/tfcluster), with a TensorBoard of its own when the entrypoint runs none.
-var tfclusterWorkload = &Workload{
+var entry = &stacks.Workload{
 	Key:          tfcluster.Key,
-	Enabled:      func(c *Config) bool { return c.TFCluster.Enabled },
-	Preset:       func(c *Config) { c.TFCluster = tfcluster.NewConfig() },
-	PoolDefaults: func(c *Config, pools meta.Pools) { c.TFCluster.DefaultPools(pools) },
-	Defaults: func(c *Config) {
+	Enabled:      func(c *stacks.Config) bool { return c.TFCluster.Enabled },
+	Preset:       func(c *stacks.Config) { c.TFCluster = tfcluster.NewConfig() },
+	PoolDefaults: func(c *stacks.Config, pools meta.Pools) { c.TFCluster.DefaultPools(pools) },
+	Defaults: func(c *stacks.Config) {
 		meta.Fill(&c.TFCluster.TensorBoardImage, entrypoint.DefaultTensorBoardImage) // the entrypoint's
 		c.TFCluster.Default()                                                        // components/tfcluster/config.go
 	},
-	OnSuccess: func(c *Config) *string { return &c.TFCluster.OnSuccess },
-	Check:     (*Config).validateTFCluster,
-	Pools: func(c *Config) []PoolUse {
-		var out []PoolUse
+	OnSuccess: func(c *stacks.Config) *string { return &c.TFCluster.OnSuccess },
+	Check:     validateTFCluster,
+	Pools: func(c *stacks.Config) []stacks.PoolUse {
+		var out []stacks.PoolUse
 		for _, r := range c.TFCluster.Roles() {
 			if r.Role.Count > 0 {
-				out = append(out, PoolUse{r.Role.Pool, "the TF " + r.Type + " tasks"})
+				out = append(out, stacks.PoolUse{Pool: r.Role.Pool, Who: "the TF " + r.Type + " tasks"})
 			}
 		}
 		return out
 	},
-	GPUs: func(c *Config) []GPUDemand {
-		var out []GPUDemand
+	GPUs: func(c *stacks.Config) []stacks.GPUDemand {
+		var out []stacks.GPUDemand
 		for _, r := range c.TFCluster.Roles() {
-			out = append(out, GPUDemand{Who: strings.TrimPrefix(r.Key, "tfcluster."), Pods: r.Role.Count, GPUs: r.Role.GPUs, Pool: r.Role.Pool})
+			out = append(out, stacks.GPUDemand{Who: strings.TrimPrefix(r.Key, "tfcluster."), Pods: r.Role.Count, GPUs: r.Role.GPUs, Pool: r.Role.Pool})
 		}
 		return out
 	},
-	Env: func(c *Config) []EnvSetting { return []EnvSetting{{"tfcluster.env", c.TFCluster.Env}} },
-	Gang: func(c *Config) *GangNeed {
-		return &GangNeed{"tfcluster", "(enabled)", "the TF cluster (every task)", c.TFNeed()}
+	Env: func(c *stacks.Config) []stacks.EnvSetting {
+		return []stacks.EnvSetting{{Key: "tfcluster.env", Env: c.TFCluster.Env}}
 	},
-	Image:   func(c *Config) string { return c.TFCluster.Image },
-	Dirs:    func(c *Config) []string { return []string{"logs/tfcluster", "checkpoints/tfcluster"} },
+	Gang: func(c *stacks.Config) *stacks.GangNeed {
+		return &stacks.GangNeed{Key: "tfcluster", Value: "(enabled)", What: "the TF cluster (every task)", Need: c.TFNeed()}
+	},
+	Image:   func(c *stacks.Config) string { return c.TFCluster.Image },
+	Dirs:    func(c *stacks.Config) []string { return []string{"logs/tfcluster", "checkpoints/tfcluster"} },
 	Scratch: true,
-	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
-		a := TFClusterArgs(c)
+	Deploy: func(ctx *pulumi.Context, c *stacks.Config, w *stacks.Wiring) error {
+		a := Args(c)
 		a.Site = w.Site.WithPodDeps(append(append([]pulumi.Resource{}, w.Mount...), w.Queue...)...)
 		_, err := tfcluster.New(ctx, "tfcluster", a, w.Opts...)
 		return err
 	},
-	Allows:  func(c *Config) []isolation.Allow { return tfcluster.Allows(TFClusterArgs(c)) }, // the tasks' gRPC port, its own TensorBoard
-	Outputs: func(c *Config, kube KubeAccess) pulumi.Map { return tfcluster.Outputs(TFClusterArgs(c), kube.Kubectlf) },
+	Allows: func(c *stacks.Config) []isolation.Allow { return tfcluster.Allows(Args(c)) }, // the tasks' gRPC port, its own TensorBoard
+	Outputs: func(c *stacks.Config, kube stacks.KubeAccess) pulumi.Map {
+		return tfcluster.Outputs(Args(c), kube.Kubectlf)
+	},
 }
 
-// TFClusterArgs is the TensorFlow cluster's configuration, less its site's namespace input and
+// Args is the TensorFlow cluster's configuration, less its site's namespace input and
 // PodDeps. Its logs go under the entrypoint's TensorBoard log directory (storage.mountPath/logs),
 // so that TensorBoard shows them; the cluster runs its own TensorBoard only when the entrypoint
 // runs none.
-func TFClusterArgs(c *Config) *tfcluster.Args {
+func Args(c *stacks.Config) *tfcluster.Args {
 	on := func(dir string) string {
 		return strings.TrimRight(c.Storage.MountPath, "/") + "/" + strings.Trim(dir, "/")
 	}
 	a := &tfcluster.Args{
-		Config: c.TFCluster, Site: WorkloadSite(c), ScriptsName: tfcluster.ScriptsName,
+		Config: c.TFCluster, Site: stacks.WorkloadSite(c), ScriptsName: tfcluster.ScriptsName,
 		LogDir:        on(c.TFCluster.LogDir),        // tfcluster.logDir
 		CheckpointDir: on(c.TFCluster.CheckpointDir), // tfcluster.checkpointDir
 	}
@@ -84,9 +89,9 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 	if !strings.HasPrefix(strings.Trim(c.TFCluster.LogDir, "/")+"/", "logs/") {
 		tbLogDir = a.LogDir
 	}
-	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return GPUShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
-	a.Gang = c.tfGang(a.Tasks) // queue.go
-	if c.tfOwnTensorBoard() {
+	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return stacks.GPUShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
+	a.Gang = tfGang(c, a.Tasks) // queue.go
+	if tfOwnTensorBoard(c) {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
 			Name: tfcluster.TensorBoardName, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: tbLogDir,
 		}
@@ -96,11 +101,11 @@ func TFClusterArgs(c *Config) *tfcluster.Args {
 
 // tfOwnTensorBoard: the TensorFlow cluster runs its own TensorBoard, since the entrypoint runs
 // none and tfcluster.tensorboard is not off.
-func (c *Config) tfOwnTensorBoard() bool {
+func tfOwnTensorBoard(c *stacks.Config) bool {
 	return !c.Entrypoint.TensorBoard && (c.TFCluster.TensorBoard == nil || *c.TFCluster.TensorBoard)
 }
 
-func (c *Config) validateTFCluster(v *Validator) {
+func validateTFCluster(c *stacks.Config, v *stacks.Validator) {
 	tf := c.TFCluster
 	if !tf.Enabled {
 		return
@@ -108,7 +113,7 @@ func (c *Config) validateTFCluster(v *Validator) {
 	tf.Validate(v) // the cluster's own settings (components/tfcluster/config.go)
 	v.Args("tfcluster.command", tf.Command)
 	v.Image("tfcluster.image", tf.Image)
-	if c.tfOwnTensorBoard() {
+	if tfOwnTensorBoard(c) {
 		v.Image("tfcluster.tensorboardImage", tf.TensorBoardImage)
 	}
 	for _, r := range c.TFCluster.Roles() {
@@ -121,7 +126,7 @@ func (c *Config) validateTFCluster(v *Validator) {
 		}
 		if pool := v.Pool(c, r.Key+".pool", role.Pool, role.GPUs > 0); pool != nil {
 			if role.GPUs == 0 && pool.GPUsPerNode > 0 {
-				v.add(r.Key+".pool", role.Pool, fmt.Sprintf("is a GPU pool (tainted %s); a task with gpus 0 does not tolerate it: name a CPU pool or give %s.gpus", GPUTaint, r.Key))
+				v.Add(r.Key+".pool", role.Pool, fmt.Sprintf("is a GPU pool (tainted %s); a task with gpus 0 does not tolerate it: name a CPU pool or give %s.gpus", stacks.GPUTaint, r.Key))
 			} else if role.GPUs > 0 {
 				v.GPUPods(pool, r.Key, r.Key+".pool", role.Pool, r.Key+".gpus", role.GPUs, r.Key+".count", role.Count, "tasks")
 			}
@@ -133,7 +138,7 @@ func (c *Config) validateTFCluster(v *Validator) {
 
 // tfGang is the TF cluster's pod group when the stack queues it: every task of every type (the
 // evaluator too: it is placed with the cluster or not at all).
-func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
+func tfGang(c *stacks.Config, tasks []tfcluster.Task) *meta.Gang {
 	if !c.Queue.On() {
 		return nil
 	}
@@ -141,7 +146,7 @@ func (c *Config) tfGang(tasks []tfcluster.Task) *meta.Gang {
 	for _, t := range tasks {
 		total += t.Count
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(TFGroupName, ""), Total: total}
+	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(stacks.TFGroupName, ""), Total: total}
 	if _, ok := c.Queue.Priorities["tfcluster"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "tfcluster")
 	}

@@ -1,4 +1,4 @@
-package stacks
+package towers
 
 import (
 	"fmt"
@@ -16,53 +16,56 @@ import (
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
 	"kolotoc/components/ring"
+	"kolotoc/stacks"
+	"kolotoc/stacks/workloads/sentinels"
 )
 
-func init() { Register(towersWorkload) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The towers (kolotoc:towers): the MPI/Horovod ranks and their launcher (components/ring), with
-// a Dask sentinel beside each tower when sentinels run (workload_sentinels.go).
-var towersWorkload = &Workload{
+// a Dask sentinel beside each tower when sentinels run (stacks/workloads/sentinels).
+var entry = &stacks.Workload{
 	Key:          ring.Key,
-	Enabled:      func(c *Config) bool { return c.Towers.Enabled },
-	Preset:       func(c *Config) { c.Towers = ring.NewConfig() },
-	PoolDefaults: func(c *Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
-	Defaults: func(c *Config) {
+	Enabled:      func(c *stacks.Config) bool { return c.Towers.Enabled },
+	Preset:       func(c *stacks.Config) { c.Towers = ring.NewConfig() },
+	PoolDefaults: func(c *stacks.Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
+	Defaults: func(c *stacks.Config) {
 		meta.Fill(&c.Towers.LauncherPool, c.Entrypoint.Pool) // the launcher runs beside the scheduler
 		c.Towers.Default()                                   // components/ring/config.go
 	},
-	OnSuccess: func(c *Config) *string { return &c.Towers.OnSuccess },
-	Check:     (*Config).validateTowers,
-	Pools:     func(c *Config) []PoolUse { return []PoolUse{{c.Towers.Pool, "towers"}} },
-	GPUs: func(c *Config) []GPUDemand {
-		return []GPUDemand{{Who: "towers", Pods: c.Towers.Count, GPUs: c.Towers.GPUsPerTower, Pool: c.Towers.Pool}}
+	OnSuccess: func(c *stacks.Config) *string { return &c.Towers.OnSuccess },
+	Check:     validateTowers,
+	Pools:     func(c *stacks.Config) []stacks.PoolUse { return []stacks.PoolUse{{Pool: c.Towers.Pool, Who: "towers"}} },
+	GPUs: func(c *stacks.Config) []stacks.GPUDemand {
+		return []stacks.GPUDemand{{Who: "towers", Pods: c.Towers.Count, GPUs: c.Towers.GPUsPerTower, Pool: c.Towers.Pool}}
 	},
-	Env: func(c *Config) []EnvSetting {
-		return []EnvSetting{{"towers.env", c.Towers.Env}, {"towers.launcherEnv", c.Towers.LauncherEnv}}
+	Env: func(c *stacks.Config) []stacks.EnvSetting {
+		return []stacks.EnvSetting{{Key: "towers.env", Env: c.Towers.Env}, {Key: "towers.launcherEnv", Env: c.Towers.LauncherEnv}}
 	},
 	Secrets: []string{ring.SSHSecretName(ring.Name)},
-	Gang: func(c *Config) *GangNeed {
+	Gang: func(c *stacks.Config) *stacks.GangNeed {
 		if c.Towers.Count < 1 {
 			return nil
 		}
-		return &GangNeed{"towers.count", fmt.Sprint(c.Towers.Count), fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), c.TowersNeed()}
+		return &stacks.GangNeed{Key: "towers.count", Value: fmt.Sprint(c.Towers.Count),
+			What: fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), Need: c.TowersNeed()}
 	},
-	Image:   func(c *Config) string { return c.Towers.Image },
+	Image:   func(c *stacks.Config) string { return c.Towers.Image },
 	Scratch: true,
 	Deploy:  deployTowers,
-	Allows:  func(*Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
-	Outputs: func(c *Config, kube KubeAccess) pulumi.Map {
+	Allows:  func(*stacks.Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
+	Outputs: func(c *stacks.Config, kube stacks.KubeAccess) pulumi.Map {
 		return ring.Outputs(ring.Name, ring.LauncherName, c.Namespace, c.Towers.Count, kube.Kubectlf)
 	},
 }
 
 // deployTowers registers the ring, with a Dask sentinel beside each tower when sentinels run.
-func deployTowers(ctx *pulumi.Context, c *Config, w *Wiring) error {
-	a := TowerArgs(c)
+func deployTowers(ctx *pulumi.Context, c *stacks.Config, w *stacks.Wiring) error {
+	a := Args(c)
 	a.Site = w.Site.WithPodDeps(append(append([]pulumi.Resource{}, w.Mount...), w.Queue...)...)
 	if c.Sentinels.Enabled {
 		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
-			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, c.nodeGPUMetrics()))
+			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, sentinels.NodeGPUMetrics(c)))
 		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
@@ -71,20 +74,20 @@ func deployTowers(ctx *pulumi.Context, c *Config, w *Wiring) error {
 	return err
 }
 
-// TowerArgs is the ring's configuration, less its site's namespace input and PodDeps, the
+// Args is the ring's configuration, less its site's namespace input and PodDeps, the
 // sentinels beside the towers and the ssh keys' seed and binding.
-func TowerArgs(c *Config) *ring.Args {
+func Args(c *stacks.Config) *ring.Args {
 	t := c.Towers
 	return &ring.Args{
-		Config: t, Site: WorkloadSite(c), Name: ring.Name, LauncherName: ring.LauncherName,
-		CPULimit:    GPUShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
+		Config: t, Site: stacks.WorkloadSite(c), Name: ring.Name, LauncherName: ring.LauncherName,
+		CPULimit:    stacks.GPUShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		Fabric:      c.TowerFabric(),
-		Gang:        c.towersGang(), // queue.go
+		Gang:        towersGang(c), // queue.go
 	}
 }
 
-func (c *Config) validateTowers(v *Validator) {
+func validateTowers(c *stacks.Config, v *stacks.Validator) {
 	t := c.Towers
 	if !t.Enabled {
 		return
@@ -94,26 +97,26 @@ func (c *Config) validateTowers(v *Validator) {
 	if pool != nil {
 		switch {
 		case pool.GPUsPerNode == 0 && t.GPUsPerTower != 0:
-			v.add("towers.pool", t.Pool, fmt.Sprintf("is a CPU pool (gpusPerNode 0); towers with gpusPerTower %d need a pool with GPUs (or set gpusPerTower 0 for CPU towers)",
+			v.Add("towers.pool", t.Pool, fmt.Sprintf("is a CPU pool (gpusPerNode 0); towers with gpusPerTower %d need a pool with GPUs (or set gpusPerTower 0 for CPU towers)",
 				t.GPUsPerTower))
 		case pool.GPUsPerNode == 0:
-			c.validateCPUTowers(v, pool)
+			validateCPUTowers(c, v, pool)
 		case t.GPUsPerTower < 1 || t.GPUsPerTower > pool.GPUsPerNode:
-			v.add("towers.gpusPerTower", strconv.Itoa(t.GPUsPerTower),
+			v.Add("towers.gpusPerTower", strconv.Itoa(t.GPUsPerTower),
 				fmt.Sprintf("pool %q has %d GPUs per node; allowed: 1..%d", pool.Name, pool.GPUsPerNode, pool.GPUsPerNode))
 		default:
 			perNode := pool.GPUsPerNode / t.GPUsPerTower
 			if capacity := perNode * pool.MaxNodes; t.Count > capacity {
-				v.add("towers.count", strconv.Itoa(t.Count),
+				v.Add("towers.count", strconv.Itoa(t.Count),
 					fmt.Sprintf("%d towers × %d GPUs need more GPUs than pool %q has (%d nodes × %d GPUs, %d towers per node); allowed: 1..%d",
 						t.Count, t.GPUsPerTower, pool.Name, pool.MaxNodes, pool.GPUsPerNode, perNode, capacity))
 			}
 		}
 		v.Fits("towers", pool, t.CPU, t.Memory)
-		c.validateTowerDevices(v, pool)
+		validateTowerDevices(c, v, pool)
 	}
 	c.ValidateHostNetwork(v, pool) // hostnet.go
-	if lp := c.validateLauncherPool(v); lp != nil {
+	if lp := validateLauncherPool(c, v); lp != nil {
 		v.FitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
 	v.Image("towers.image", t.Image)
@@ -128,7 +131,7 @@ func (c *Config) validateTowers(v *Validator) {
 // validateLauncherPool refuses a launcher on spot capacity or on GPU nodes. The launcher is the
 // run's one coordinator: a spot node reclaimed under it ends the run, whatever the towers' nodes
 // are. It requests no GPU and does not tolerate the GPU taint.
-func (c *Config) validateLauncherPool(v *Validator) *NodePool {
+func validateLauncherPool(c *stacks.Config, v *stacks.Validator) *stacks.NodePool {
 	t := c.Towers
 	p := v.Pool(c, "towers.launcherPool", t.LauncherPool, false)
 	if p == nil {
@@ -150,11 +153,11 @@ func (c *Config) validateLauncherPool(v *Validator) *NodePool {
 	}
 	switch {
 	case p.Spot:
-		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+		v.Add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
 			"pool %q is spot capacity (spot: true)%s: the launcher coordinates the whole run, and a reclaimed node ends it; %s",
 			p.Name, src, choice))
 	case p.GPUsPerNode > 0:
-		v.add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
+		v.Add("towers.launcherPool", t.LauncherPool, fmt.Sprintf(
 			"pool %q is a GPU pool%s: the launcher requests no GPU and does not tolerate the GPU taint; %s", p.Name, src, choice))
 	}
 	return p
@@ -163,27 +166,27 @@ func (c *Config) validateLauncherPool(v *Validator) *NodePool {
 // validateTowerDevices checks towers.resources against what the towers' pool's nodes advertise
 // (nodePools[i].devices): an extended resource or huge page size the nodes lack would leave every
 // tower Pending, and the towers one node holds by each are counted as by GPUs.
-func (c *Config) validateTowerDevices(v *Validator, pool *NodePool) {
+func validateTowerDevices(c *stacks.Config, v *stacks.Validator, pool *stacks.NodePool) {
 	t := c.Towers
 	req, _ := t.Resources.Quantities()
-	poolKey := fmt.Sprintf("nodePools[%d].devices", slices.IndexFunc(c.NodePools, func(p NodePool) bool { return p.Name == pool.Name }))
+	poolKey := fmt.Sprintf("nodePools[%d].devices", slices.IndexFunc(c.NodePools, func(p stacks.NodePool) bool { return p.Name == pool.Name }))
 	for _, name := range slices.Sorted(maps.Keys(req)) {
 		if !meta.IsExtended(name) && !strings.HasPrefix(name, "hugepages-") {
 			continue
 		}
 		have, ok := pool.Devices.Values[name]
 		if !ok {
-			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf(
+			v.Add("towers.resources.requests."+name, req[name], fmt.Sprintf(
 				"pool %q declares no %s, so no node would take a tower; declare what each node advertises in %s.%s", pool.Name, name, poolKey, name))
 			continue
 		}
 		perNode := meta.PerNode(have, req[name])
 		if perNode == 0 && req[name] != "0" {
-			v.add("towers.resources.requests."+name, req[name], fmt.Sprintf("more than a node of pool %q has (%s: %s)", pool.Name, name, have))
+			v.Add("towers.resources.requests."+name, req[name], fmt.Sprintf("more than a node of pool %q has (%s: %s)", pool.Name, name, have))
 			continue
 		}
 		if capacity := perNode * int64(pool.MaxNodes); perNode > 0 && int64(t.Count) > capacity {
-			v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+			v.Add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
 				"%d towers × %s %s need more than pool %q has (%d nodes × %s, %d towers per node); allowed: 1..%d",
 				t.Count, req[name], name, pool.Name, pool.MaxNodes, have, perNode, capacity))
 		}
@@ -192,7 +195,7 @@ func (c *Config) validateTowerDevices(v *Validator, pool *NodePool) {
 
 // validateCPUTowers checks CPU towers (gpusPerTower 0) against their pool: as many towers as
 // the pool's nodes hold by CPU and memory requests.
-func (c *Config) validateCPUTowers(v *Validator, pool *NodePool) {
+func validateCPUTowers(c *stacks.Config, v *stacks.Validator, pool *stacks.NodePool) {
 	t := c.Towers
 	cpu, errC := resource.ParseQuantity(t.CPU)
 	mem, errM := resource.ParseQuantity(t.Memory)
@@ -207,7 +210,7 @@ func (c *Config) validateCPUTowers(v *Validator, pool *NodePool) {
 		// memory to the node's own daemons.
 		fitCPU := max(int64(pool.CPUs)-1, 1)
 		fitMem := nodeMem.Value() * 3 / 4 >> 30
-		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+		v.Add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
 			"a node of pool %q (%d cores, %s) holds no CPU tower of (%s CPU, %s); set kolotoc:towers.cpu and "+
 				"kolotoc:towers.memory to what one node gives a tower, e.g. cpu: \"%d\", memory: %dGi (a core and a quarter of "+
 				"the memory left to the node's daemons), or give the pool a larger machineType",
@@ -215,7 +218,7 @@ func (c *Config) validateCPUTowers(v *Validator, pool *NodePool) {
 		return
 	}
 	if capacity := perNode * int64(pool.MaxNodes); int64(t.Count) > capacity {
-		v.add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
+		v.Add("towers.count", strconv.Itoa(t.Count), fmt.Sprintf(
 			"%d CPU towers × (%s CPU, %s) need more than pool %q has (%d nodes × %d cores, %s: %d towers per node); allowed: 1..%d",
 			t.Count, t.CPU, t.Memory, pool.Name, pool.MaxNodes, pool.CPUs, pool.Memory, perNode, capacity))
 	}
@@ -223,7 +226,7 @@ func (c *Config) validateCPUTowers(v *Validator, pool *NodePool) {
 
 // towersGang is the ring's pod group when the stack queues it: the towers and the launcher, one
 // group per run.
-func (c *Config) towersGang() *meta.Gang {
+func towersGang(c *stacks.Config) *meta.Gang {
 	if !c.Queue.On() {
 		return nil
 	}

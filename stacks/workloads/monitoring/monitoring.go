@@ -1,4 +1,4 @@
-package stacks
+package monitoring
 
 import (
 	"fmt"
@@ -11,26 +11,30 @@ import (
 	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
 	"kolotoc/components/ring"
+	"kolotoc/stacks"
+	"kolotoc/stacks/workloads/sentinels"
 )
 
-func init() { Register(monitoringWorkload) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The monitoring (kolotoc:monitoring): Prometheus, Grafana and the DCGM exporter
 // (components/monitoring), on the entrypoint's pool unless said; the exporter runs in the GPU
 // agents' namespace (security.go).
-var monitoringWorkload = &Workload{
+var entry = &stacks.Workload{
 	Key:          monitoring.Key,
-	Enabled:      func(c *Config) bool { return c.Monitoring.Enabled },
-	PoolDefaults: func(c *Config, pools meta.Pools) { c.Monitoring.DefaultPools(pools) },
-	Defaults: func(c *Config) {
+	Enabled:      func(c *stacks.Config) bool { return c.Monitoring.Enabled },
+	PoolDefaults: func(c *stacks.Config, pools meta.Pools) { c.Monitoring.DefaultPools(pools) },
+	Defaults: func(c *stacks.Config) {
 		meta.Fill(&c.Monitoring.Pool, c.Entrypoint.Pool)
 		c.Monitoring.Default() // components/monitoring/config.go
 	},
-	Check:   (*Config).validateMonitoring,
-	Pools:   func(c *Config) []PoolUse { return []PoolUse{{c.Monitoring.Pool, "the monitoring"}} },
+	Check: validateMonitoring,
+	Pools: func(c *stacks.Config) []stacks.PoolUse {
+		return []stacks.PoolUse{{Pool: c.Monitoring.Pool, Who: "the monitoring"}}
+	},
 	Secrets: []string{monitoring.GrafanaSecretName},
-	Deploy: func(ctx *pulumi.Context, c *Config, w *Wiring) error {
-		a := MonitoringArgs(c)
+	Deploy: func(ctx *pulumi.Context, c *stacks.Config, w *stacks.Wiring) error {
+		a := Args(c)
 		a.Site = w.Site.WithPodDeps(w.Pools...)
 		if a.GrafanaOn() {
 			a.GrafanaPassword = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal())).(pulumi.StringOutput)
@@ -40,39 +44,42 @@ var monitoringWorkload = &Workload{
 		return err
 	},
 	// Prometheus's UI (and Grafana's); its scrape of the Dask scheduler and worker processes.
-	Allows: func(c *Config) []isolation.Allow {
-		return monitoring.Allows(MonitoringArgs(c), append([]string{entrypoint.Component}, DaskWorkers(c)...), []isolation.Port{
+	Allows: func(c *stacks.Config) []isolation.Allow {
+		return monitoring.Allows(Args(c), append([]string{entrypoint.Component}, stacks.DaskWorkers(c)...), []isolation.Port{
 			{Port: entrypoint.DashboardPort},
 			{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
 		})
 	},
-	Outputs: func(c *Config, kube KubeAccess) pulumi.Map {
-		out := monitoring.Outputs(MonitoringArgs(c), kube.Kubectlf)
+	AgentsAllows: func(c *stacks.Config) []isolation.Allow {
+		return monitoring.AgentsAllows(Args(c)) // dcgm-scrape, when the exporter runs
+	},
+	Outputs: func(c *stacks.Config, kube stacks.KubeAccess) pulumi.Map {
+		out := monitoring.Outputs(Args(c), kube.Kubectlf)
 		if c.Monitoring.GrafanaOn() { // the admin password is the stack's secret (kolotoc:grafanaPassword)
-			out[GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
-			out["grafanaPasswordCommand"] = pulumi.String(ShowSecretCommand(c, GrafanaPasswordOutput))
+			out[stacks.GrafanaPasswordOutput] = pulumi.ToSecret(pulumi.String(c.GrafanaPassword.Reveal()))
+			out["grafanaPasswordCommand"] = pulumi.String(stacks.ShowSecretCommand(c, stacks.GrafanaPasswordOutput))
 		}
 		return out
 	},
 }
 
-// MonitoringArgs is the monitoring's configuration, less its site's namespace input and PodDeps,
+// Args is the monitoring's configuration, less its site's namespace input and PodDeps,
 // the agents' namespace input and Grafana's password.
-func MonitoringArgs(c *Config) *monitoring.Args {
-	a := &monitoring.Args{Config: c.Monitoring, Site: WorkloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.GPUNodes()}
-	if c.nodeGPUMetrics() != "" {
+func Args(c *stacks.Config) *monitoring.Args {
+	a := &monitoring.Args{Config: c.Monitoring, Site: stacks.WorkloadSite(c), AgentsNamespaceDNS: c.GPUAgentsNamespace(), GPUNodes: c.GPUNodes()}
+	if sentinels.NodeGPUMetrics(c) != "" {
 		a.NodeWatchers = []string{ring.TowerComponent} // the sentinels run in the towers' pods
 	}
 	return a
 }
 
-func (c *Config) validateMonitoring(v *Validator) {
+func validateMonitoring(c *stacks.Config, v *stacks.Validator) {
 	m := c.Monitoring
 	if !m.Enabled {
 		return
 	}
 	if pool := v.Pool(c, "monitoring.pool", m.Pool, false); pool != nil && pool.GPUsPerNode > 0 {
-		v.add("monitoring.pool", m.Pool, fmt.Sprintf("is a GPU pool (tainted %s); Prometheus and Grafana need a CPU pool", GPUTaint))
+		v.Add("monitoring.pool", m.Pool, fmt.Sprintf("is a GPU pool (tainted %s); Prometheus and Grafana need a CPU pool", stacks.GPUTaint))
 	}
 	v.Image("monitoring.prometheusImage", m.PrometheusImage)
 	if m.DCGMOn() {
