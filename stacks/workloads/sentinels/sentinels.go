@@ -1,7 +1,11 @@
 package sentinels
 
 import (
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+
 	"kolotoc/components/dask"
+	"kolotoc/components/entrypoint"
+	"kolotoc/components/meta"
 	"kolotoc/components/monitoring"
 	"kolotoc/stacks"
 )
@@ -9,7 +13,7 @@ import (
 func init() { stacks.Register(entry) } // in Config's order (workloads.go)
 
 // The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
-// (components/dask), deployed with the towers (deployTowers).
+// (components/dask), deployed with the towers (Beside, which the towers' deploy calls).
 var entry = &stacks.Workload{
 	Key:      dask.SentinelsKey,
 	Enabled:  func(c *stacks.Config) bool { return c.Sentinels.Enabled },
@@ -44,4 +48,14 @@ func NodeGPUMetrics(c *stacks.Config) string {
 		return ""
 	}
 	return monitoring.NodeGPUMetricsURL(c.GPUAgentsNamespace()) // never "" with the exporter on
+}
+
+// Beside is the sentinel container the towers' deploy puts beside each tower, with the towers'
+// site; ok is false when sentinels do not run. A sentinel is a Dask worker of the carriers'
+// scheduler, the entrypoint's.
+func Beside(c *stacks.Config, towers meta.Site) (sentinel corev1.ContainerArgs, ok bool) {
+	if !c.Sentinels.Enabled {
+		return corev1.ContainerArgs{}, false
+	}
+	return dask.Sentinel(c.Sentinels, c.Carriers, entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), towers, NodeGPUMetrics(c)), true
 }

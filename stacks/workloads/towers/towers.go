@@ -10,8 +10,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"kolotoc/components/dask"
-	"kolotoc/components/entrypoint"
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
@@ -63,9 +61,8 @@ var entry = &stacks.Workload{
 func deployTowers(ctx *pulumi.Context, c *stacks.Config, w *stacks.Wiring) error {
 	a := Args(c)
 	a.Site = w.Site.WithPodDeps(append(append([]pulumi.Resource{}, w.Mount...), w.Queue...)...)
-	if c.Sentinels.Enabled {
-		a.Sidecars = append(a.Sidecars, dask.Sentinel(c.Sentinels, c.Carriers,
-			entrypoint.SchedulerAddress(entrypoint.Name, c.Namespace), a.Site, sentinels.NodeGPUMetrics(c)))
+	if sentinel, ok := sentinels.Beside(c, a.Site); ok {
+		a.Sidecars = append(a.Sidecars, sentinel)
 		a.ShareProcesses = c.Sentinels.WatchProcesses // sentinels.watchProcesses
 	}
 	a.SSHKeySeed = pulumi.ToSecret(pulumi.String(c.SSHKeySeed.Reveal())).(pulumi.StringOutput)
