@@ -12,10 +12,10 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The carriers (kolotoc:carriers): Dask worker pods on a CPU pool (components/dask). Their
-// allow spans the scheduler, the carriers and the sentinels: NetworkAllows (security.go).
+// allow spans the scheduler, the carriers and the sentinels: NetworkAllows (stacks/security.go).
 var entry = &stacks.Workload{
 	Key:          dask.CarriersKey,
 	Enabled:      func(c *stacks.Config) bool { return c.Carriers.Enabled },

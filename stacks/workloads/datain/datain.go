@@ -9,7 +9,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The data-in Job (kolotoc:dataIn): it puts the training data into the shared store before any
 // training pod starts (components/datain); the workloads after it wait for it, the provider

@@ -15,7 +15,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The elastic workers (kolotoc:elastic): PyTorch training with torchrun (components/elastic),
 // their rendezvous in worker 0 or in etcd (stacks/workloads/etcd).
@@ -82,7 +82,7 @@ func Args(c *stacks.Config) *elastic.Args {
 		CPULimit:      stacks.GPUShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 	}
-	a.Gang, a.ExtraPriority = elasticGang(c) // queue.go
+	a.Gang, a.ExtraPriority = elasticGang(c)
 	if el.RdzvBackend != elastic.BackendC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(etcd.Name, c.Namespace)
 	}

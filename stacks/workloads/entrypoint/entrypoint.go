@@ -15,7 +15,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The entrypoint (kolotoc:entrypoint): the scheduler node, with Jupyter, TensorBoard and the Dask
 // dashboard (components/entrypoint). Every stack runs it and the others reach it; its outputs are

@@ -14,7 +14,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // etcd (kolotoc:etcd): the rendezvous store of the elastic workers (components/etcd).
 var entry = &stacks.Workload{

@@ -15,11 +15,11 @@ import (
 	"kolotoc/stacks/workloads/sentinels"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The monitoring (kolotoc:monitoring): Prometheus, Grafana and the DCGM exporter
 // (components/monitoring), on the entrypoint's pool unless said; the exporter runs in the GPU
-// agents' namespace (security.go).
+// agents' namespace (stacks/security.go).
 var entry = &stacks.Workload{
 	Key:          monitoring.Key,
 	Enabled:      func(c *stacks.Config) bool { return c.Monitoring.Enabled },

@@ -10,7 +10,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The sentinels (kolotoc:sentinels): Dask workers in a container beside each tower
 // (components/dask), deployed with the towers (Beside, which the towers' deploy calls).

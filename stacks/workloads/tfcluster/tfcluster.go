@@ -15,7 +15,7 @@ import (
 	"kolotoc/stacks"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The TensorFlow cluster (kolotoc:tfcluster): parameter servers, workers, a chief and an
 // evaluator (components/tfcluster), with a TensorBoard of its own when the entrypoint runs none.
@@ -90,7 +90,7 @@ func Args(c *stacks.Config) *tfcluster.Args {
 		tbLogDir = a.LogDir
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return stacks.GPUShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
-	a.Gang = tfGang(c, a.Tasks) // queue.go
+	a.Gang = tfGang(c, a.Tasks)
 	if tfOwnTensorBoard(c) {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
 			Name: tfcluster.TensorBoardName, Image: c.TFCluster.TensorBoardImage, Pool: c.Entrypoint.Pool, LogDir: tbLogDir,

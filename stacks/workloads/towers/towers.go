@@ -18,7 +18,7 @@ import (
 	"kolotoc/stacks/workloads/sentinels"
 )
 
-func init() { stacks.Register(entry) } // in Config's order (workloads.go)
+func init() { stacks.Register(entry) } // in Config's order (stacks/workloads.go)
 
 // The towers (kolotoc:towers): the MPI/Horovod ranks and their launcher (components/ring), with
 // a Dask sentinel beside each tower when sentinels run (stacks/workloads/sentinels).
@@ -80,7 +80,7 @@ func Args(c *stacks.Config) *ring.Args {
 		CPULimit:    stacks.GPUShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		Fabric:      c.TowerFabric(),
-		Gang:        towersGang(c), // queue.go
+		Gang:        towersGang(c),
 	}
 }
 
@@ -112,7 +112,7 @@ func validateTowers(c *stacks.Config, v *stacks.Validator) {
 		v.Fits("towers", pool, t.CPU, t.Memory)
 		validateTowerDevices(c, v, pool)
 	}
-	c.ValidateHostNetwork(v, pool) // hostnet.go
+	c.ValidateHostNetwork(v, pool) // stacks/hostnet.go
 	if lp := validateLauncherPool(c, v); lp != nil {
 		v.FitsKeys("towers.launcherCpu", "towers.launcherMemory", lp, t.LauncherCPU, t.LauncherMemory)
 	}
