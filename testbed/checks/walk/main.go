@@ -12,7 +12,7 @@
 //     function (or package-level variable with an initializer) entered once. A reference is a
 //     call, a function used as a value or a package variable read (its initializer's closures are
 //     walked: a table of functions is walked through, each function of it where its field is
-//     read, wl.deploy, not where the table is written). Each step moves into the callee's file and,
+//     read, wl.Deploy, not where the table is written). Each step moves into the callee's file and,
 //     when the callee is done, back into the caller's. "down" counts calls from stacks/ into
 //     components/, "up" the returns from components/ back into stacks/, "revisits" every step
 //     (call or return) into a file the walk had been in and left before.
@@ -79,7 +79,7 @@ type node struct {
 
 type world struct {
 	// fieldVals are the functions a struct literal gives a field of function type (a table's
-	// entries): the walk steps into them where the field is read (wl.deploy), not where the
+	// entries): the walk steps into them where the field is read (wl.Deploy), not where the
 	// table is written, so that a table of every phase is walked phase by phase.
 	fieldVals map[*types.Var][]*node
 	fset      *token.FileSet
