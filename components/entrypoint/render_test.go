@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	appsv1 "k8s.io/api/apps/v1"
 
 	"kolotoc/components/dask"
 	"kolotoc/components/meta/rendertest"
@@ -160,4 +161,43 @@ func TestRenderFacts(t *testing.T) {
 			t.Errorf("public Service's type, ports, source ranges (-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestReadinessSoonAfterStart: `pulumi up` waits for the entrypoint's Deployment to be ready, and
+// a container is ready only once a readiness probe passes. The kubelet probes a container once as
+// it starts, and again when it reports the pod's status while the container runs unready
+// (pkg/kubelet/prober/prober_manager.go, UpdatePodStatus: "Trigger an immediate run of the
+// readinessProbe"); after that, once a period (worker.go, run: a ticker of periodSeconds). The
+// first probes mostly come before the server listens, so the period bounds how long a started
+// entrypoint stays unready: Kubernetes' default period, 10 s ("Configure Liveness, Readiness and
+// Startup Probes": periodSeconds defaults to 10, failureThreshold to 3), made 4 of 10 measured
+// `pulumi up`s of dev with the queue on 10 s longer (docs/measured.md). Every container's probe runs at
+// most every 2 s, and still marks it unready only after 30 s of failures, as the defaults do.
+func TestReadinessSoonAfterStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+	}{{"clusterip", nil}, {"loadbalancer", public}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := rendertest.Decode[appsv1.Deployment](t, render(t, testArgs(tc.change)).One(t, "kubernetes:apps/v1:Deployment", "entrypoint"))
+			var names []string
+			for _, c := range d.Spec.Template.Spec.Containers {
+				names = append(names, c.Name)
+				p := c.ReadinessProbe
+				if p == nil {
+					t.Errorf("container %s has no readiness probe: it is ready as soon as it starts, before it serves", c.Name)
+					continue
+				}
+				if p.PeriodSeconds < 1 || p.PeriodSeconds > 2 {
+					t.Errorf("container %s: readiness periodSeconds %d; want 1 or 2 (0 is Kubernetes' 10)", c.Name, p.PeriodSeconds)
+				}
+				if got := max(p.PeriodSeconds, 1) * max(p.FailureThreshold, 3); got < 30 {
+					t.Errorf("container %s: unready after %d s of failed probes; want 30 s or more, as the defaults give", c.Name, got)
+				}
+			}
+			if len(names) < 3 { // the scheduler, Jupyter and TensorBoard by default
+				t.Errorf("containers %v: the probes of some were not checked", names)
+			}
+		})
+	}
 }
