@@ -109,20 +109,15 @@ func NetworkAllows(c *Config) []isolation.Allow {
 				"which no pod selector matches, Kolotoc cannot know, and Cilium matches by no address range; nothing else of the server is reachable.",
 		})
 	}
-	return append(out, workloadAllows(c)...) // each workload's own (stacks/workloads/<key>)
+	// each workload's own (stacks/workloads/<key>)
+	return append(out, workloadAllows(c, func(wl *Workload) func(*Config) []isolation.Allow { return wl.Allows })...)
 }
 
 // GPUAgentsNetworkAllows are the GPU agents' namespace's allows: only Prometheus, from the
 // stack's namespace, scraping the DCGM exporter. The device plugin talks to the kubelet through
 // a socket on the host and takes no connection.
 func GPUAgentsNetworkAllows(c *Config) []isolation.Allow {
-	var out []isolation.Allow
-	for _, wl := range c.enabledWorkloads() {
-		if wl.AgentsAllows != nil {
-			out = append(out, wl.AgentsAllows(c)...)
-		}
-	}
-	return out
+	return workloadAllows(c, func(wl *Workload) func(*Config) []isolation.Allow { return wl.AgentsAllows })
 }
 
 // DaskWorkers are the components whose pods run Dask workers: the carriers, and the towers

@@ -215,12 +215,13 @@ func deployWorkloads(ctx *pulumi.Context, c *Config, w *Wiring) error {
 	return nil
 }
 
-// workloadAllows are the NetworkPolicy allows of every workload the config enables.
-func workloadAllows(c *Config) []isolation.Allow {
+// workloadAllows are the NetworkPolicy allows that hook picks of every workload the config
+// enables: those in the stack's namespace (Allows) or in the GPU agents' (AgentsAllows).
+func workloadAllows(c *Config, hook func(*Workload) func(*Config) []isolation.Allow) []isolation.Allow {
 	var out []isolation.Allow
 	for _, wl := range c.enabledWorkloads() {
-		if wl.Allows != nil {
-			out = append(out, wl.Allows(c)...)
+		if allows := hook(wl); allows != nil {
+			out = append(out, allows(c)...)
 		}
 	}
 	return out
