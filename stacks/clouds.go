@@ -109,7 +109,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		f := c.PoolFabric(p)
 		pools[i] = gke.Pool{
 			Compact: f.PlacementGroup, GVNIC: f.GVNIC,
-			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == storage.ScratchEmptyDir, Labels: labels,
 			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,
@@ -185,7 +185,7 @@ func deployAWS(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 	for i, p := range c.NodePools {
 		f := c.PoolFabric(p)
 		pools[i] = eks.Pool{
-			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: c.cloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
 			// A compact group runs in its zone's subnet: the first zone's unless the pool names
 			// one; with an existing VPC, the first of cluster.subnetIds.
@@ -248,7 +248,7 @@ func deployAzure(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.
 	pools := make([]aks.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
 		pools[i] = aks.Pool{
-			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			Zones: p.Zones, Spot: p.Spot, Labels: c.cloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
 			Compact:   c.PoolFabric(p).PlacementGroup,
 			CloudName: p.CloudName, DeleteFirst: p.Replace == ReplaceDeleteFirst,

@@ -360,7 +360,7 @@ func (c *Config) validatePoolZones(v *Validator, i int, p NodePool) {
 		for _, n := range []struct {
 			name  string
 			count int
-		}{{"nodes", p.Nodes}, {"minNodes", p.MinNodes}, {"maxNodes", p.MaxNodes}} {
+		}{{"nodes", p.Nodes}, {"minNodes", p.Min()}, {"maxNodes", p.MaxNodes}} {
 			if n.count%zones != 0 {
 				v.add(fmt.Sprintf("nodePools[%d].%s", i, n.name), strconv.Itoa(n.count),
 					fmt.Sprintf("GKE places the same number of nodes in each of the pool's %d zones; allowed: a multiple of %d", zones, zones))
