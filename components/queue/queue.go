@@ -92,19 +92,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}).(pulumi.BoolOutput)
 		before = append(before, crd)
 	}
-	after = append(after, pulumi.DependsOn(before))
+	after = append(after, pulumi.Parent(q), pulumi.DependsOn(before))
 	clusterQueue := args.ClusterQueue
 	if clusterQueue == "" {
 		clusterQueue = args.NamespaceDNS
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), pulumi.Parent(q), after...); err != nil {
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), after...); err != nil {
 			return nil, fmt.Errorf("queue %q: ResourceFlavor %q: %w", name, name+"-flavor", err)
 		}
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), pulumi.Parent(q), after...); err != nil {
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), after...); err != nil {
 			return nil, fmt.Errorf("queue %q: ClusterQueue %q: %w", name, name+"-cluster", err)
 		}
 	}
 	for _, w := range meta.SortedKeys(args.Priorities) {
-		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), pulumi.Parent(q), after...)
+		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), after...)
 		if err != nil {
 			return nil, fmt.Errorf("queue %q: WorkloadPriorityClass %q: %w", name, name+"-priority-"+w, err)
 		}
@@ -114,7 +114,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// API fails here, with the check's message, before any queued pod is registered.
 	cq := clusterQueue
 	feeds := served.ApplyT(func(bool) string { return cq }).(pulumi.StringOutput)
-	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), pulumi.Parent(q), after...)
+	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), after...)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: LocalQueue %q: %w", name, name, err)
 	}
