@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/compute"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v7/go/gcp/serviceaccount"
@@ -142,7 +141,7 @@ type Cluster struct {
 	Kubeconfig     pulumi.StringOutput // secret
 	ServiceAccount pulumi.StringOutput // the nodes' service account email
 	NodePools      []*container.NodePool
-	Firewall       *compute.Firewall // the control plane to the webhooks' ports (WebhookPorts), if any
+	Firewall       *Firewall // the control plane to the webhooks' ports (WebhookPorts), if any
 }
 
 // Location is where the cluster lives: its zone when zonal, else its region.
@@ -222,7 +221,8 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 
 	if args.PrivateEndpoint && len(args.WebhookPorts) > 0 {
-		fw, err := compute.NewFirewall(ctx, name+"-webhooks", RenderWebhookFirewall(args, cluster, sa.Email), parent)
+		fw := &Firewall{}
+		err := ctx.RegisterResource(FirewallType, name+"-webhooks", RenderWebhookFirewall(args, cluster, sa.Email), fw, parent)
 		if err != nil {
 			return nil, fmt.Errorf("gke %q: firewall rule %q: %w", name, name+"-webhooks", err)
 		}
@@ -242,51 +242,6 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		"clusterName": c.ClusterName, "endpoint": c.Endpoint, "kubeconfig": c.Kubeconfig, "serviceAccount": c.ServiceAccount,
 	})
 }
-
-// RenderWebhookFirewall admits the control plane to the webhooks' ports on the cluster's nodes
-// (the pods' addresses are the nodes' alias ranges): an ingress rule from the control plane's
-// range, on the nodes that run as the cluster's node account. GKE's own rule for a private
-// cluster (gke-<cluster>-<hash>-master) opens only TCP 443 and 10250, so a webhook served on
-// another port times out and every request it intercepts fails
-// (https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules,
-// "Adding firewall rules for specific use cases";
-// https://cloud.google.com/kubernetes-engine/docs/concepts/firewall-rules). The source is the
-// control plane's range GKE reports (privateClusterConfig.masterIpv4CidrBlock, VPC peering), or
-// its private endpoint's address where it reports none (Private Service Connect).
-func RenderWebhookFirewall(a *ClusterArgs, cluster *container.Cluster, nodeAccount pulumi.StringInput) *compute.FirewallArgs {
-	ports := make([]string, len(a.WebhookPorts))
-	for i, p := range a.WebhookPorts {
-		ports[i] = fmt.Sprint(p)
-	}
-	pcc := cluster.PrivateClusterConfig
-	source := pulumi.All(pcc.MasterIpv4CidrBlock(), pcc.PrivateEndpoint()).ApplyT(func(v []any) []string {
-		if cidr := deref(v[0].(*string)); cidr != "" {
-			return []string{cidr}
-		}
-		return []string{deref(v[1].(*string)) + "/32"}
-	}).(pulumi.StringArrayOutput)
-	return &compute.FirewallArgs{
-		Name:        pulumi.String(WebhookFirewallName(a.Name)),
-		Project:     optional(a.Project),
-		Network:     pulumi.String(a.Network),
-		Description: pulumi.String("Kolotoc: the GKE control plane of " + a.Name + " to its admission webhooks"),
-		Direction:   pulumi.String("INGRESS"),
-		// Before GKE's own rules (priority 1000) would matter; an allow needs no precedence, but a
-		// team's deny at 1000 would otherwise win.
-		Priority:              pulumi.Int(WebhookFirewallPriority),
-		SourceRanges:          source,
-		TargetServiceAccounts: pulumi.StringArray{nodeAccount},
-		Allows:                compute.FirewallAllowArray{compute.FirewallAllowArgs{Protocol: pulumi.String("tcp"), Ports: pulumi.ToStringArray(ports)}},
-	}
-}
-
-// WebhookFirewallPriority: below GKE's default 1000, so that a deny at the default priority does
-// not shadow the control plane's access (lower numbers win, https://cloud.google.com/firewall/docs/firewalls#priority_order_for_firewall_rules).
-const WebhookFirewallPriority = 900
-
-// WebhookFirewallName is the firewall rule's name: within GCE's 63 characters (the cluster's
-// name is at most 40).
-func WebhookFirewallName(cluster string) string { return cluster + "-webhooks" }
 
 // RenderRegistryReader lets the node account pull from another project's Artifact Registry (a
 // team's shared images): the registry role there, nothing else.
