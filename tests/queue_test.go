@@ -3,7 +3,6 @@ package tests
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
