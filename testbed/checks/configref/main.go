@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	_ "kolotoc/stacks/workloads" // the workloads' entries: stacks.Load refuses to run without them
 )
 
 func main() {
