@@ -124,8 +124,10 @@ down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
 	testbed/stack/stack.sh down
 
-# Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart.
-TESTBED_MODULES = testbed/checks/flowcheck
+# Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart, and
+# kueuechart Helm's (it renders Kueue's chart as the provider does and checks what the program
+# registers from it).
+TESTBED_MODULES = testbed/checks/flowcheck testbed/checks/kueuechart
 
 unit: workflows lint
 	@echo "==> unit: go test"
@@ -175,7 +177,7 @@ fmt:
 # (testbed/tools/*).
 GO_MODULES = $(patsubst %/go.mod,%,$(patsubst go.mod,./go.mod,$(shell git ls-files --cached --others --exclude-standard -- 'go.mod' '*/go.mod')))
 # Modules with code to vet and lint besides the product (the tools' wrappers hold none of their own).
-CODE_MODULES = testbed/checks/flowcheck testbed/images/pause
+CODE_MODULES = testbed/checks/flowcheck testbed/checks/kueuechart testbed/images/pause
 # testbed/images/prometheus has no package: it builds upstream's command from its require, which
 # `go mod tidy` would drop; it is left out of the tidy check.
 TIDY_SKIP = testbed/images/prometheus

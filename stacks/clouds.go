@@ -120,7 +120,7 @@ func deployGCP(ctx *pulumi.Context, c *Config) (pulumi.StringOutput, []pulumi.Re
 		ReleaseChannel: k.ReleaseChannel, KubernetesVersion: k.KubernetesVersion,
 		ServiceAccountID: gkeServiceAccountID(k.Name), Pools: pools, ResourceLabels: cloudLabels(c), RegistryProjects: k.RegistryProjects,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
-		Maintenance: gkeMaintenance(k.MaintenanceWindow),
+		Maintenance: gkeMaintenance(k.MaintenanceWindow), WebhookPorts: c.WebhookPorts(),
 	}, onGCP, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
