@@ -20,12 +20,12 @@ const karpenterPoolLabel = "karpenter.sh/nodepool"
 
 // atZero is a simulated stack whose GPU pool sits at zero nodes and grows through the local
 // cluster's Karpenter (testbed/cluster/cluster.sh starts it, with the catalogue's instance types):
-// nodes of a2-highgpu-8g (8 × A100, 96 vCPUs, 680Gi) in us-central1-b, at most 3, given back 5 s
-// after their last pod leaves. The CPU pool stays fixed. The ring is queued through Kueue.
+// nodes of a2-highgpu-8g (8 × A100, 96 vCPUs, 680Gi) in us-central1-b, at most 2 (so the
+// stack's ClusterQueue holds 16 GPUs), given back 5 s after their last pod leaves. The CPU pool stays fixed. The ring is queued through Kueue.
 func atZero(run string, count int, extra map[string]any) map[string]any {
 	o := map[string]any{
 		"nodePools": []any{
-			map[string]any{"name": "gpu", "machineType": "a2-highgpu-8g", "minNodes": 0, "maxNodes": 3,
+			map[string]any{"name": "gpu", "machineType": "a2-highgpu-8g", "minNodes": 0, "maxNodes": 2,
 				"zones": []any{"us-central1-b"}, "scaleDownAfter": "5s"},
 			map[string]any{"name": "cpu", "machineType": "n2-standard-16"},
 		},
@@ -141,8 +141,8 @@ func TestGPUPoolFromZero(t *testing.T) {
 
 	// The stack's outputs show the pool's bounds.
 	pools, _ := a.outputs()["poolBounds"].(map[string]any)
-	if gpu, _ := pools["gpu"].(map[string]any); fmt.Sprint(gpu["minNodes"], gpu["maxNodes"], gpu["autoscaled"]) != "0 3 true" {
-		t.Errorf("output poolBounds.gpu = %v, want minNodes 0, maxNodes 3, autoscaled true", pools["gpu"])
+	if gpu, _ := pools["gpu"].(map[string]any); fmt.Sprint(gpu["minNodes"], gpu["maxNodes"], gpu["autoscaled"]) != "0 2 true" {
+		t.Errorf("output poolBounds.gpu = %v, want minNodes 0, maxNodes 2, autoscaled true", pools["gpu"])
 	}
 
 	// B: a ring of its own pool at zero, on A's ClusterQueue, whose quota A's run holds.
