@@ -116,3 +116,32 @@ func TestKueueVersionMatchesModule(t *testing.T) {
 		t.Error("testbed/tools/kueue/go.mod has no `tool sigs.k8s.io/kueue/cmd/kueue` directive: go mod tidy would drop the module")
 	}
 }
+
+// TestKarpenterVersionMatchesModule: as for Kueue, tools.sh keys Karpenter's cache directory by
+// KARPENTER_VERSION, and testbed/cluster/cluster.sh applies the CRDs of the module that
+// testbed/tools/karpenter/go.mod requires: a cached binary of one version must not run against
+// the CRDs of another.
+func TestKarpenterVersionMatchesModule(t *testing.T) {
+	script, err := os.ReadFile("tools.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^KARPENTER_VERSION=(v\S+)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("tools.sh sets no KARPENTER_VERSION")
+	}
+	wrapper, err := os.ReadFile("karpenter/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := regexp.MustCompile(`(?m)^(?:require)?\s*sigs\.k8s\.io/karpenter (v\S+)`).FindSubmatch(wrapper)
+	if mod == nil {
+		t.Fatal("testbed/tools/karpenter/go.mod does not require sigs.k8s.io/karpenter")
+	}
+	if got, want := string(mod[1]), string(m[1]); got != want {
+		t.Errorf("testbed/tools/karpenter/go.mod pins sigs.k8s.io/karpenter %s but testbed/tools/tools.sh caches it as %s", got, want)
+	}
+	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/karpenter/kwok$`).Match(wrapper) {
+		t.Error("testbed/tools/karpenter/go.mod has no `tool sigs.k8s.io/karpenter/kwok` directive: go mod tidy would drop the module")
+	}
+}
