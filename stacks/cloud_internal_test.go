@@ -5,9 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,29 +15,38 @@ import (
 // TestNoBranchOnTheCloud: the package asks the stack's cloud entry (CloudEntry, cloud.go) and
 // never names a cloud itself. The names of kolotoc:cloud are declared once, in config.go; outside
 // it no file of the package or of the workloads' entries (tests aside) may use those constants or
-// spell a cloud's name as a string, nor switch on a Cloud field. A branch on the cloud belongs in the cloud's entry,
-// stacks/clouds/<name>, which answers for every cloud the same question.
+// spell a cloud's name as a string, nor switch on a Cloud field. A branch on the cloud belongs in
+// the cloud's entry, stacks/clouds/<name>, which answers for every cloud the same question.
 func TestNoBranchOnTheCloud(t *testing.T) {
+	// The package's files, and the workloads' entries, which take the stack's cloud from it too.
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
+	files := map[string]*ast.File{}
+	for _, pattern := range []string{"*.go", "workloads/*.go", "workloads/*/*.go"} {
+		names, _ := filepath.Glob(pattern)
+		for _, name := range names {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[name] = f
+		}
 	}
 	// The constants config.go declares for the names in cloudNames.
 	names := map[string]bool{}
-	for _, f := range pkgs["stacks"].Files {
-		if fset.File(f.Pos()).Name() != "config.go" {
-			continue
-		}
-		for _, d := range f.Decls {
-			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
-				for _, s := range g.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i, n := range vs.Names {
-						if i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && slices.Contains(cloudNames, unquote(lit.Value)) {
-								names[n.Name] = true
-							}
+	if files["config.go"] == nil {
+		t.Fatal("no config.go")
+	}
+	for _, d := range files["config.go"].Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && slices.Contains(cloudNames, unquote(lit.Value)) {
+							names[n.Name] = true
 						}
 					}
 				}
@@ -50,23 +56,7 @@ func TestNoBranchOnTheCloud(t *testing.T) {
 	if len(names) != len(cloudNames) {
 		t.Fatalf("config.go declares constants for %d of the %d cloud names %v: %v", len(names), len(cloudNames), cloudNames, names)
 	}
-	// The package's files, and the workloads' entries, which take the stack's cloud from it too.
-	files := pkgs["stacks"].Files
-	dirs, _ := filepath.Glob("workloads/*")
-	for _, dir := range append([]string{"workloads"}, dirs...) {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
-		wl, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range wl {
-			maps.Copy(files, p.Files)
-		}
-	}
-	for _, f := range files {
-		file := fset.File(f.Pos()).Name()
+	for file, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			var what string
 			switch n := n.(type) {
