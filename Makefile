@@ -25,7 +25,7 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (testbed/stack/stack.sh env prints it).
 STACK_ENV = eval "$$(testbed/stack/stack.sh env)"
 
-.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop bench-queue unit e2e test fmt lint workflows
+.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop bench-queue bench-autoscale unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
@@ -33,6 +33,7 @@ help:
 	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
 	@echo "make bench-loop [RUNS=5]                   preview and up of a deployed stack with nothing to change, timed"
 	@echo "make bench-queue [RUNS=5]                  fresh ups of dev without and with the queue (Kueue), timed"
+	@echo "make bench-autoscale [SIZES_AUTOSCALE=2,16,128] a queued ring on a GPU pool at zero (Karpenter) beside one whose nodes exist, timed"
 	@echo "make cluster | cluster-down                the local cluster alone (testbed/cluster/cluster.sh)"
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
@@ -43,9 +44,9 @@ tools:
 	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
 	testbed/tools/tools.sh
 
-# The cluster's tools: control plane, kwok, the simulated node pools' controller, Kueue, and the real
-# node's kubelet, kube-proxy and CoreDNS.
-CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue
+# The cluster's tools: control plane, kwok, the simulated node pools' controller, Kueue, Karpenter
+# (the autoscaler of simulated pools at zero), and the real node's kubelet, kube-proxy and CoreDNS.
+CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue karpenter
 
 cluster:
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"
@@ -92,6 +93,7 @@ outputs:
 # of the same objects (bench/scale says what each figure is). The cluster must be up (make cluster).
 # QUEUE=1 queues the ring through the cluster's Kueue (kolotoc:queue): up is measured to the towers ready.
 SIZES ?= 128,1024,4096
+SIZES_AUTOSCALE ?= 2,16,128
 QUEUE ?=
 bench-scale:
 	@echo "==> bench-scale: N=$(SIZES) ranks, pulumi up vs the kubectl floor, on the local cluster"
@@ -111,12 +113,21 @@ bench-queue: stack-tools cluster
 	@echo "==> bench-queue: fresh ups of dev without and with the queue, $(RUNS) runs"
 	RUNS=$(RUNS) bench/queue.sh
 
+# What a pool at zero costs a run: a queued ring of N towers on a pool at zero (the local cluster's
+# Karpenter grows it) beside one on N nodes already there, timed to the towers Ready; and the GPU
+# node-minutes after the release (bench/autoscale.sh).
+bench-autoscale: stack-tools cluster
+	@echo "==> bench-autoscale: N=$(SIZES_AUTOSCALE) GPU nodes, pool at zero vs nodes there"
+	SIZES=$(SIZES_AUTOSCALE) bench/autoscale.sh
+
 down:
 	@echo "==> down: pulumi destroy of stack $(STACK), then the cluster"
 	testbed/stack/stack.sh down
 
-# Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart.
-TESTBED_MODULES = testbed/checks/flowcheck
+# Test-bed modules of their own, with tests: flowcheck keeps cyclonus's dependencies apart, and
+# kueuechart Helm's (it renders Kueue's chart as the provider does and checks what the program
+# registers from it).
+TESTBED_MODULES = testbed/checks/flowcheck testbed/checks/kueuechart
 
 unit: workflows lint
 	@echo "==> unit: go test"
@@ -166,7 +177,7 @@ fmt:
 # (testbed/tools/*).
 GO_MODULES = $(patsubst %/go.mod,%,$(patsubst go.mod,./go.mod,$(shell git ls-files --cached --others --exclude-standard -- 'go.mod' '*/go.mod')))
 # Modules with code to vet and lint besides the product (the tools' wrappers hold none of their own).
-CODE_MODULES = testbed/checks/flowcheck testbed/images/pause
+CODE_MODULES = testbed/checks/flowcheck testbed/checks/kueuechart testbed/images/pause
 # testbed/images/prometheus has no package: it builds upstream's command from its require, which
 # `go mod tidy` would drop; it is left out of the tidy check.
 TIDY_SKIP = testbed/images/prometheus

@@ -165,9 +165,8 @@ type MaintenanceWindow struct {
 // NodePool is one pool of identical nodes (kolotoc:nodePools[i]).
 type NodePool struct {
 	Name        string            `json:"name"`        // DNS-1123 label, unique; towers/carriers refer to it
-	Nodes       int               `json:"nodes"`       // node count (initial count on clouds); default 1
-	MinNodes    int               `json:"minNodes"`    // autoscaling lower bound (clouds); 0 or unset = nodes
-	MaxNodes    int               `json:"maxNodes"`    // autoscaling upper bound (clouds); default nodes
+	Nodes       int               `json:"nodes"`       // node count (an autoscaled pool's first count on gcp and azure); default 1, or 0 with minNodes: 0
+	MaxNodes    int               `json:"maxNodes"`    // autoscaling upper bound; default nodes
 	MachineType string            `json:"machineType"` // cloud machine type (clouds); optional for simulated
 	GPUsPerNode int               `json:"gpusPerNode"` // nvidia.com/gpu per node; 0 = CPU pool; default 0
 	GPUType     string            `json:"gpuType"`     // accelerator type, e.g. nvidia-tesla-a100; required when gpusPerNode > 0
@@ -179,6 +178,14 @@ type NodePool struct {
 	LocalSSDs   int               `json:"localSsds"`   // local SSDs per node (gcp); default 0
 	Zones       []string          `json:"zones"`       // gcp: zones of the nodes, required with a regional cluster (counts are totals, split evenly); azure: availability zones "1".."3"; default the cluster's
 	GPUDriver   string            `json:"gpuDriver"`   // gcp: NVIDIA driver GKE installs: DEFAULT | LATEST | INSTALLATION_DISABLED; default DEFAULT
+	// MinNodes: the fewest nodes the pool's autoscaler keeps. 0 lets the pool sit at zero nodes
+	// while no run needs one, so its GPUs bill only while a run holds them (docs/using/autoscaling.md);
+	// maxNodes is then required. Default nodes: a fixed pool unless maxNodes is larger. (Before
+	// this release minNodes: 0 meant "the same as nodes": remove the key to keep that.)
+	MinNodes *int `json:"minNodes"`
+	// ScaleDownAfter: how long an autoscaled pool's node stays once its last pod has left before
+	// it is given back, a duration such as 30s, 10m or 1h. Default 10m.
+	ScaleDownAfter string `json:"scaleDownAfter"`
 	// Placement: compact | spread. compact keeps the pool's nodes in one zone and, where the
 	// cloud and machine type have one, in its compact placement (GKE compact placement policy, EC2
 	// cluster placement group, Azure proximity placement group), for the traffic between ranks;

@@ -40,9 +40,7 @@ func (c *Config) applyDefaults() {
 	c.applyRunDefaults()
 	for i := range c.NodePools {
 		p := &c.NodePools[i]
-		meta.Fill(&p.Nodes, 1)
-		meta.Fill(&p.MinNodes, p.Nodes)
-		meta.Fill(&p.MaxNodes, p.Nodes)
+		p.applyPoolSizeDefaults() // autoscale.go
 		meta.Fill(&p.CPUs, defaultPoolCPUs)
 		meta.Fill(&p.Memory, defaultPoolMemory)
 	}

@@ -177,6 +177,14 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 // the local cluster's real node(s), selected by their own label.
 func stackLabels(c *Config) meta.Labels {
 	l := meta.Labels{Instance: c.Stack, Version: Version, PullSecrets: PullSecrets(c)}
+	for _, p := range c.NodePools {
+		if p.Autoscaled() {
+			if l.AutoscaledPools == nil {
+				l.AutoscaledPools = map[string]bool{}
+			}
+			l.AutoscaledPools[p.Name] = true
+		}
+	}
 	if c.CloudEntry().Local {
 		l.Cluster = c.Cluster.Name
 		for _, p := range c.NodePools {
@@ -265,6 +273,7 @@ func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 	return cluster.Pool{
 		Name: p.Name, Nodes: p.Nodes, MachineType: p.MachineType, GPUsPerNode: p.GPUsPerNode, GPUType: p.GPUType,
 		CPUs: p.CPUs, Memory: p.Memory, Labels: labels, Taints: taints, Zone: f.Zone, Devices: devices,
+		Autoscaled: c.karpenterPool(p), MaxNodes: p.MaxNodes, Spot: p.Spot, ScaleDownAfter: p.ScaleDownAfter,
 	}
 }
 
@@ -317,5 +326,6 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 	}
 	sort.Strings(pools)
 	out["nodePools"] = pulumi.ToStringArray(pools)
+	out["poolBounds"] = poolBounds(c) // autoscale.go
 	return out
 }

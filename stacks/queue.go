@@ -168,6 +168,16 @@ func (c *Config) TFNeed() map[string]string {
 	return n.resources()
 }
 
+// WebhookPorts are the pod ports of the admission webhooks the stack installs, which a cloud's
+// control plane must reach (a GKE private cluster's firewall opens them, components/cloud/gke):
+// Kueue's when the stack installs it.
+func (c *Config) WebhookPorts() []int {
+	if q := c.Queue; q.On() && q.Install != nil && *q.Install {
+		return []int{queue.KueueWebhookPort}
+	}
+	return nil
+}
+
 // QueueArgs is the queue's configuration, less its namespace input.
 func QueueArgs(c *Config) *queue.Args {
 	a := &queue.Args{

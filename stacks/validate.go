@@ -90,10 +90,7 @@ func (c *Config) validatePools(v *Validator) {
 			seen[p.Name] = true
 		}
 		meta.CheckDevices(v, k+".devices", p.Devices, ring.ManagedResources)
-		v.positive(k+".nodes", p.Nodes)
-		if p.MinNodes > p.Nodes || p.Nodes > p.MaxNodes {
-			v.add(k+".nodes", strconv.Itoa(p.Nodes), fmt.Sprintf("must satisfy minNodes (%d) <= nodes <= maxNodes (%d)", p.MinNodes, p.MaxNodes))
-		}
+		c.validatePoolSize(v, k, p) // autoscale.go
 		if p.GPUsPerNode < 0 {
 			v.add(k+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), "must be 0 (a CPU pool) or more")
 		}

@@ -49,15 +49,18 @@ const (
 // What the mocked clouds report once a resource exists, and what their invokes return. The
 // secrets among them must reach the registered inputs only as secrets.
 const (
-	fakeGKEEndpoint     = "203.0.113.10"
-	fakeGCPProject      = "test-project" // the gcp provider's default project (gcloud's, GOOGLE_PROJECT)
-	fakeEKSEndpoint     = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
-	fakeCA              = "ZmFrZS1jbHVzdGVyLWNh"
-	fakeFilestoreIP     = "10.20.0.2"
-	fakeNodeSG          = "sg-0nodes0000000000"
-	fakeAzureStorageKey = "azure-storage-key-that-must-stay-secret"
-	fakeAKSPrincipal    = "11111111-2222-3333-4444-555555555555"
-	fakeKubeletObjectID = "66666666-7777-8888-9999-000000000000"
+	fakeGKEEndpoint = "203.0.113.10"
+	// A private cluster's control plane: its range (VPC peering) and internal address.
+	fakeGKEControlPlaneRange = "172.16.0.32/28"
+	fakeGKEPrivateEndpoint   = "10.128.0.2"
+	fakeGCPProject           = "test-project" // the gcp provider's default project (gcloud's, GOOGLE_PROJECT)
+	fakeEKSEndpoint          = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+	fakeCA                   = "ZmFrZS1jbHVzdGVyLWNh"
+	fakeFilestoreIP          = "10.20.0.2"
+	fakeNodeSG               = "sg-0nodes0000000000"
+	fakeAzureStorageKey      = "azure-storage-key-that-must-stay-secret"
+	fakeAKSPrincipal         = "11111111-2222-3333-4444-555555555555"
+	fakeKubeletObjectID      = "66666666-7777-8888-9999-000000000000"
 	// Who runs `pulumi up` on Azure, as azure-native's getClientConfig reports them.
 	fakeAzureTenant       = "aaaaaaaa-0000-0000-0000-000000000001"
 	fakeAzureSubscription = "bbbbbbbb-0000-0000-0000-000000000002"
@@ -94,6 +97,13 @@ func cloudState(token string, state resource.PropertyMap) {
 		}
 		set("endpoint", fakeGKEEndpoint)
 		set("masterAuth", map[string]any{"clusterCaCertificate": fakeCA})
+		if v, ok := state["privateClusterConfig"]; ok && v.IsObject() {
+			// GKE reports the control plane's range of a private (VPC peering) cluster.
+			pcc := v.ObjectValue().Copy()
+			pcc["masterIpv4CidrBlock"] = resource.NewProperty(fakeGKEControlPlaneRange)
+			pcc["privateEndpoint"] = resource.NewProperty(fakeGKEPrivateEndpoint)
+			state["privateClusterConfig"] = resource.NewProperty(pcc)
+		}
 	case tGCPAccount:
 		email := str("accountId") + "@test-project.iam.gserviceaccount.com"
 		set("email", email)

@@ -329,7 +329,7 @@ func TestLoadBalancerAddress(t *testing.T) {
 		{"ipv6", map[string]any{"ip": "2001:db8::7"}, "2001:db8::7", "https://[2001:db8::7]/lab"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, outs := deployOutputsWith(t, raw, &recorder{rendertest.Recorder{LBIngress: tc.ingress}})
+			_, outs := deployOutputsWith(t, raw, &recorder{Recorder: rendertest.Recorder{LBIngress: tc.ingress}})
 			if got := str(t, outs, "jupyterPublicAddress"); got != tc.wantAddr {
 				t.Errorf("jupyterPublicAddress %q, want %q", got, tc.wantAddr)
 			}

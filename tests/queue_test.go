@@ -3,7 +3,6 @@ package tests
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +16,9 @@ import (
 // kolotoc:queue (issue 29): where Kueue comes from on each cloud, and what the stack writes.
 
 const (
-	tRelease       = "kubernetes:helm.sh/v3:Release"
+	tChart         = "kubernetes:helm.sh/v3:Chart"
+	tHelmTemplate  = "kubernetes:helm:template"
+	tFirewall      = "gcp:compute/firewall:Firewall"
 	tCRD           = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 	tClusterQueue  = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 	tLocalQueue    = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
@@ -28,40 +29,84 @@ const (
 var queueOn = map[string]string{"queue": `{"type":"kueue","priorities":{"towers":100}}`}
 
 // TestQueueCloudInstall: on gcp, aws and azure the stack installs Kueue: the upstream chart from
-// its OCI registry at the pinned version, the controller image from the upstream registry by tag
-// (the chart's own default is a staging image), in kueue-system
-// (https://github.com/kubernetes-sigs/kueue/blob/v0.17.0/charts/kueue/README.md). The queue's
-// objects wait for it; nothing reads the cluster for a Kueue of its own.
+// its OCI registry at the pinned version, rendered by the provider (helm.v3.Chart: every object
+// registered by the program, testbed/checks/kueuechart checks them), the controller image from
+// the upstream registry by tag (the chart's own default is a staging image), in kueue-system, two
+// replicas with a disruption budget, the visibility API off, Kolotoc's Configuration
+// (https://github.com/kubernetes-sigs/kueue/blob/v0.17.0/charts/kueue/values.yaml). Nothing reads
+// the cluster for a Kueue of its own.
 func TestQueueCloudInstall(t *testing.T) {
 	for _, name := range []string{"prod", "aws", "azure"} {
 		t.Run(name, func(t *testing.T) {
 			r := cloudRec(t, name, queueOn)
-			rel := r.one(t, tRelease, "queue-kueue")
-			in := inputs(rel)
+			r.one(t, tChart, "queue-kueue")
+			if len(r.charts) != 1 {
+				t.Fatalf("%d charts rendered, want Kueue's", len(r.charts))
+			}
+			in := r.charts[0]
 			for path, want := range map[string]any{
 				"chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.17.0", "namespace": "kueue-system",
-				"createNamespace": true, "atomic": true,
 			} {
 				if got := get(in, path); got != want {
-					t.Errorf("Kueue's release %s = %v, want %v", path, got, want)
+					t.Errorf("Kueue's chart %s = %v, want %v", path, got, want)
 				}
 			}
-			img := get(in, "values", "controllerManager", "manager", "image")
+			values := get(in, "values")
+			img := get(values, "controllerManager", "manager", "image")
 			if get(img, "repository") != "registry.k8s.io/kueue/kueue" || get(img, "tag") != "v0.17.0" {
 				t.Errorf("Kueue's image %v, want registry.k8s.io/kueue/kueue:v0.17.0", img)
+			}
+			if get(values, "controllerManager", "replicas") != float64(queue.KueueReplicas) ||
+				get(values, "controllerManager", "podDisruptionBudget", "enabled") != true ||
+				get(values, "managerConfig", "controllerManagerConfigYaml") != queue.KueueConfiguration() {
+				t.Errorf("Kueue's values %v: want %d replicas, a disruption budget and Kolotoc's Configuration", values, queue.KueueReplicas)
 			}
 			if r.ofType(tCRD) != nil {
 				t.Errorf("the stack reads a Kueue CRD on %s, where it installs Kueue itself", name)
 			}
-			for _, kind := range []string{tClusterQueue, tLocalQueue, tFlavor, tPriorityClass} {
-				for _, o := range r.ofType(kind) {
-					if !slices.Contains(o.DependsOn, "queue-kueue") {
-						t.Errorf("%s %s does not wait for Kueue's release (depends on %v)", kind, o.Name, o.DependsOn)
-					}
-				}
+			if fw := r.ofType(tFirewall); len(fw) != 0 {
+				t.Errorf("a firewall rule for the webhooks on a cluster with a public endpoint: %v", fw[0].Name)
 			}
 			checkQueued(t, r)
 		})
+	}
+}
+
+// TestQueueGKEPrivateWebhookFirewall: on a GKE cluster with cluster.privateEndpoint, GKE's own
+// firewall rule lets the control plane reach the nodes on TCP 443 and 10250 only; Kueue's
+// webhooks listen on 9443 in their pods, so without a rule of Kolotoc's the stack's first queue
+// object and every queued pod time out in admission. The rule: ingress from the control plane's
+// range to the cluster's nodes (its node account) on Kueue's webhook port
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules;
+// GKE's own rules: https://cloud.google.com/kubernetes-engine/docs/concepts/firewall-rules).
+func TestQueueGKEPrivateWebhookFirewall(t *testing.T) {
+	private := withCluster(t, "prod", map[string]any{"privateEndpoint": true})
+	private["queue"] = queueOn["queue"]
+	r := cloudRec(t, "prod", private)
+	fw := inputs(r.one(t, tFirewall, "cluster-webhooks"))
+	cl := inputs(r.one(t, tGKECluster, "cluster"))
+	account := inputs(r.one(t, tGCPAccount, "cluster-nodes"))
+	email := fmt.Sprint(get(account, "accountId")) + "@test-project.iam.gserviceaccount.com"
+	for path, want := range map[string]any{
+		"direction": "INGRESS", "network": get(cl, "network"),
+		"allows": []any{map[string]any{"protocol": "tcp", "ports": []any{fmt.Sprint(queue.KueueWebhookPort)}}},
+		// GKE reports the control plane's range of a VPC-peering cluster (clouds_test.go's mock).
+		"sourceRanges":          []any{fakeGKEControlPlaneRange},
+		"targetServiceAccounts": []any{email},
+	} {
+		if got := get(fw, path); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("webhook firewall %s = %v, want %v", path, got, want)
+		}
+	}
+	// Without a private endpoint GKE's control plane reaches every port; without the queue, no
+	// webhook of Kolotoc's needs one.
+	for what, ov := range map[string]map[string]string{
+		"public endpoint": queueOn,
+		"no queue":        withCluster(t, "prod", map[string]any{"privateEndpoint": true}),
+	} {
+		if fw := cloudRec(t, "prod", ov).ofType(tFirewall); len(fw) != 0 {
+			t.Errorf("%s: a webhook firewall rule %s", what, fw[0].Name)
+		}
 	}
 }
 
@@ -162,8 +207,8 @@ func TestQueueExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.ofType(tRelease)); n != 0 {
-		t.Errorf("%d Helm releases on an existing cluster: its own Kueue is used", n)
+	if n := len(r.ofType(tChart)); n != 0 || len(r.charts) != 0 {
+		t.Errorf("%d Helm charts on an existing cluster: its own Kueue is used", n)
 	}
 	if crd := r.one(t, tCRD, "queue-kueue-api"); crd.Name == "" {
 		t.Error("the cluster's Kueue was not checked")

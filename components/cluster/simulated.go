@@ -46,6 +46,15 @@ type Pool struct {
 	// would on the cloud's nodes (vpc.amazonaws.com/efa on EFA instances, rdma/hca) or the
 	// kubelet for pre-allocated huge pages (hugepages-2Mi).
 	Devices map[string]string
+	// Autoscaled: the pool starts at zero nodes and follows its pods, grown and shrunk by the
+	// local cluster's Karpenter (karpenter.go), up to MaxNodes nodes of MachineType (a type of
+	// the instance-types file Karpenter reads, testbed/cluster/karpenter); Nodes is then unused.
+	Autoscaled bool
+	MaxNodes   int  // autoscaled: the most nodes at once
+	Spot       bool // autoscaled: spot capacity (karpenter.sh/capacity-type: spot)
+	// ScaleDownAfter (autoscaled): how long a node stays once its last pod has left, a
+	// Kubernetes duration ("30s", "10m").
+	ScaleDownAfter string
 }
 
 // ZoneLabel is the well-known label of a node's zone.
@@ -82,7 +91,8 @@ func (c *Simulated) PoolOf(pool string) []pulumi.Resource {
 	return []pulumi.Resource{c.byName[pool]}
 }
 
-// NewSimulated registers one SimulatedNodePool per pool.
+// NewSimulated registers one SimulatedNodePool per fixed pool, and a Karpenter NodePool with its
+// KWOKNodeClass per autoscaled pool.
 func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ...pulumi.ResourceOption) (*Simulated, error) {
 	if args == nil {
 		return nil, errors.New("cluster: args are required")
@@ -93,6 +103,15 @@ func NewSimulated(ctx *pulumi.Context, name string, args *SimulatedArgs, opts ..
 	}
 	var names pulumi.StringArray
 	for _, p := range args.Pools {
+		if p.Autoscaled {
+			r, err := registerAutoscaled(ctx, c, name, args, p)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %q: %w", name, err)
+			}
+			c.Pools = append(c.Pools, r)
+			c.byName[p.Name] = r
+			continue
+		}
 		poolArgs, err := renderPool(args, p)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: %w", name, err)

@@ -252,10 +252,12 @@ const SetLabel = "kolotoc.dev/elastic-set"
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	replicas := a.Nodes
 	labels := a.Labels.PodLabels(Component)
-	var annotations map[string]string
+	annotations := a.Labels.KeepNode(a.Pool, nil)
 	if a.Gang != nil {
 		replicas = a.MinNodes
-		annotations = map[string]string{}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
 		a.Gang.PodLabels(labels)
 		a.Gang.PodAnnotations(annotations)
 	}
@@ -272,7 +274,7 @@ func RenderExtraStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	meta.QueuedPodLabels(labels, a.Gang.Queue, a.ExtraPriority)
 	selector := a.Labels.Selector(Component)
 	selector[SetLabel] = "extra"
-	return renderSet(a, ExtraName(a), extras(a), labels, nil, selector, a.MinNodes)
+	return renderSet(a, ExtraName(a), extras(a), labels, a.Labels.KeepNode(a.Pool, nil), selector, a.MinNodes)
 }
 
 // renderSet is a StatefulSet of workers: name, replicas (none when suspended), its pods' labels

@@ -71,6 +71,9 @@ type Labels struct {
 	// RealPools names the pools that are the local cluster's real nodes (simulated cloud, pools
 	// with real: true); they are selected by RealNodeLabel instead of pool and cluster labels.
 	RealPools map[string]bool
+	// AutoscaledPools names the pools whose nodes an autoscaler adds and removes (minNodes below
+	// maxNodes); the training pods placed on them carry KeepNodeAnnotations (KeepNode).
+	AutoscaledPools map[string]bool
 	// PullSecrets names the image pull Secrets every pod of the stack references (kolotoc:registries);
 	// each namespace with Kolotoc pods holds them. Empty: no imagePullSecrets.
 	PullSecrets []string
@@ -281,6 +284,35 @@ func GPUToleration() corev1.TolerationArgs {
 		Value:    pulumi.String(GPUTaintValue),
 		Effect:   pulumi.String(GPUTaintEffect),
 	}
+}
+
+// Annotations that keep an autoscaler from taking a running pod's node: Karpenter's
+// (https://karpenter.sh/docs/concepts/disruption/#pod-level-controls: consolidation and drift leave
+// the node alone) and the cluster autoscaler's, which GKE and AKS run
+// (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md#what-types-of-pods-can-prevent-ca-from-removing-a-node).
+const (
+	DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+	SafeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+)
+
+// KeepNodeAnnotations are both, as a training pod that must not lose its node mid-run carries them,
+// so that one pod template holds on any cloud.
+var KeepNodeAnnotations = map[string]string{DoNotDisruptAnnotation: "true", SafeToEvictAnnotation: "false"}
+
+// KeepNode adds KeepNodeAnnotations to a pod template's annotations when its pool is autoscaled,
+// and returns them (a new map when annotations is nil and there is something to add; nil stays
+// nil otherwise, so that the pods of a fixed pool keep the template they had).
+func (l Labels) KeepNode(pool string, annotations map[string]string) map[string]string {
+	if !l.AutoscaledPools[pool] {
+		return annotations
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	for k, v := range KeepNodeAnnotations {
+		annotations[k] = v
+	}
+	return annotations
 }
 
 // PoolSelector selects the nodes of one pool (of this stack's cluster, on the simulated cloud),

@@ -67,7 +67,7 @@ type Config struct {
 	// the stack makes a WorkloadPriorityClass <namespace>-<workload> for each; default none
 	// (Kueue's priority 0).
 	Priorities map[string]int32 `json:"priorities"`
-	// Install: Kolotoc installs Kueue (a Helm release of the upstream chart, pinned, in
+	// Install: Kolotoc installs Kueue (the upstream chart, pinned, rendered and scoped by Kolotoc, in
 	// kueue-system); default true on gcp, aws and azure; false on existing (the cluster's own
 	// Kueue is used, and its API checked at preview) and simulated (the local test bed runs it).
 	Install *bool `json:"install"`

@@ -9,9 +9,11 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	apiextensionsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv3 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v3"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 )
 
@@ -59,13 +61,26 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		return nil, fmt.Errorf("queue %q: %w", name, err)
 	}
 	var before []pulumi.Resource
+	var after []pulumi.ResourceOption
 	served := pulumi.Bool(true).ToBoolOutput()
 	if args.Install != nil && *args.Install {
-		rel, err := helmv3.NewRelease(ctx, name+"-kueue", RenderRelease(args), pulumi.Parent(q))
+		// A rendered chart has no `helm install --create-namespace`: Kolotoc makes Kueue's
+		// namespace, at Pod Security restricted (Kueue's pod meets it), and the chart is rendered
+		// once it exists (its name resolves then), so that no object of it waits for a namespace.
+		ns, err := corev1.NewNamespace(ctx, name+"-kueue-namespace",
+			isolation.Render(KueueNamespace, isolation.Level{Enforce: isolation.Restricted}, args.Labels, component), pulumi.Parent(q))
 		if err != nil {
-			return nil, fmt.Errorf("queue %q: Helm release %q: %w", name, name+"-kueue", err)
+			return nil, fmt.Errorf("queue %q: namespace %q: %w", name, KueueNamespace, err)
 		}
-		before = append(before, rel)
+		chartArgs := RenderChart(args)
+		chartArgs.Namespace = ns.Metadata.Name().Elem()
+		chart, err := helmv3.NewChart(ctx, name+"-kueue", chartArgs, pulumi.Parent(q))
+		if err != nil {
+			return nil, fmt.Errorf("queue %q: Kueue's chart %q: %w", name, name+"-kueue", err)
+		}
+		// Every object of the chart, the Deployment awaited (both replicas ready, their webhooks
+		// serving): the stack's queue objects pass through Kueue's webhooks.
+		after = append(after, pulumi.DependsOnInputs(chart.Ready))
 	}
 	if args.Check {
 		crd, err := apiextensionsv1.GetCustomResourceDefinition(ctx, name+"-kueue-api", pulumi.ID(CheckedCRD), nil, pulumi.Parent(q))
@@ -77,19 +92,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		}).(pulumi.BoolOutput)
 		before = append(before, crd)
 	}
-	after := pulumi.DependsOn(before)
+	after = append(after, pulumi.Parent(q), pulumi.DependsOn(before))
 	clusterQueue := args.ClusterQueue
 	if clusterQueue == "" {
 		clusterQueue = args.NamespaceDNS
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), pulumi.Parent(q), after); err != nil {
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), after...); err != nil {
 			return nil, fmt.Errorf("queue %q: ResourceFlavor %q: %w", name, name+"-flavor", err)
 		}
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), pulumi.Parent(q), after); err != nil {
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), after...); err != nil {
 			return nil, fmt.Errorf("queue %q: ClusterQueue %q: %w", name, name+"-cluster", err)
 		}
 	}
 	for _, w := range meta.SortedKeys(args.Priorities) {
-		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), pulumi.Parent(q), after)
+		pc, err := apiextensions.NewCustomResource(ctx, name+"-priority-"+w, RenderPriorityClass(args, w), after...)
 		if err != nil {
 			return nil, fmt.Errorf("queue %q: WorkloadPriorityClass %q: %w", name, name+"-priority-"+w, err)
 		}
@@ -99,7 +114,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// API fails here, with the check's message, before any queued pod is registered.
 	cq := clusterQueue
 	feeds := served.ApplyT(func(bool) string { return cq }).(pulumi.StringOutput)
-	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), pulumi.Parent(q), after)
+	lq, err := apiextensions.NewCustomResource(ctx, name, RenderLocalQueue(args, feeds), after...)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: LocalQueue %q: %w", name, name, err)
 	}
@@ -113,30 +128,6 @@ func ServesV1beta2(vs []apiextensionsv1.CustomResourceDefinitionVersion) (bool, 
 		return true, nil
 	}
 	return false, fmt.Errorf("%s.type = %s: the cluster's Kueue does not serve %s (%s); Kolotoc needs Kueue v0.15 or later", Key, TypeKueue, APIVersion, CheckedCRD)
-}
-
-// RenderRelease is Kueue's upstream chart, pinned, with its image from the upstream registry by
-// tag (the chart's own default points at a staging registry). Its Configuration is the chart's:
-// the pod integration (pod groups) is among its default frameworks.
-// https://github.com/kubernetes-sigs/kueue/tree/v0.17.0/charts/kueue (README: helm install
-// kueue oci://registry.k8s.io/kueue/charts/kueue --version=0.17.0 --namespace=kueue-system).
-func RenderRelease(a *Args) *helmv3.ReleaseArgs {
-	repo, tag := splitImage(a.Image)
-	return &helmv3.ReleaseArgs{
-		Name:            pulumi.String("kueue"),
-		Chart:           pulumi.String(KueueChart),
-		Version:         pulumi.String(KueueVersion[1:]), // the chart's version has no v
-		Namespace:       pulumi.String(KueueNamespace),
-		CreateNamespace: pulumi.Bool(true),
-		// Kueue's webhooks must serve before the stack's queue objects are written.
-		WaitForJobs: pulumi.Bool(true),
-		Atomic:      pulumi.Bool(true),
-		Values: pulumi.Map{
-			"controllerManager": pulumi.Map{"manager": pulumi.Map{"image": pulumi.Map{
-				"repository": pulumi.String(repo), "tag": pulumi.String(tag), "pullPolicy": pulumi.String("IfNotPresent"),
-			}}},
-		},
-	}
 }
 
 // RenderFlavor is the stack's ResourceFlavor: one flavor, every node of the stack alike (the

@@ -331,7 +331,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			ServiceName:         pulumi.String(a.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
-			Template:            &corev1.PodTemplateSpecArgs{Metadata: gangMeta(a, a.Labels.PodLabels(towerComponent), nil), Spec: spec},
+			Template:            &corev1.PodTemplateSpecArgs{Metadata: gangMeta(a, a.Labels.PodLabels(towerComponent), a.Labels.KeepNode(a.Pool, nil)), Spec: spec},
 		},
 	}
 }
@@ -426,7 +426,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	jobSpec := &batchv1.JobSpecArgs{
 		BackoffLimit: pulumi.Int(launcherBackoffLimit),
 		Template: &corev1.PodTemplateSpecArgs{
-			Metadata: gangMeta(a, podLabels, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])}),
+			Metadata: gangMeta(a, podLabels, a.Labels.KeepNode(a.LauncherPool, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])})),
 			Spec:     spec,
 		},
 	}

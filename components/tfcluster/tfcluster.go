@@ -331,10 +331,13 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 	}
 	md := a.Labels.ObjectMeta(t.Name, a.Namespace, t.Name)
 	podMeta := &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(t.Name))}
+	if keep := a.Labels.KeepNode(t.Pool, nil); keep != nil {
+		podMeta.Annotations = pulumi.ToStringMap(keep)
+	}
 	if a.Gang != nil {
 		// A queued cluster may wait for admission: its tasks are not awaited (docs/queueing.md).
 		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
-		labels, annotations := a.Labels.PodLabels(t.Name), map[string]string{}
+		labels, annotations := a.Labels.PodLabels(t.Name), a.Labels.KeepNode(t.Pool, map[string]string{})
 		a.Gang.PodLabels(labels)
 		a.Gang.PodAnnotations(annotations)
 		podMeta = &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(labels), Annotations: pulumi.ToStringMap(annotations)}

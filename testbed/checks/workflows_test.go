@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -43,6 +44,7 @@ type workflowJob struct {
 	Secrets     yaml.Node   `yaml:"secrets"`
 	Environment yaml.Node   `yaml:"environment"`
 	Perm        yaml.Node   `yaml:"permissions"`
+	Timeout     yaml.Node   `yaml:"timeout-minutes"`
 	Steps       []yaml.Node `yaml:"steps"`
 }
 
@@ -361,6 +363,7 @@ type stepInfo struct {
 	Run  string            `yaml:"run"`
 	Uses string            `yaml:"uses"`
 	With map[string]string `yaml:"with"`
+	Env  map[string]string `yaml:"env"`
 }
 
 func (wf workflowFile) steps(name string) []stepInfo {
@@ -547,4 +550,167 @@ func checkRules(t *testing.T, cases []ruleCase) {
 			}
 		})
 	}
+}
+
+// Credentials that outlast the deploy (issue 43): a cloud session that ends before the job may
+// stop a `pulumi up` half way, with pending operations to clear by hand; a GPU node group alone
+// may take 30 to 90 minutes.
+
+// defaultJobTimeout: GitHub's timeout-minutes when a job sets none (minutes;
+// https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-syntax#jobsjob_idtimeout-minutes).
+const defaultJobTimeout = 360
+
+// awsDefaultSession: aws-actions/configure-aws-credentials' session when role-duration-seconds is
+// not set and a role is assumed with GitHub's OIDC token (seconds; the action's README, input
+// role-duration-seconds: "default: 6 hours, 1 hour for OIDC/specified aws-session-token", and "the
+// duration cannot exceed the maximum that was defined when the IAM Role was created",
+// https://github.com/aws-actions/configure-aws-credentials#readme). The role's MaxSessionDuration
+// must allow what is asked: 3600 to 43200 seconds, one hour by default (IAM API UpdateRole,
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_UpdateRole.html; STS
+// AssumeRoleWithWebIdentity DurationSeconds, "By default, the value is set to 3600 seconds").
+const awsDefaultSession = 3600
+
+// awsMaxSession: IAM's upper bound on a role's MaxSessionDuration (seconds).
+const awsMaxSession = 43200
+
+// jobTimeout: the job's timeout-minutes (a literal), or GitHub's default; -1 for an expression.
+func jobTimeout(j workflowJob) int {
+	if j.Timeout.Kind == 0 {
+		return defaultJobTimeout
+	}
+	var n int
+	if _, err := fmt.Sscan(j.Timeout.Value, &n); err != nil || fmt.Sprint(n) != j.Timeout.Value {
+		return -1
+	}
+	return n
+}
+
+// cloudSessionShorterThanJob: a job that assumes an AWS role must ask for a session at least as
+// long as the job may run (role-duration-seconds, a literal within IAM's 12 hours); a session the
+// SDKs cannot renew ends the deploy at the hour otherwise.
+func cloudSessionShorterThanJob(wf workflowFile) []string {
+	var problems []string
+	for _, name := range wf.jobNames() {
+		j, _ := wf.job(name)
+		minutes := jobTimeout(j)
+		for _, s := range wf.steps(name) {
+			if !strings.HasPrefix(strings.ToLower(s.Uses), "aws-actions/configure-aws-credentials@") {
+				continue
+			}
+			if minutes < 0 {
+				problems = append(problems, fmt.Sprintf("%s: job %s: timeout-minutes %q is not a number: the AWS session cannot be checked against it", wf.path, name, j.Timeout.Value))
+				continue
+			}
+			seconds, set := awsDefaultSession, s.With["role-duration-seconds"]
+			if set != "" {
+				if _, err := fmt.Sscan(set, &seconds); err != nil || fmt.Sprint(seconds) != set {
+					problems = append(problems, fmt.Sprintf("%s: job %s: role-duration-seconds %q is not a number of seconds", wf.path, name, set))
+					continue
+				}
+			}
+			switch {
+			case seconds < minutes*60:
+				problems = append(problems, fmt.Sprintf("%s: job %s runs up to %d minutes with an AWS session of %d s: set role-duration-seconds to at least %d (and the role's MaxSessionDuration)", wf.path, name, minutes, seconds, minutes*60))
+			case seconds > awsMaxSession:
+				problems = append(problems, fmt.Sprintf("%s: job %s: role-duration-seconds %d is over IAM's 12 hours (%d): the role cannot be assumed", wf.path, name, seconds, awsMaxSession))
+			}
+		}
+	}
+	return problems
+}
+
+// kubeloginInstall: a pinned kubelogin (`go install github.com/Azure/kubelogin@vX.Y.Z`, the
+// version in the command or in the step's env).
+var kubeloginInstall = regexp.MustCompile(`go install "?github\.com/Azure/kubelogin@([^\s"]+)`)
+
+var semver = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+
+// aksWithoutKubelogin: the AKS kubeconfig's user runs kubelogin (components/cloud/aks); a job
+// that signs in to Azure (azure/login) and runs the program must install kubelogin at a pinned
+// version first, and have it sign in unattended with workload identity (AAD_LOGIN_METHOD
+// workloadidentity, AZURE_CLIENT_ID, AZURE_TENANT_ID on the step that runs the program). kubelogin
+// takes its login method from AAD_LOGIN_METHOD over the kubeconfig's --login ("It may be specified
+// in AAD_LOGIN_METHOD environment variable", `kubelogin get-token --help`), and its workload
+// identity mode, where GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN are set, asks GitHub
+// for a fresh OIDC token for every assertion (kubelogin v0.2.16 pkg/internal/token/provider.go,
+// githubactionscredential.go; "Workload Identity" login mode,
+// https://azure.github.io/kubelogin/concepts/login-modes/workloadidentity.html). The Azure CLI's
+// sign-in, which --login azurecli reads, cannot renew its OIDC assertion after about ten minutes
+// ("Azure CLI task fails: AADSTS700024", https://github.com/Azure/azure-cli/issues/28708).
+func aksWithoutKubelogin(wf workflowFile) []string {
+	var problems []string
+	for _, name := range wf.jobNames() {
+		steps := wf.steps(name)
+		azure := slices.ContainsFunc(steps, func(s stepInfo) bool { return strings.HasPrefix(strings.ToLower(s.Uses), "azure/login@") })
+		if !azure {
+			continue
+		}
+		installed := false
+		for _, s := range steps {
+			m := kubeloginInstall.FindStringSubmatch(s.Run)
+			if m == nil {
+				if s.runsProgram() {
+					if !installed {
+						problems = append(problems, fmt.Sprintf("%s: job %s signs in to Azure and runs the program without installing kubelogin first (the AKS kubeconfig runs it): `go install github.com/Azure/kubelogin@vX.Y.Z`", wf.path, name))
+					}
+					login := s.Env["AAD_LOGIN_METHOD"]
+					if !strings.Contains(login, "workloadidentity") || s.Env["AZURE_CLIENT_ID"] == "" || s.Env["AZURE_TENANT_ID"] == "" {
+						problems = append(problems, fmt.Sprintf("%s: job %s: kubelogin signs in with the Azure CLI (AAD_LOGIN_METHOD %q), whose OIDC sign-in expires within minutes: set AAD_LOGIN_METHOD to workloadidentity with AZURE_CLIENT_ID and AZURE_TENANT_ID on the step", wf.path, name, login))
+					}
+				}
+				continue
+			}
+			version := m[1]
+			if version == "$KUBELOGIN_VERSION" || version == "${KUBELOGIN_VERSION}" {
+				version = s.Env["KUBELOGIN_VERSION"]
+			}
+			if !semver.MatchString(version) {
+				problems = append(problems, fmt.Sprintf("%s: job %s installs kubelogin at %q: pin a release (vX.Y.Z)", wf.path, name, version))
+			}
+			installed = true
+		}
+	}
+	return problems
+}
+
+// TestWorkflowCredentialsOutlastJobs holds the lifetime rules on the committed workflows.
+func TestWorkflowCredentialsOutlastJobs(t *testing.T) {
+	for _, wf := range loadWorkflows(t) {
+		for _, p := range append(cloudSessionShorterThanJob(wf), aksWithoutKubelogin(wf)...) {
+			t.Error(p)
+		}
+	}
+}
+
+// TestCredentialLifetimeRulesCatch: the lifetime rules on workflows written to break them, the
+// deploy job as it was before among them.
+func TestCredentialLifetimeRulesCatch(t *testing.T) {
+	const (
+		aws   = "aws-actions/configure-aws-credentials@7474bc4690e29a8392af63c5b98e7449536d5c3a"
+		azure = "azure/login@7184910d9eb2b1c5e48f7073824a90609bb9b6d6"
+		pa    = "pulumi/actions@8582a9e8cc630786854029b4e09281acd6794b58"
+	)
+	awsJob := func(timeout, with string) string {
+		return "on: push\njobs:\n  up:\n" + timeout + "    steps:\n      - uses: " + aws + "\n        with:\n          role-to-assume: r\n" + with
+	}
+	const wi = "          AAD_LOGIN_METHOD: workloadidentity\n          AZURE_CLIENT_ID: c\n          AZURE_TENANT_ID: t\n"
+	azureJob := func(install, env string) string {
+		return "on: push\njobs:\n  up:\n    steps:\n      - uses: " + azure + "\n" + install +
+			"      - uses: " + pa + "\n        with:\n          command: up\n" + env
+	}
+	const install = "      - run: go install github.com/Azure/kubelogin@v0.2.16\n"
+	checkRules(t, []ruleCase{
+		{"the old deploy: 180 minutes, the default hour", awsJob("    timeout-minutes: 180\n", ""), cloudSessionShorterThanJob, 1},
+		{"no timeout: GitHub's six hours", awsJob("", "          role-duration-seconds: 10800\n"), cloudSessionShorterThanJob, 1},
+		{"session as long as the job", awsJob("    timeout-minutes: 180\n", "          role-duration-seconds: 10800\n"), cloudSessionShorterThanJob, 0},
+		{"session from an expression", awsJob("    timeout-minutes: 180\n", "          role-duration-seconds: ${{ vars.D }}\n"), cloudSessionShorterThanJob, 1},
+		{"over IAM's 12 hours", awsJob("    timeout-minutes: 180\n", "          role-duration-seconds: 50000\n"), cloudSessionShorterThanJob, 1},
+		{"short job, default hour", awsJob("    timeout-minutes: 30\n", ""), cloudSessionShorterThanJob, 0},
+		{"the old deploy: no kubelogin, the CLI's sign-in", azureJob("", ""), aksWithoutKubelogin, 2},
+		{"kubelogin, the CLI's sign-in", azureJob(install, "        env:\n          AAD_LOGIN_METHOD: azurecli\n"), aksWithoutKubelogin, 1},
+		{"kubelogin unpinned", azureJob("      - run: go install github.com/Azure/kubelogin@latest\n", "        env:\n"+wi), aksWithoutKubelogin, 1},
+		{"kubelogin after the program", "on: push\njobs:\n  up:\n    steps:\n      - uses: " + azure + "\n      - uses: " + pa + "\n        with:\n          command: up\n        env:\n" + wi + install, aksWithoutKubelogin, 1},
+		{"pinned by env, workload identity", azureJob("      - run: go install \"github.com/Azure/kubelogin@$KUBELOGIN_VERSION\"\n        env:\n          KUBELOGIN_VERSION: v0.2.16\n", "        env:\n"+wi), aksWithoutKubelogin, 0},
+		{"not an Azure job", "on: push\njobs:\n  up:\n    steps:\n      - uses: " + pa + "\n        with:\n          command: up\n", aksWithoutKubelogin, 0},
+	})
 }

@@ -34,6 +34,9 @@
 #   KOLOTOC_KUEUE       1 (default): run Kueue in the cluster when it is built
 #                       (testbed/tools/tools.sh kueue); 0: without (its webhooks and CRDs are then
 #                       removed)
+#   KOLOTOC_KARPENTER   1 (default): run Karpenter (its kwok provider) when it is built
+#                       (testbed/tools/tools.sh karpenter): the autoscaler of simulated pools that
+#                       start at zero; 0: without (such pools then never get a node)
 #
 # Binaries come from .kolotoc/bin (testbed/tools/tools.sh). The cluster's files live under
 # .kolotoc/kwok (KWOK_WORKDIR) and .kolotoc/kube-cache; nothing goes to ~/.kwok or ~/.kube. The
@@ -50,6 +53,7 @@ logs=$cluster_dir/logs  # named when a wait times out
 template=$testbed/cluster/kwokctl.yaml
 real_node=${KOLOTOC_REAL_NODE:-1}
 kueue_on=${KOLOTOC_KUEUE:-1}
+karpenter_on=${KOLOTOC_KARPENTER:-1}
 # kubectl's discovery cache (default ~/.kube/cache), for ours and the one kwokctl runs.
 export KUBECACHEDIR=${KUBECACHEDIR:-$root/.kolotoc/kube-cache}
 # testbed/cluster/kwokctl.yaml with this cluster's paths filled in (@CLUSTER_DIR@).
@@ -64,6 +68,14 @@ kueue_log=$KWOK_WORKDIR/$name.kueue.log
 kueue_dir=$KWOK_WORKDIR/$name.kueue
 # Kueue's webhook port on the namespace's loopback (each cluster has a loopback of its own).
 KUEUE_WEBHOOK_PORT=9443
+karpenter_pid=$KWOK_WORKDIR/$name.karpenter.pid
+karpenter_log=$KWOK_WORKDIR/$name.karpenter.log
+# Karpenter's metrics and health ports in the namespace (its defaults, 8080 and 8081, are Kueue's).
+KARPENTER_METRICS_PORT=18080
+KARPENTER_HEALTH_PORT=18081
+# The instance types Karpenter offers: Kolotoc's machine catalogue (written from stacks'
+# KarpenterInstanceTypes; a test keeps the two equal).
+karpenter_types=$testbed/cluster/karpenter/instance-types.json
 # What the running cluster was created from; a change means `down` and `up` to apply it.
 stamp=$KWOK_WORKDIR/$name.created-from
 kwokctl_log=$KWOK_WORKDIR/$name.kwokctl.log
@@ -253,6 +265,56 @@ remove_kueue_webhooks() {
   kubectl delete validatingwebhookconfiguration kueue-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1 || true
 }
 
+# karpenter_ready: Karpenter's readiness endpoint answers (its manager started, its CRDs found).
+karpenter_ready() {
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  timeout 3 nsenter --net="$netns_path" -- bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET /readyz HTTP/1.0\r\n\r\n" >&3 && head -n 1 <&3 | grep -q " 200 "' \
+    bash "$KARPENTER_HEALTH_PORT" 2>/dev/null
+}
+
+karpenter_crds_established() {
+  local crd
+  for crd in nodepools.karpenter.sh nodeclaims.karpenter.sh kwoknodeclasses.karpenter.kwok.sh; do
+    [ "$(kubectl get crd "$crd" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] || return 1
+  done
+}
+
+# start_karpenter: Karpenter's core with its kwok cloud provider (testbed/tools/karpenter), the
+# autoscaler of the simulated pools that start at zero (components/cluster/karpenter.go), inside
+# the cluster's network namespace, when it is built and not turned off (KOLOTOC_KARPENTER=0). Its
+# CRDs (NodePool, NodeClaim, NodeOverlay, KWOKNodeClass) come from its module; the nodes it makes
+# are annotated kwok.x-k8s.io/node=fake, so kwok plays their kubelets as it does the fixed
+# pools'. One replica, no leader election (as the control plane here: a lost lease on a loaded
+# machine would stop it). Started again when its binary or the instance types are newer.
+start_karpenter() {
+  local karpenter_bin module start
+  if [ "$karpenter_on" != 1 ] || [ ! -e "$bin_dir/karpenter" ]; then
+    stop_karpenter
+    return 0
+  fi
+  start=$(now_ms)
+  karpenter_bin=$(tool karpenter)
+  if pid_alive "$karpenter_pid" && [ ! "$karpenter_bin" -nt "$karpenter_pid" ] && [ ! "$karpenter_types" -nt "$karpenter_pid" ] \
+    && karpenter_ready; then
+    return 0
+  fi
+  stop_karpenter
+  module=$("$testbed/tools/tools.sh" --karpenter-module)
+  [ -d "$module" ] || die "the Karpenter module is not in the module cache: testbed/tools/tools.sh karpenter"
+  kubectl apply --server-side --force-conflicts --field-manager=kolotoc-cluster \
+    -f "$module/kwok/charts/crds/" -f "$module/kwok/apis/crds/" >/dev/null
+  wait_for 60 "Karpenter's CustomResourceDefinitions" karpenter_crds_established
+  setsid nsenter --net="$netns_path" -- env KUBECONFIG="$kubeconfig" INSTANCE_TYPES_FILE_PATH="$karpenter_types" \
+    DISABLE_LEADER_ELECTION=true METRICS_PORT=$KARPENTER_METRICS_PORT HEALTH_PROBE_PORT=$KARPENTER_HEALTH_PORT \
+    LOG_LEVEL=info "$karpenter_bin" >>"$karpenter_log" 2>&1 </dev/null &
+  echo $! >"$karpenter_pid"
+  wait_for 90 "Karpenter ready (its log: $karpenter_log)" karpenter_ready
+  pid_alive "$karpenter_pid" || { tail -n 5 "$karpenter_log" >&2; die "Karpenter exited (log: $karpenter_log)"; }
+  log "Karpenter $(basename "$(dirname "$karpenter_bin")") ready in $(secs $(($(now_ms) - start))) s"
+}
+
+stop_karpenter() { stop_pid "$karpenter_pid" 10; }
+
 render_config() {
   # The `kubernetes` Service's ClusterIP is the first address of SERVICE_CIDR.
   local net=${SERVICE_CIDR%/*}
@@ -319,6 +381,7 @@ cmd_up() {
   check_loopback
   start_simpool
   start_kueue
+  start_karpenter
   log "cluster $name ready in $(secs $(($(now_ms) - start))) s (API server /readyz ok after $(secs $((t_ready - start))) s, default ServiceAccount $(secs $(($(now_ms) - t_ready))) s later)"
   if [ -f "$stamp" ] && ! diff -q <(created_from) "$stamp" >/dev/null; then
     log "warning: testbed/cluster/kwokctl.yaml or a binary changed since cluster $name was created; run 'testbed/cluster/cluster.sh down' then 'up' to apply it"
@@ -340,6 +403,7 @@ cmd_down() {
   "$testbed/node/node.sh" down
   stop_simpool
   stop_kueue
+  stop_karpenter
   if exists; then
     log "deleting cluster $name"
     # kwokctl removes its context from the kubeconfig it is given (it refuses none): ours.
@@ -354,7 +418,7 @@ cmd_down() {
   left=$(pgrep -af -- "$cluster_dir/" || true)
   [ -z "$left" ] || die "processes of cluster $name still running:"$'\n'"$left"
   stop_bridge
-  rm -f "$config" "$bridge_log" "$simpool_log" "$kueue_log"
+  rm -f "$config" "$bridge_log" "$simpool_log" "$kueue_log" "$karpenter_log"
   rm -rf "$kueue_dir"
   remove_netns
 }
@@ -363,6 +427,7 @@ cmd_stop() {
   "$testbed/node/node.sh" down
   stop_simpool
   stop_kueue
+  stop_karpenter
   if exists; then
     log "stopping cluster $name (its data stays in $cluster_dir)"
     kwokctl stop cluster >"$kwokctl_log" 2>&1 \

@@ -34,6 +34,10 @@ COREDNS_VERSION=v1.15.0
 # Kueue, the queue and gang admission the local cluster runs (testbed/tools/kueue pins the module
 # at this version; testbed/tools/tools_test.go checks they agree).
 KUEUE_VERSION=v0.17.0
+# Karpenter's core with its kwok cloud provider, the autoscaler of the simulated GPU pools that
+# start at zero (testbed/tools/karpenter pins the module at this version; v1.13.0 is the newest
+# whose go.mod asks for no newer Go than the machine's 1.26.8; tools_test.go checks they agree).
+KARPENTER_VERSION=v1.13.0
 # The real Kubernetes provider: the release whose commit testbed/tools/kubernetes/go.mod pins (the
 # module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
 # go.mod pins the Kubernetes SDK at the same release, so the CLI expects no newer plugin
@@ -206,6 +210,14 @@ tool_kueue() {
   (cd "$root" && go build -trimpath -o "$bin_dir/kueuelocal" ./testbed/cluster/kueuelocal)
 }
 
+# Karpenter (testbed/tools/karpenter: the upstream module, pinned; its kwok/ main, upstream's kwok
+# cloud provider), run by testbed/cluster/cluster.sh inside the cluster's network namespace. Its
+# CRDs and the instance types of Kolotoc's catalogue are applied by cluster.sh from the module and
+# testbed/cluster/karpenter/.
+tool_karpenter() {
+  build karpenter "$KARPENTER_VERSION" 10 "-s -w" sigs.k8s.io/karpenter/kwok=karpenter
+}
+
 # module_dir TOOL MODULE: the directory of MODULE, as the wrapper module of TOOL pins it, in the
 # module cache (downloaded when missing).
 module_dir() {
@@ -244,14 +256,18 @@ if [ "${1:-}" = "--kueue-module" ]; then # for testbed/cluster/cluster.sh
   module_dir kueue sigs.k8s.io/kueue
   exit 0
 fi
+if [ "${1:-}" = "--karpenter-module" ]; then # for testbed/cluster/cluster.sh
+  module_dir karpenter sigs.k8s.io/karpenter
+  exit 0
+fi
 if [ "${1:-}" = "--bin-name" ]; then # for testbed/tools/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool kueue flowcheck actionlint staticcheck kubernetes
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool kueue karpenter flowcheck actionlint staticcheck kubernetes
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|kueue|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool kueue flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|kueue|karpenter|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool kueue karpenter flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
   esac
 done

@@ -119,6 +119,10 @@ type ClusterArgs struct {
 	PrivateEndpoint    bool         // private nodes and a private control-plane endpoint only
 	Maintenance        *Maintenance // when GKE may upgrade; nil = any time
 	Protect            bool         // refuse `pulumi destroy` of the cluster (Pulumi protect and the provider's deletionProtection)
+	// WebhookPorts are pod ports the control plane must reach (admission webhooks, e.g. Kueue's
+	// 9443). A private cluster's control plane may open only 443 and 10250 on the nodes; with
+	// PrivateEndpoint a firewall rule admits these (RenderWebhookFirewall). None: no rule.
+	WebhookPorts []int
 }
 
 // Maintenance is a weekly window for GKE's automatic upgrades.
@@ -137,6 +141,7 @@ type Cluster struct {
 	Kubeconfig     pulumi.StringOutput // secret
 	ServiceAccount pulumi.StringOutput // the nodes' service account email
 	NodePools      []*container.NodePool
+	Firewall       *Firewall // the control plane to the webhooks' ports (WebhookPorts), if any
 }
 
 // Location is where the cluster lives: its zone when zonal, else its region.
@@ -213,6 +218,15 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			return nil, fmt.Errorf("gke %q: node pool %q: %w", name, name+"-"+p.Name, err)
 		}
 		c.NodePools = append(c.NodePools, pool)
+	}
+
+	if args.PrivateEndpoint && len(args.WebhookPorts) > 0 {
+		fw := &Firewall{}
+		err := ctx.RegisterResource(FirewallType, name+"-webhooks", RenderWebhookFirewall(args, cluster, sa.Email), fw, parent)
+		if err != nil {
+			return nil, fmt.Errorf("gke %q: firewall rule %q: %w", name, name+"-webhooks", err)
+		}
+		c.Firewall = fw
 	}
 
 	c.ClusterName = cluster.Name

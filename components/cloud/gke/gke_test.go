@@ -1,11 +1,13 @@
 package gke
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/components/meta/rendertest"
@@ -16,6 +18,8 @@ const (
 	tNodePool = "gcp:container/nodePool:NodePool"
 	tMember   = "gcp:projects/iAMMember:IAMMember"
 	tInstance = "gcp:filestore/instance:Instance"
+	tFirewall = "gcp:compute/firewall:Firewall"
+	tAccount  = "gcp:serviceaccount/account:Account"
 )
 
 // nodePool is what the tests read of a registered node pool.
@@ -276,5 +280,88 @@ func TestArgsRequired(t *testing.T) {
 	}, pulumi.WithMocks(rendertest.Project, rendertest.Stack, &rendertest.Recorder{}))
 	if err == nil || !strings.Contains(err.Error(), `gke "cluster"`) {
 		t.Errorf("a cluster without pools: %v", err)
+	}
+}
+
+// controlPlane is the mock GKE: what it reports of a private cluster's control plane (its range
+// with VPC peering; only its private endpoint with Private Service Connect).
+type controlPlane struct {
+	rendertest.Recorder
+	cidr, endpoint string
+}
+
+func (m *controlPlane) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	id, state, err := m.Recorder.NewResource(args)
+	if args.TypeToken == tCluster {
+		pcc := map[string]any{"privateEndpoint": m.endpoint}
+		if m.cidr != "" {
+			pcc["masterIpv4CidrBlock"] = m.cidr
+		}
+		state["privateClusterConfig"] = resource.NewPropertyValue(pcc)
+	}
+	if args.TypeToken == tAccount {
+		state["email"] = resource.NewProperty(args.Inputs["accountId"].StringValue() + "@p1.iam.gserviceaccount.com")
+	}
+	return id, state, err
+}
+
+// TestWebhookFirewall: with a private endpoint and webhook ports, an ingress rule admits the
+// control plane to those ports on the nodes of the cluster's node account, from the range GKE
+// reports for the control plane, or its private endpoint's address when GKE reports no range;
+// GKE's own rule for private clusters opens only TCP 443 and 10250
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation#add_firewall_rules;
+// https://cloud.google.com/kubernetes-engine/docs/concepts/firewall-rules). No rule without a
+// private endpoint or without ports.
+func TestWebhookFirewall(t *testing.T) {
+	for _, tc := range []struct {
+		name, cidr, endpoint, want string
+	}{
+		{"VPC peering", "172.16.0.32/28", "172.16.0.34", "172.16.0.32/28"},
+		{"Private Service Connect", "", "10.128.0.2", "10.128.0.2/32"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := testArgs()
+			a.PrivateEndpoint, a.WebhookPorts = true, []int{9443}
+			m := &controlPlane{cidr: tc.cidr, endpoint: tc.endpoint}
+			if err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+				_, err := NewCluster(ctx, "cluster", a)
+				return err
+			}, pulumi.WithMocks(rendertest.Project, rendertest.Stack, m)); err != nil {
+				t.Fatal(err)
+			}
+			fw := rendertest.DecodeSome[struct {
+				Name, Network, Direction string
+				Priority                 int
+				SourceRanges             []string
+				TargetServiceAccounts    []string
+				Allows                   []struct {
+					Protocol string
+					Ports    []string
+				}
+			}](t, m.One(t, tFirewall, "cluster-webhooks"))
+			if fw.Name != "kolotoc-prod-webhooks" || fw.Network != "default" || fw.Direction != "INGRESS" || fw.Priority >= 1000 {
+				t.Errorf("firewall rule %+v", fw)
+			}
+			if !slices.Equal(fw.SourceRanges, []string{tc.want}) {
+				t.Errorf("source ranges %v, want the control plane's %s", fw.SourceRanges, tc.want)
+			}
+			if len(fw.Allows) != 1 || fw.Allows[0].Protocol != "tcp" || !slices.Equal(fw.Allows[0].Ports, []string{"9443"}) {
+				t.Errorf("allows %+v, want tcp 9443", fw.Allows)
+			}
+			if !slices.Equal(fw.TargetServiceAccounts, []string{"kolotoc-prod-nodes@p1.iam.gserviceaccount.com"}) {
+				t.Errorf("targets %v, want the node account", fw.TargetServiceAccounts)
+			}
+		})
+	}
+	for what, a := range map[string]func(*ClusterArgs){
+		"public endpoint": func(a *ClusterArgs) { a.WebhookPorts = []int{9443} },
+		"no webhooks":     func(a *ClusterArgs) { a.PrivateEndpoint = true },
+	} {
+		args := testArgs()
+		a(args)
+		rec, _ := renderCluster(t, args)
+		if fw := rec.OfType(tFirewall); len(fw) != 0 {
+			t.Errorf("%s: firewall rule %s", what, fw[0].Name)
+		}
 	}
 }

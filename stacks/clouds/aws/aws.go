@@ -31,6 +31,11 @@ var entry = &stacks.Cloud{
 	SpotLabel:   "eks.amazonaws.com/capacityType",
 	Fabric:      poolFabric,
 	SpreadZones: spreadZones,
+	// The zones the local cluster's Karpenter offers AWS's instance types in (stacks' autoscale.go).
+	KarpenterZones: []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-west-2a", "us-west-2b"},
+	// An EKS managed node group keeps its desired size: nothing grows it from zero until
+	// Karpenter is installed for EKS (not built yet).
+	NoScaleFromZero: "on aws no autoscaler grows a node group from zero (Karpenter for EKS is not built yet); allowed: 1 or more",
 
 	DevicePlugins:    []string{stacks.DevicePluginKolotoc},
 	DevicePluginsWhy: "the EKS AL2023 NVIDIA AMI runs no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
@@ -189,7 +194,7 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 	for i, p := range c.NodePools {
 		f := c.PoolFabric(p)
 		pools[i] = eks.Pool{
-			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, InstanceType: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			GPUs: p.GPUsPerNode, Spot: p.Spot, Labels: c.CloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
 			// A compact group runs in its zone's subnet: the first zone's unless the pool names
 			// one; with an existing VPC, the first of cluster.subnetIds.

@@ -28,6 +28,8 @@ var entry = &stacks.Cloud{
 	Catalogue: catalogue(),
 	SpotLabel: "kubernetes.azure.com/scalesetpriority",
 	Fabric:    poolFabric,
+	// The zones the local cluster's Karpenter offers Azure's VM sizes in (stacks' autoscale.go).
+	KarpenterZones: []string{"1", "2", "3"},
 
 	DevicePlugins:    []string{stacks.DevicePluginKolotoc},
 	DevicePluginsWhy: "AKS's GPU nodes run no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
@@ -231,7 +233,7 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 	pools := make([]aks.Pool, len(c.NodePools))
 	for i, p := range c.NodePools {
 		pools[i] = aks.Pool{
-			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, VMSize: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			Zones: p.Zones, Spot: p.Spot, Labels: c.CloudNodeLabels(p), Taints: cluster.NodeTaints(c.SimulatedPool(p)),
 			Compact:   c.PoolFabric(p).PlacementGroup,
 			CloudName: p.CloudName, DeleteFirst: p.Replace == stacks.ReplaceDeleteFirst,

@@ -30,6 +30,8 @@ var entry = &stacks.Cloud{
 	NoGPUsHint:   "; GCP attaches GPUs to N1 machine types only (e.g. n1-standard-8 with 1 × " + stacks.GPUT4 + ")",
 	SpotLabel:    "cloud.google.com/gke-spot",
 	Fabric:       poolFabric,
+	// The zones the local cluster's Karpenter offers GCP's machine types in (stacks' autoscale.go).
+	KarpenterZones: []string{"us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"},
 
 	DevicePlugins:    []string{stacks.DevicePluginGKE},
 	DevicePluginsWhy: "GKE runs its own NVIDIA device plugin on every GPU node",
@@ -177,7 +179,7 @@ func validatePoolZones(c *stacks.Config, v *stacks.Validator, i int, p stacks.No
 	for _, n := range []struct {
 		name  string
 		count int
-	}{{"nodes", p.Nodes}, {"minNodes", p.MinNodes}, {"maxNodes", p.MaxNodes}} {
+	}{{"nodes", p.Nodes}, {"minNodes", p.Min()}, {"maxNodes", p.MaxNodes}} {
 		if n.count%zones != 0 {
 			v.Add(fmt.Sprintf("nodePools[%d].%s", i, n.name), fmt.Sprint(n.count),
 				fmt.Sprintf("GKE places the same number of nodes in each of the pool's %d zones; allowed: a multiple of %d", zones, zones))
@@ -240,7 +242,7 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 		f := c.PoolFabric(p)
 		pools[i] = gke.Pool{
 			Compact: f.PlacementGroup, GVNIC: f.GVNIC,
-			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+			Name: p.Name, MachineType: p.MachineType, Nodes: p.Nodes, MinNodes: p.Min(), MaxNodes: p.MaxNodes,
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == storage.ScratchEmptyDir, Labels: labels,
 			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == stacks.ReplaceDeleteFirst,
@@ -251,7 +253,7 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 		ReleaseChannel: k.ReleaseChannel, KubernetesVersion: k.KubernetesVersion,
 		ServiceAccountID: ServiceAccountID(k.Name), Pools: pools, ResourceLabels: stacks.CloudLabels(c), RegistryProjects: k.RegistryProjects,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
-		Maintenance: gkeMaintenance(k.MaintenanceWindow),
+		Maintenance: gkeMaintenance(k.MaintenanceWindow), WebhookPorts: c.WebhookPorts(),
 	}, onGCP, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err

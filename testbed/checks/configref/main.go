@@ -13,6 +13,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	_ "kolotoc/stacks/clouds"    // the clouds' entries: stacks.Load refuses to run without them
+	_ "kolotoc/stacks/workloads" // the workloads' entries: stacks.Load refuses to run without them
 )
 
 func main() {
