@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"    // registers every cloud's entry
 	_ "kolotoc/stacks/workloads" // registers every workload's entry
 )
 

@@ -61,7 +61,7 @@ func clusterNamespaces(c *Config) lookupNamespace {
 // and the GPU agents' one when it has it): retain reports that it adopts one it did not create
 // (kept on destroy). warn receives what could not be checked.
 func checkNamespaceAdoption(c *Config, lookup lookupNamespace, warn func(string)) (retain bool, err error) {
-	if c.Cloud != CloudSimulated && c.Cloud != CloudExisting {
+	if cl := c.CloudEntry(); !cl.Local && !cl.Given() { // a cluster Kolotoc creates holds no namespace it did not make
 		return false, nil
 	}
 	names := []string{c.Namespace}

@@ -85,13 +85,11 @@ func (c *Config) validatePoolSize(v *Validator, k string, p NodePool) {
 	switch {
 	case p.Real:
 		v.add(k+".minNodes", strconv.Itoa(p.Min()), fmt.Sprintf("the real node is there or not; allowed: %d (= maxNodes)", p.MaxNodes))
-	case c.Cloud == CloudAWS:
+	case c.CloudEntry().NoScaleFromZero != "":
 		if fromZero {
-			// An EKS managed node group keeps its desired size: nothing grows it from zero until
-			// Karpenter is installed for EKS (not built yet).
-			v.add(k+".minNodes", "0", "on aws no autoscaler grows a node group from zero (Karpenter for EKS is not built yet); allowed: 1 or more")
+			v.add(k+".minNodes", "0", c.CloudEntry().NoScaleFromZero)
 		}
-	case c.Cloud == CloudSimulated && fromZero:
+	case c.CloudEntry().Local && fromZero:
 		c.validateSimulatedAutoscaled(v, k, p)
 	}
 }
@@ -100,7 +98,7 @@ func (c *Config) validatePoolSize(v *Validator, k string, p NodePool) {
 // that autoscales above zero (a cloud stack's mirror: make fit, the prod-simulated goldens) keeps
 // its nodes fixed at nodes, as before pools at zero existed: Karpenter keeps no minimum.
 func (c *Config) karpenterPool(p NodePool) bool {
-	return c.Cloud == CloudSimulated && !p.Real && p.Autoscaled() && p.Min() == 0
+	return c.CloudEntry().Local && !p.Real && p.Autoscaled() && p.Min() == 0
 }
 
 // validateSimulatedAutoscaled: Karpenter grows a simulated pool from zero, with nodes of one
@@ -123,9 +121,9 @@ func (c *Config) validateSimulatedAutoscaled(v *Validator, k string, p NodePool)
 	if len(p.Devices.Values) > 0 {
 		v.add(k+".devices", strings.Join(meta.SortedKeys(p.Devices.Values), ","), "Karpenter's nodes carry only their machine type's resources; allowed: none on a simulated pool at zero")
 	}
-	if zone := c.PoolFabric(p).Zone; zone != "" && !slices.Contains(karpenterZones[m.Cloud], zone) {
-		v.add(k+".zones", zone, fmt.Sprintf("Karpenter offers %s in the simulated cloud's zones of %s only; allowed: %s",
-			p.MachineType, m.Cloud, strings.Join(karpenterZones[m.Cloud], ", ")))
+	if zones := cloudNamed(m.Cloud).KarpenterZones; c.PoolFabric(p).Zone != "" && !slices.Contains(zones, c.PoolFabric(p).Zone) {
+		v.add(k+".zones", c.PoolFabric(p).Zone, fmt.Sprintf("Karpenter offers %s in the simulated cloud's zones of %s only; allowed: %s",
+			p.MachineType, m.Cloud, strings.Join(zones, ", ")))
 	}
 }
 
@@ -154,21 +152,12 @@ func orUnset(s string) string {
 	return s
 }
 
-// karpenterZones are the zones the local cluster's Karpenter offers each cloud's machine types in:
-// those of the regions the committed stacks and examples name, and Azure's zone numbers.
-// A simulated pool at zero names one of them, or none (Karpenter then picks one).
-var karpenterZones = map[string][]string{
-	CloudGCP:   {"us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"},
-	CloudAWS:   {"us-east-1a", "us-east-1b", "us-east-1c", "us-west-2a", "us-west-2b"},
-	CloudAzure: {"1", "2", "3"},
-}
-
 // karpenterMachine is the catalogue's machine type of that name, on any cloud: an instance type
 // of Karpenter's. A type whose GPUs are attached (GCP N1) is offered as the plain CPU machine:
 // one instance type cannot say how many GPUs a pool attaches.
 func karpenterMachine(name string) (MachineType, bool) {
-	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
-		if m, ok := catalogue[cloud][name]; ok {
+	for _, cl := range registeredClouds() {
+		if m, ok := cl.Catalogue[name]; ok && cl.Creates {
 			return m, true
 		}
 	}
@@ -205,9 +194,11 @@ type karpenterRequirementIn struct {
 // type, so they decide nothing but the order of equal offers.
 func KarpenterInstanceTypes() ([]byte, error) {
 	var names []string
-	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
-		for name := range catalogue[cloud] {
-			names = append(names, name)
+	for _, cl := range registeredClouds() {
+		for name := range cl.Catalogue {
+			if cl.Creates {
+				names = append(names, name)
+			}
 		}
 	}
 	slices.Sort(names)
@@ -223,7 +214,7 @@ func KarpenterInstanceTypes() ([]byte, error) {
 		}
 		price := float64(m.VCPUs+32*m.GPUs) / 100
 		var offers []karpenterOffering
-		for _, zone := range karpenterZones[m.Cloud] {
+		for _, zone := range cloudNamed(m.Cloud).KarpenterZones {
 			for _, capacity := range []string{cluster.CapacityOnDemand, cluster.CapacitySpot} {
 				p := price
 				if capacity == cluster.CapacitySpot {

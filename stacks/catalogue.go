@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -17,7 +16,7 @@ type MachineType struct {
 	VCPUs    int    // logical cores
 	MemoryMi int    // memory in MiB (GCP's "GB" and Azure's "GiB" are both 2^30 bytes; GCP's API rounds to whole MiB)
 	// Attach: GPUs are attached to this CPU machine type rather than built in (GCP N1): a pool
-	// names gpusPerNode and gpuType, within the limits of n1GPUs.
+	// names gpusPerNode and gpuType, within the limits its cloud's entry checks (Cloud.AttachedGPUs).
 	Attach bool
 	// EFAs (aws): the Elastic Fabric Adapters an instance takes, one per network card (AWS's
 	// "Supported instance types" for EFA and each type's maximumEfaInterfaces); 0 = no EFA.
@@ -50,154 +49,38 @@ const (
 	GPUP4      = "nvidia-tesla-p4"   // P4 8 GB (GCP N1)
 )
 
-// n1Limit is what GCP allows an N1 machine with some count of one attached GPU type: the vCPUs
-// and memory (GB, that is GiB) of the largest N1 machine it attaches to.
-type n1Limit struct{ vcpus, memGB int }
+// NoGPUs marks a CPU machine type in a catalogue.
+const NoGPUs = 0
 
-// n1GPUs are the GPUs GCP attaches to N1 machine types, by type and count, with the largest N1
-// machine each count allows (GCP's "GPU machine types" page, N1 section). The P100 × 4 figures
-// are those of most zones; a few (us-east1-c, europe-west1-b, europe-west1-d) allow only 64 vCPUs
-// and 208 GB, which GCP reports when the pool is created.
-var n1GPUs = map[string]map[int]n1Limit{
-	GPUT4:   {1: {48, 312}, 2: {48, 312}, 4: {96, 624}},
-	GPUV100: {1: {12, 78}, 2: {24, 156}, 4: {48, 312}, 8: {96, 624}},
-	GPUP100: {1: {16, 104}, 2: {32, 208}, 4: {96, 624}},
-	GPUP4:   {1: {24, 156}, 2: {48, 312}, 4: {96, 624}},
-}
+// Catalogue is one cloud's machine types by name, as its entry declares them (Cloud.Catalogue).
+// Figures are the providers' published ones (checked against their machine-type tables); memory
+// is total machine memory, of which Kubernetes allocates somewhat less. RegisterCloud stamps
+// each with its cloud.
+type Catalogue map[string]MachineType
 
-// noGPUs marks a CPU machine type in the catalogue.
-const noGPUs = 0
-
-// catalogue is every machine type Kolotoc knows, by cloud and name. Figures are the providers'
-// published ones (checked against their machine-type tables); memory is total machine memory,
-// of which Kubernetes allocates somewhat less.
-var catalogue = buildCatalogue()
-
-func buildCatalogue() map[string]map[string]MachineType {
-	c := map[string]map[string]MachineType{CloudGCP: {}, CloudAWS: {}, CloudAzure: {}}
-	add := func(cloud, name string, gpus int, gpuType string, vcpus, memGi int) {
-		c[cloud][name] = MachineType{Name: name, Cloud: cloud, GPUs: gpus, GPUType: gpuType, VCPUs: vcpus, MemoryMi: memGi * 1024}
-	}
-
-	// GCP accelerator-optimized: A2 (A100 40 GB), A2 Ultra (A100 80 GB), A3 (H100), G2 (L4).
-	for _, n := range []int{1, 2, 4, 8} {
-		add(CloudGCP, fmt.Sprintf("a2-highgpu-%dg", n), n, GPUA100, 12*n, 85*n)
-		add(CloudGCP, fmt.Sprintf("a2-ultragpu-%dg", n), n, GPUA100_80, 12*n, 170*n)
-	}
-	add(CloudGCP, "a2-megagpu-16g", 16, GPUA100, 96, 1360)
-	add(CloudGCP, "a3-highgpu-8g", 8, GPUH100_80, 208, 1872)
-	for _, g := range []struct{ vcpus, gpus int }{{4, 1}, {8, 1}, {12, 1}, {16, 1}, {24, 2}, {32, 1}, {48, 4}, {96, 8}} {
-		add(CloudGCP, fmt.Sprintf("g2-standard-%d", g.vcpus), g.gpus, GPUL4, g.vcpus, 4*g.vcpus)
-	}
-	// GCP general purpose, for CPU pools: memory per vCPU is fixed within a family.
-	for _, f := range []struct {
-		family string
-		perCPU int
-		sizes  []int
-	}{
-		{"n2-standard", 4, []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128}},
-		{"n2-highmem", 8, []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128}},
-		{"n2d-standard", 4, []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224}},
-		{"e2-standard", 4, []int{2, 4, 8, 16, 32}},
-		{"c2-standard", 4, []int{4, 8, 16, 30, 60}},
-	} {
-		for _, n := range f.sizes {
-			add(CloudGCP, fmt.Sprintf("%s-%d", f.family, n), noGPUs, "", n, f.perCPU*n)
-		}
-	}
-	// GCP N1, the first generation: 3.75, 6.5 and 0.9 GB per vCPU, memory as GCP's API gives it
-	// (whole MiB, rounded). The only general-purpose machines GCP attaches GPUs to (n1GPUs).
-	for _, f := range []struct {
-		family   string
-		perCPUMi float64
-		sizes    []int
-	}{
-		{"n1-standard", 3.75 * 1024, []int{1, 2, 4, 8, 16, 32, 64, 96}},
-		{"n1-highmem", 6.5 * 1024, []int{2, 4, 8, 16, 32, 64, 96}},
-		{"n1-highcpu", 0.9 * 1024, []int{2, 4, 8, 16, 32, 64, 96}},
-	} {
-		for _, n := range f.sizes {
-			name := fmt.Sprintf("%s-%d", f.family, n)
-			c[CloudGCP][name] = MachineType{Name: name, Cloud: CloudGCP, GPUs: noGPUs, VCPUs: n,
-				MemoryMi: int(math.Round(f.perCPUMi * float64(n))), Attach: true}
-		}
-	}
-
-	// AWS GPU instances: P4d (A100 40 GB), P5 (H100), P3 (V100), G5 (A10G), G6 (L4).
-	add(CloudAWS, "p4d.24xlarge", 8, GPUA100, 96, 1152)
-	add(CloudAWS, "p4de.24xlarge", 8, GPUA100_80, 96, 1152)
-	add(CloudAWS, "p5.48xlarge", 8, GPUH100_80, 192, 2048)
-	// AWS P3 (V100): 16 GB GPUs, NVLink on the 8x and 16x sizes; p3dn with 32 GB GPUs.
-	add(CloudAWS, "p3.2xlarge", 1, GPUV100, 8, 61)
-	add(CloudAWS, "p3.8xlarge", 4, GPUV100, 32, 244)
-	add(CloudAWS, "p3.16xlarge", 8, GPUV100, 64, 488)
-	add(CloudAWS, "p3dn.24xlarge", 8, GPUV100_32, 96, 768)
-	for _, s := range []struct {
-		size        string
-		vcpus, gpus int
-	}{{"xlarge", 4, 1}, {"2xlarge", 8, 1}, {"4xlarge", 16, 1}, {"8xlarge", 32, 1}, {"12xlarge", 48, 4},
-		{"16xlarge", 64, 1}, {"24xlarge", 96, 4}, {"48xlarge", 192, 8}} {
-		add(CloudAWS, "g5."+s.size, s.gpus, GPUA10G, s.vcpus, 4*s.vcpus)
-		add(CloudAWS, "g6."+s.size, s.gpus, GPUL4, s.vcpus, 4*s.vcpus)
-	}
-	// EFA: interfaces (network cards) per instance and GPUDirect RDMA, from AWS's EFA "Supported
-	// instance types" and the instance types' network specifications. G5 and G6 take EFA from
-	// the 8xlarge size up, one interface, without GPUDirect RDMA.
-	for name, efa := range map[string]struct {
-		n    int
-		rdma bool
-	}{
-		"p4d.24xlarge": {4, true}, "p4de.24xlarge": {4, true}, "p5.48xlarge": {32, true}, "p3dn.24xlarge": {1, false},
-		"g5.8xlarge": {1, false}, "g5.12xlarge": {1, false}, "g5.16xlarge": {1, false}, "g5.24xlarge": {1, false}, "g5.48xlarge": {1, false},
-		"g6.8xlarge": {1, false}, "g6.12xlarge": {1, false}, "g6.16xlarge": {1, false}, "g6.24xlarge": {1, false}, "g6.48xlarge": {1, false},
-	} {
-		m := c[CloudAWS][name]
-		m.EFAs, m.EFARDMA = efa.n, efa.rdma
-		c[CloudAWS][name] = m
-	}
-	// AWS general purpose and compute optimized, for CPU pools.
-	awsSizes := []struct {
-		size  string
-		vcpus int
-	}{{"large", 2}, {"xlarge", 4}, {"2xlarge", 8}, {"4xlarge", 16}, {"8xlarge", 32}, {"12xlarge", 48}, {"16xlarge", 64}, {"24xlarge", 96}}
-	for _, f := range []struct {
-		family string
-		perCPU int
-	}{{"m5", 4}, {"m6i", 4}, {"m7i", 4}, {"c5", 2}, {"c6i", 2}, {"r5", 8}, {"r6i", 8}} {
-		for _, s := range awsSizes {
-			if f.family == "c5" && (s.vcpus == 8*4 || s.vcpus == 64) {
-				continue // c5 has 9xlarge/18xlarge instead of 8xlarge/16xlarge
-			}
-			add(CloudAWS, f.family+"."+s.size, noGPUs, "", s.vcpus, f.perCPU*s.vcpus)
-		}
-	}
-
-	// Azure GPU VM sizes: NC A100 v4 (A100 80 GB PCIe), ND A100 v4 (A100 40 GB), NCas T4 v3.
-	for _, g := range []struct{ vcpus, gpus int }{{24, 1}, {48, 2}, {96, 4}} {
-		add(CloudAzure, fmt.Sprintf("Standard_NC%dads_A100_v4", g.vcpus), g.gpus, GPUA100_80, g.vcpus, 220*g.gpus)
-	}
-	add(CloudAzure, "Standard_ND96asr_v4", 8, GPUA100, 96, 900)
-	for _, g := range []struct{ vcpus, gpus, mem int }{{4, 1, 28}, {8, 1, 56}, {16, 1, 110}, {64, 4, 440}} {
-		add(CloudAzure, fmt.Sprintf("Standard_NC%das_T4_v3", g.vcpus), g.gpus, GPUT4, g.vcpus, g.mem)
-	}
-	// Azure general purpose (Dsv5, Dasv5: 4 GiB per vCPU), for CPU and system pools.
-	for _, n := range []int{2, 4, 8, 16, 32, 48, 64, 96} {
-		add(CloudAzure, fmt.Sprintf("Standard_D%ds_v5", n), noGPUs, "", n, 4*n)
-		add(CloudAzure, fmt.Sprintf("Standard_D%das_v5", n), noGPUs, "", n, 4*n)
-	}
-	return c
+// Add adds a machine type whose memory is whole GiB.
+func (c Catalogue) Add(name string, gpus int, gpuType string, vcpus, memGi int) {
+	c[name] = MachineType{Name: name, GPUs: gpus, GPUType: gpuType, VCPUs: vcpus, MemoryMi: memGi * 1024}
 }
 
 // LookupMachineType returns a cloud's machine type by name.
 func LookupMachineType(cloud, name string) (MachineType, bool) {
-	m, ok := catalogue[cloud][name]
+	cl := cloudNamed(cloud)
+	if cl == nil {
+		return MachineType{}, false
+	}
+	m, ok := cl.Catalogue[name]
 	return m, ok
 }
 
 // MachineTypes lists a cloud's catalogued machine types, sorted by name.
 func MachineTypes(cloud string) []MachineType {
-	out := make([]MachineType, 0, len(catalogue[cloud]))
-	for _, m := range catalogue[cloud] {
+	var catalogue Catalogue
+	if cl := cloudNamed(cloud); cl != nil {
+		catalogue = cl.Catalogue
+	}
+	out := make([]MachineType, 0, len(catalogue))
+	for _, m := range catalogue {
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -236,19 +119,30 @@ func machineTypeHint(cloud, name string) string {
 	return strings.Join(near, ", ")
 }
 
-// catalogueCloud is the cloud whose catalogue describes a pool's machine type: the stack's cloud,
-// or for a simulated stack the cloud that names that machine type (simulated stacks mirror
-// cloud pools node for node).
+// MachineTypeHint is machineTypeHint, for the entries' messages.
+func MachineTypeHint(cloud, name string) string { return machineTypeHint(cloud, name) }
+
+// catalogueCloud is the cloud whose catalogue describes a pool's machine type: the stack's cloud
+// when it creates its cluster, or for a simulated (or existing) stack the first creating cloud
+// that names that machine type (simulated stacks mirror cloud pools node for node).
 func catalogueCloud(stackCloud, machineType string) (string, bool) {
-	switch stackCloud {
-	case CloudGCP, CloudAWS, CloudAzure:
-		_, ok := catalogue[stackCloud][machineType]
+	if cl := cloudNamed(stackCloud); cl != nil && cl.Creates {
+		_, ok := cl.Catalogue[machineType]
 		return stackCloud, ok
 	}
-	for _, cloud := range []string{CloudGCP, CloudAWS, CloudAzure} {
-		if _, ok := catalogue[cloud][machineType]; ok {
-			return cloud, true
+	for _, cl := range registeredClouds() {
+		if _, ok := cl.Catalogue[machineType]; ok && cl.Creates {
+			return cl.Name, true
 		}
 	}
 	return "", false
+}
+
+// machineType is a pool's machine type, from the catalogue of catalogueCloud.
+func (c *Config) machineType(p NodePool) (MachineType, bool) {
+	cloud, ok := catalogueCloud(c.Cloud, p.MachineType)
+	if !ok {
+		return MachineType{}, false
+	}
+	return LookupMachineType(cloud, p.MachineType)
 }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
+	"kolotoc/stacks/clouds/aws"
+	"kolotoc/stacks/clouds/azure"
+	"kolotoc/stacks/clouds/gcp"
 	_ "kolotoc/stacks/workloads"
 	"reflect"
 	"regexp"
@@ -14,6 +18,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/cloud/eks"
 	"kolotoc/components/storage"
 )
 
@@ -85,12 +90,12 @@ func TestCloudDefaults(t *testing.T) {
 		t.Error("device plugin on GKE, which runs its own")
 	}
 
-	aws, err := stacks.Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
+	onAWS, err := stacks.Load(exampleRaw(t, "../examples/aws/Pulumi.aws.yaml", "aws"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if aws.Cluster.VPCCIDR != stacks.DefaultVPCCIDR || aws.Storage.Tier != stacks.EFSElastic || !*aws.DevicePlugin.Enabled {
-		t.Errorf("aws: vpc %q tier %q device plugin %v", aws.Cluster.VPCCIDR, aws.Storage.Tier, *aws.DevicePlugin.Enabled)
+	if onAWS.Cluster.VPCCIDR != aws.DefaultVPCCIDR || onAWS.Storage.Tier != aws.EFSElastic || !*onAWS.DevicePlugin.Enabled {
+		t.Errorf("aws: vpc %q tier %q device plugin %v", onAWS.Cluster.VPCCIDR, onAWS.Storage.Tier, *onAWS.DevicePlugin.Enabled)
 	}
 
 	az, err := stacks.Load(exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure"))
@@ -100,10 +105,10 @@ func TestCloudDefaults(t *testing.T) {
 	if !regexp.MustCompile(`^kolotocazure[0-9a-f]{8}$`).MatchString(az.Storage.Account) {
 		t.Errorf("derived storage account %q", az.Storage.Account)
 	}
-	if other := stacks.DefaultStorageAccount("kolotoc", "azure2", az.Cluster.Name); other == az.Storage.Account {
+	if other := azure.DefaultStorageAccount("kolotoc", "azure2", az.Cluster.Name); other == az.Storage.Account {
 		t.Error("two stacks derive the same storage account name")
 	}
-	if az.Cluster.SystemVMSize != stacks.DefaultSystemVMSize || az.Cluster.SystemNodes != 1 {
+	if az.Cluster.SystemVMSize != azure.DefaultSystemVMSize || az.Cluster.SystemNodes != 1 {
 		t.Errorf("system pool %s × %d", az.Cluster.SystemVMSize, az.Cluster.SystemNodes)
 	}
 }
@@ -117,9 +122,9 @@ func TestAzureFilesProtocolDefault(t *testing.T) {
 	for _, tc := range []struct {
 		name, cluster, storage, want string
 	}{
-		{"subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles"}`, stacks.AzureFilesNFS},
-		{"no subnet", `{"region":"eastus"}`, `{"type":"azurefiles"}`, stacks.AzureFilesSMB},
-		{"smb named with a subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles","protocol":"smb"}`, stacks.AzureFilesSMB},
+		{"subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles"}`, azure.AzureFilesNFS},
+		{"no subnet", `{"region":"eastus"}`, `{"type":"azurefiles"}`, azure.AzureFilesSMB},
+		{"smb named with a subnet", `{"region":"eastus","subnetId":"` + subnet + `"}`, `{"type":"azurefiles","protocol":"smb"}`, azure.AzureFilesSMB},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := exampleRaw(t, "../examples/azure/Pulumi.azure.yaml", "azure")
@@ -334,3 +339,41 @@ func TestAzureSpotEveryWorkload(t *testing.T) {
 		})
 	}
 }
+
+func TestServiceAccountID(t *testing.T) {
+	for name, want := range map[string]string{
+		"kolotoc-prod":                       "kolotoc-prod-nodes",
+		"kolotoc-" + strings.Repeat("x", 32): "kolotoc-xxxxxxxxxxxxxxxx-nodes",
+		"kolotoc-research-a-very-long":       "kolotoc-research-a-very-nodes", // trailing hyphen trimmed
+	} {
+		if got := gcp.ServiceAccountID(name); got != want || len(got) > 30 {
+			t.Errorf("ServiceAccountID(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestSubnets: the created VPC's subnets never overlap, for every zone count a region has.
+func TestSubnets(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 6; i++ {
+		for _, s := range []struct{ bits, index int }{{privateBits, i}, {publicBits, publicBase + i}} {
+			cidr, err := eks.Subnet(aws.DefaultVPCCIDR, s.bits, s.index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[cidr] = true
+		}
+	}
+	want := "10.0.0.0/20 10.0.16.0/20 10.0.80.0/20 10.0.240.0/24 10.0.245.0/24"
+	for _, c := range strings.Fields(want) {
+		if !seen[c] {
+			t.Errorf("subnet %s not among %v", c, seen)
+		}
+	}
+	if _, err := eks.Subnet("10.0.0.0/28", 8, 0); err == nil {
+		t.Error("a /28 VPC split into /36s was accepted")
+	}
+}
+
+// privateBits, publicBits, publicBase mirror the eks package's layout for TestSubnets.
+const privateBits, publicBits, publicBase = 4, 8, 240

@@ -23,7 +23,8 @@ var Version = "0.1.0"
 // ConfigNamespace is the Pulumi config namespace of every key (`kolotoc:towers`, …).
 const ConfigNamespace = "kolotoc"
 
-// Clouds a stack can name in `kolotoc:cloud`.
+// Clouds a stack can name in `kolotoc:cloud`. Each is an entry of its own,
+// stacks/clouds/<name> (cloud.go); these names are the one place this package names them.
 const (
 	CloudSimulated = "simulated" // kwok-managed Node objects in a local cluster
 	CloudExisting  = "existing"  // a cluster reached through a kubeconfig; nothing created
@@ -31,6 +32,10 @@ const (
 	CloudAWS       = "aws"
 	CloudAzure     = "azure"
 )
+
+// cloudNames are the clouds in the order RegisterCloud keeps them: the order of the allowed
+// values in messages, and of the catalogues a simulated stack mirrors (gcp's first).
+var cloudNames = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
 
 // Config is one environment, as validated. Field comments give the config key, unit and default.
 //

@@ -24,9 +24,6 @@ const (
 	// defaultEFARegion: the EKS registry region of the EFA device plugin's image on a simulated
 	// stack that names no region (its image is never pulled there: kwok plays the nodes).
 	defaultEFARegion = "us-east-1"
-	// defaultKubeconfig: where `make cluster` writes the local cluster's kubeconfig, relative to
-	// the project directory (Pulumi runs the program there).
-	defaultKubeconfig = ".kolotoc/kubeconfig"
 )
 
 // applyDefaults fills zero values only, so it is idempotent: applying it twice changes nothing.
@@ -37,11 +34,8 @@ func (c *Config) applyDefaults() {
 	if c.Cluster.Name == "" && c.Stack != "" {
 		c.Cluster.Name = "kolotoc-" + strings.ToLower(c.Stack)
 	}
-	if c.Cluster.Kubeconfig == "" && c.Cloud == CloudSimulated {
-		c.Cluster.Kubeconfig = defaultKubeconfig
-	}
 	c.applyTimeoutDefaults()
-	c.applyCloudDefaults()  // machine-type figures first, before the generic pool defaults below
+	c.applyCloudDefaults()  // machine-type figures and the cloud's keys first, before the generic pool defaults below
 	c.applyFabricDefaults() // after the machine-type figures: a GPU machine type's pool is compact
 	c.applyRunDefaults()
 	for i := range c.NodePools {

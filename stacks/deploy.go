@@ -81,7 +81,7 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 
 	// The simulated pools are registered first: the engine starts at most --parallel steps at
 	// once, in registration order, and making the nodes is the longest step pods wait for.
-	sim, err := deploySimulatedNodes(ctx, c, labels, provider)
+	sim, err := deployNodes(ctx, c, labels, provider)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func stackLabels(c *Config) meta.Labels {
 			l.AutoscaledPools[p.Name] = true
 		}
 	}
-	if c.Cloud == CloudSimulated {
+	if c.CloudEntry().Local {
 		l.Cluster = c.Cluster.Name
 		for _, p := range c.NodePools {
 			if p.Real {
@@ -209,16 +209,12 @@ func WorkloadSite(c *Config) meta.Site {
 }
 
 // deployCluster returns the Kubernetes provider of the stack's simulated or existing cluster
-// (the simulated cloud's Nodes come later: deploySimulatedNodes); deployClusterOrCloud calls it
+// (the simulated cloud's Nodes come later: deployNodes); deployClusterOrCloud calls it
 // for every cloud but the ones Kolotoc creates, and Validate allows no other.
 func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error) {
 	kubeconfig, err := os.ReadFile(c.Cluster.Kubeconfig)
 	if err != nil {
-		hint := ""
-		if c.Cloud == CloudSimulated {
-			hint = " (start the local cluster first: `make cluster`)"
-		}
-		return nil, fmt.Errorf("%s:cluster.kubeconfig = %s: %v%s", ConfigNamespace, c.Cluster.Kubeconfig, err, hint)
+		return nil, fmt.Errorf("%s:cluster.kubeconfig = %s: %v%s", ConfigNamespace, c.Cluster.Kubeconfig, err, c.CloudEntry().KubeconfigHint)
 	}
 	pargs := &kubernetes.ProviderArgs{
 		Kubeconfig: pulumi.ToSecret(pulumi.String(string(kubeconfig))).(pulumi.StringOutput),
@@ -233,31 +229,13 @@ func deployCluster(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, error)
 	return kubernetes.NewProvider(ctx, "k8s", pargs)
 }
 
-// deploySimulatedNodes registers the simulated cloud's node pools (nil elsewhere), one
-// SimulatedNodePool each, ready once all its nodes are; pods must wait for them. They are
-// registered after the namespace, its policies and pull secrets: the engine starts steps in the
-// order they are registered, a few at a time (8 by default), which mattered while every node was
-// a resource of its own (bench/scale: 10 s at 1024 ranks before the namespace was created).
-func deploySimulatedNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, provider *kubernetes.Provider) (*cluster.Simulated, error) {
-	if c.Cloud != CloudSimulated {
-		return nil, nil
+// deployNodes registers the cluster's nodes where its cloud registers them (the simulated pools:
+// its entry's Nodes), nil elsewhere; pods must wait for them.
+func deployNodes(ctx *pulumi.Context, c *Config, labels meta.Labels, provider *kubernetes.Provider) (*cluster.Simulated, error) {
+	if cl := c.CloudEntry(); cl.Nodes != nil {
+		return cl.Nodes(ctx, c, labels, provider)
 	}
-	// A real pool is the local cluster's own node(s): nothing to register for it.
-	var pools []cluster.Pool
-	for _, p := range c.NodePools {
-		if !p.Real {
-			pools = append(pools, c.SimulatedPool(p))
-		}
-	}
-	if len(pools) == 0 {
-		return nil, nil
-	}
-	sim, err := cluster.NewSimulated(ctx, "cluster", &cluster.SimulatedArgs{Name: c.Cluster.Name, Pools: pools, Labels: labels},
-		pulumi.Provider(provider))
-	if err != nil {
-		return nil, err
-	}
-	return sim, nil
+	return nil, nil
 }
 
 // SimulatedPool is the simulated form of a configured pool: the same labels, taints and capacity.
@@ -299,15 +277,8 @@ func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 	}
 }
 
-// spotLabels is the key of meta.SpotLabels each cloud sets on its spot nodes.
-var spotLabels = map[string]string{
-	CloudGCP:   "cloud.google.com/gke-spot",
-	CloudAWS:   "eks.amazonaws.com/capacityType",
-	CloudAzure: "kubernetes.azure.com/scalesetpriority",
-}
-
-// spotLabel is the spot label key of a spot pool's cloud, "" for an on-demand pool or a machine
-// type of no catalogued cloud.
+// spotLabel is the spot label key of a spot pool's cloud (its entry's SpotLabel), "" for an
+// on-demand pool or a machine type of no catalogued cloud.
 func spotLabel(p NodePool) string {
 	if !p.Spot {
 		return ""
@@ -316,7 +287,7 @@ func spotLabel(p NodePool) string {
 	if !ok {
 		return ""
 	}
-	return spotLabels[cloud]
+	return cloudNamed(cloud).SpotLabel
 }
 
 // Secret stack outputs, and the command that shows one.

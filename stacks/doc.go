@@ -20,10 +20,22 @@
 //	workloads/        imports every entry package: what the program (main.go) and every test that
 //	                  loads a stack import to have them registered
 //
+// The clouds, each declaring its whole entry in a package of its own, which registers it with
+// RegisterCloud (cloud.go: the Cloud type, its Store, and the registry; the stack asks the entry
+// of its cloud, CloudEntry, and never names a cloud):
+//
+//	clouds/<name>/  gcp, aws, azure, existing, simulated: what kind of cluster, its keys'
+//	                defaults and checks, catalogue, spot label, fabric, file store, GPU agents,
+//	                deploy and kube access
+//	clouds/         imports every entry package: what the program and every test that loads a
+//	                stack import to have them registered
+//
 // The features, each in one place with its own defaults, checks and deploy:
 //
 //	storage.go, storage_cloud.go, storage_existing.go  the shared store, selected once (store)
-//	clouds.go, clouds_*.go, catalogue.go, machines.go, kubeaccess.go  the clouds and their pools
+//	clouds.go, clouds_config.go, clouds_access.go, clouds_recovery.go  what spans the clouds:
+//	    the cluster's deploy, the pools' machine checks, API access, pool replacement
+//	catalogue.go, machines.go, kubeaccess.go  machine types, uncatalogued shapes, kubectl access
 //	fabric.go, gpuagents.go, hostnet.go  the pools' fabric, the GPU agents, the towers' host network
 //	security.go  Pod Security and NetworkPolicies; registries.go  private registries
 //	runs.go, runas.go  runs, code and env; the user the workloads run as

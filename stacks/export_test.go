@@ -7,19 +7,17 @@ import "github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 // entries import this package, so those tests cannot be in it.
 
 const (
-	DefaultKubeconfig   = defaultKubeconfig
-	DefaultSystemVMSize = defaultSystemVMSize
-	DefaultVPCCIDR      = defaultVPCCIDR
 	ReadOutputsAttempts = readOutputsAttempts
 	ReadStackOutputs    = readStackOutputs
 )
 
 var (
+	CloudNames            = cloudNames
 	ApplyDefaults         = (*Config).applyDefaults
-	DefaultStorageAccount = defaultStorageAccount
 	DeployCloud           = deployCloud
 	GuardStorage          = guardStorage
 	SecretKeys            = secretKeys
+	ValidateCodeTransport = (*Config).validateCodeTransport
 )
 
 // IsConfigKey reports whether key is a key of Config (a tagged field).
@@ -32,4 +30,10 @@ func ConfigIndex(key string) int { return configKeys[key].index }
 func Registered() []*Workload { return workloads }
 
 // CloudExports are the stack outputs of a cloud's resources.
-func CloudExports(r *cloudResult) pulumi.Map { return r.exports() }
+func CloudExports(r *CloudResult) pulumi.Map { return r.exports() }
+
+// RegisteredClouds are the registered clouds, in order.
+func RegisteredClouds() []*Cloud { return clouds }
+
+// Errors are the problems a Validator found.
+func (v *Validator) Errors() []FieldError { return v.errs }

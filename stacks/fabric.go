@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"kolotoc/components/fabric"
@@ -28,12 +27,6 @@ const (
 var (
 	allowedPlacements = []string{PlacementCompact, PlacementSpread}
 	allowedFabrics    = []string{FabricAuto, FabricOff}
-
-	// gkeCompactFamilies are the GCP machine families GKE's compact placement policy accepts
-	// (GKE, "Define compact placement for GKE nodes", Limitations: C2, C2D, C3, C3D, … N2, N2D,
-	// and the A100, L4 and H100 GPUs, that is A2, G2 and A3). A compact pool of another family
-	// (N1 with attached GPUs, E2) still keeps to one zone, without the policy.
-	gkeCompactFamilies = []string{"a2", "a3", "g2", "c2", "c2d", "c3", "c3d", "n2", "n2d"}
 )
 
 // PoolFabric is what a pool's nodes get for the traffic between ranks on different nodes, as
@@ -72,53 +65,27 @@ func (c *Config) applyFabricDefaults() {
 	}
 }
 
-// PoolFabric resolves a pool's placement and fabric.
+// PoolFabric resolves a pool's placement and fabric: compact pools keep to their own zone, and
+// the cloud of the machine type's catalogue (its entry's Fabric) says the rest.
 func (c *Config) PoolFabric(p NodePool) PoolFabric {
-	cloud, known := catalogueCloud(c.Cloud, p.MachineType)
+	m, known := c.machineType(p)
 	f := PoolFabric{Compact: p.Placement == PlacementCompact}
 	if !known || p.Real {
 		return f
 	}
-	f.Cloud = cloud
-	m := catalogue[cloud][p.MachineType]
-	if f.Compact {
-		f.Zone = c.poolZone(cloud, p)
-		switch cloud {
-		case CloudGCP:
-			family, _, _ := strings.Cut(p.MachineType, "-")
-			f.PlacementGroup = slices.Contains(gkeCompactFamilies, family)
-		case CloudAWS, CloudAzure:
-			f.PlacementGroup = true
-		}
+	f.Cloud = m.Cloud
+	if f.Compact && len(p.Zones) > 0 {
+		f.Zone = p.Zones[0]
 	}
-	if p.Fabric == FabricOff || p.GPUsPerNode < 1 {
-		return f
-	}
-	switch cloud {
-	case CloudAWS:
-		f.EFAs, f.RDMA = m.EFAs, m.EFARDMA
-	case CloudGCP:
-		f.GVNIC = true
+	if cl := cloudNamed(m.Cloud); cl.Fabric != nil {
+		cl.Fabric(c, p, m, &f)
 	}
 	return f
 }
 
-// poolZone is the one zone of a compact pool: the pool's own, else the cluster's (GKE's zonal
-// cluster, EKS's first zone), else "" for the cloud to pick.
-func (c *Config) poolZone(cloud string, p NodePool) string {
-	if len(p.Zones) > 0 {
-		return p.Zones[0]
-	}
-	switch cloud {
-	case CloudGCP:
-		return c.Cluster.Zone
-	case CloudAWS:
-		if len(c.Cluster.Zones) > 0 {
-			return c.Cluster.Zones[0]
-		}
-	}
-	return ""
-}
+// FabricOn reports whether a pool takes its machine type's fast network: a GPU pool whose fabric
+// is not off.
+func FabricOn(p NodePool) bool { return p.Fabric != FabricOff && p.GPUsPerNode >= 1 }
 
 // FabricEnv is the environment NCCL needs on a pool's fabric, for every rank: the towers' pods,
 // their sshd sessions (which mpirun's ranks are) and the launcher. Empty without a fabric.
@@ -138,14 +105,16 @@ func (f PoolFabric) PerPod(gpus, gpusPerNode int) int {
 	return max(f.EFAs*min(gpus, gpusPerNode)/gpusPerNode, 1)
 }
 
-// spreadZones is how many zones a spread pool's nodes may land in: the pool's own, else on aws
-// the cluster's subnets' (one zone each, as EKS requires of them; at least two).
+// spreadZones is how many zones a spread pool's nodes may land in: the pool's own, else what the
+// cloud of its machine type says (its entry's SpreadZones; 0 unknown).
 func (c *Config) spreadZones(p NodePool) int {
 	if len(p.Zones) > 0 {
 		return len(p.Zones)
 	}
-	if cloud, ok := catalogueCloud(c.Cloud, p.MachineType); ok && cloud == CloudAWS {
-		return max(len(c.Cluster.Zones), len(c.Cluster.SubnetIDs), defaultAWSZones)
+	if m, ok := c.machineType(p); ok {
+		if cl := cloudNamed(m.Cloud); cl.SpreadZones != nil {
+			return cl.SpreadZones(c, p)
+		}
 	}
 	return 0
 }
@@ -160,12 +129,6 @@ func (c *Config) validateFabric(v *Validator) {
 		if p.Placement == PlacementCompact && len(p.Zones) > 1 {
 			v.add(key+".zones", strings.Join(p.Zones, ","), fmt.Sprintf(
 				"a compact pool runs in one zone; allowed: one zone, e.g. [%s], or %s.placement: %s to span them", p.Zones[0], key, PlacementSpread))
-		}
-		if c.Cloud == CloudAWS && p.Placement == PlacementCompact && len(p.Zones) == 1 && len(c.Cluster.Zones) > 0 && !slices.Contains(c.Cluster.Zones, p.Zones[0]) {
-			v.add(key+".zones[0]", p.Zones[0], "a compact EKS pool runs in one of the cluster's zones; allowed: "+strings.Join(c.Cluster.Zones, ", "))
-		}
-		if c.Cloud == CloudAWS && p.Placement == PlacementCompact && len(p.Zones) == 1 && c.Cluster.VPCID != "" {
-			v.add(key+".zones", p.Zones[0], "with cluster.vpcId a compact pool runs in the first of cluster.subnetIds; list that subnet first instead")
 		}
 	}
 	if !c.Towers.Enabled {

@@ -40,13 +40,13 @@ func (c *Config) validateFit(v *Validator) {
 	if !c.Fit {
 		return
 	}
-	if c.Cloud != CloudSimulated {
+	if !c.CloudEntry().Local {
 		cloud := c.Cloud
 		if cloud == "" {
 			cloud = "(unset)"
 		}
 		v.add("fit", "true", fmt.Sprintf("only the throw-away stacks of `make fit` set it (pulumi up then waits for no readiness); "+
-			"allowed with cloud %s: false (it needs cloud %s)", cloud, CloudSimulated))
+			"allowed with cloud %s: false (it needs cloud %s)", cloud, localCloud()))
 	}
 	for i, p := range c.NodePools {
 		if p.Real {

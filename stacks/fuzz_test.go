@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads"
 	"os"
 	"path/filepath"

@@ -32,24 +32,13 @@ var allowedDevicePlugins = []string{DevicePluginKolotoc, DevicePluginGKE, Device
 // and Ubuntu alike), with its lib64/ and bin/; the runtime injects none of it.
 const gkeDriverHostDir = "/home/kubernetes/bin/nvidia"
 
-// devicePluginsByCloud: which providers each cloud allows, the first its default. Kolotoc creates
-// the GKE, EKS and AKS clusters, so only GKE's own plugin is there before it; an existing
-// cluster may run any of them.
-var devicePluginsByCloud = map[string][]string{
-	CloudGCP:       {DevicePluginGKE},
-	CloudAWS:       {DevicePluginKolotoc},
-	CloudAzure:     {DevicePluginKolotoc},
-	CloudSimulated: {DevicePluginKolotoc},
-	CloudExisting:  {DevicePluginKolotoc, DevicePluginGKE, DevicePluginGPUOperator},
-}
-
 // applyGPUAgentDefaults fills devicePlugin.provider (the cloud's default), devicePlugin.enabled
 // (on with a GPU pool when Kolotoc provides the plugin) and, with the GPU Operator, turns
 // Kolotoc's DCGM exporter off unless monitoring.dcgmExporter says otherwise: the operator runs its
 // own. Zero values only.
 func (c *Config) applyGPUAgentDefaults() {
 	d := &c.DevicePlugin
-	if allowed := devicePluginsByCloud[c.Cloud]; len(allowed) > 0 {
+	if allowed := c.CloudEntry().DevicePlugins; len(allowed) > 0 { // the cloud's (its entry's DevicePlugins)
 		meta.Fill(&d.Provider, allowed[0])
 	}
 	meta.Fill(&d.Provider, DevicePluginKolotoc)
@@ -64,14 +53,8 @@ func (c *Config) applyGPUAgentDefaults() {
 func (c *Config) validateGPUAgents(v *Validator) {
 	d := c.DevicePlugin
 	v.oneOf("devicePlugin.provider", d.Provider, allowedDevicePlugins)
-	if allowed, ok := devicePluginsByCloud[c.Cloud]; ok && !slices.Contains(allowed, d.Provider) && slices.Contains(allowedDevicePlugins, d.Provider) {
-		why := map[string]string{
-			CloudGCP:       "GKE runs its own NVIDIA device plugin on every GPU node",
-			CloudAWS:       "the EKS AL2023 NVIDIA AMI runs no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
-			CloudAzure:     "AKS's GPU nodes run no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
-			CloudSimulated: "the local test bed runs no other",
-		}[c.Cloud]
-		v.add("devicePlugin.provider", d.Provider, "not with cloud "+c.Cloud+": "+why+"; allowed: "+strings.Join(allowed, ", "))
+	if cl := c.CloudEntry(); cl.DevicePlugins != nil && !slices.Contains(cl.DevicePlugins, d.Provider) && slices.Contains(allowedDevicePlugins, d.Provider) {
+		v.add("devicePlugin.provider", d.Provider, "not with cloud "+c.Cloud+": "+cl.DevicePluginsWhy+"; allowed: "+strings.Join(cl.DevicePlugins, ", "))
 	}
 	if d.Enabled != nil && *d.Enabled && d.Provider != DevicePluginKolotoc {
 		v.add("devicePlugin.enabled", "true", "provider "+d.Provider+" already runs a device plugin on the GPU nodes; a second would advertise "+

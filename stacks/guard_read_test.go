@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads"
 	"sync"
 	"testing"

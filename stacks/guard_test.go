@@ -3,6 +3,7 @@ package stacks_test
 import (
 	"errors"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads"
 	"strings"
 	"testing"

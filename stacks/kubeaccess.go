@@ -10,7 +10,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"kolotoc/components/entrypoint"
-	"kolotoc/components/meta"
 )
 
 // Stack outputs that say how a user's kubectl reaches the stack's cluster.
@@ -94,61 +93,12 @@ func LocalKubeAccess(c *Config) (KubeAccess, error) {
 	}, nil
 }
 
-// cloudKubeAccess is the access to a cluster Kolotoc created: its cloud's CLI fetches the
-// credentials into the user's kubeconfig under a context the printed commands name. gkeProject
-// is the GKE cluster's project (cluster.project, or the provider's default as GKE reports it).
-func cloudKubeAccess(c *Config, gkeProject pulumi.StringOutput) KubeAccess {
-	k := c.Cluster
-	alias := k.Context
-	meta.Fill(&alias, k.Name)
-	switch c.Cloud {
-	case CloudGCP:
-		if k.Project != "" {
-			gkeProject = pulumi.String(k.Project).ToStringOutput() // known at preview
-		}
-		flag, location := "--region", k.Region
-		if k.Zone != "" {
-			flag, location = "--zone", k.Zone
-		}
-		// gcloud names the context itself; its project is GKE's, known once the cluster exists
-		// when cluster.project is unset.
-		return KubeAccess{
-			Context: pulumi.Sprintf("gke_%s_%s_%s", gkeProject, location, k.Name),
-			KubeconfigCommand: pulumi.Sprintf("gcloud container clusters get-credentials %s %s %s --project %s",
-				k.Name, flag, location, gkeProject),
-		}
-	case CloudAWS:
-		return KubeAccess{
-			Context: pulumi.String(alias).ToStringOutput(),
-			KubeconfigCommand: pulumi.String(fmt.Sprintf("aws eks update-kubeconfig --name %s --region %s --alias %s",
-				k.Name, k.Region, shellQuote(alias))).ToStringOutput(),
-		}
-	default: // azure
-		return KubeAccess{
-			Context: pulumi.String(alias).ToStringOutput(),
-			KubeconfigCommand: pulumi.String(fmt.Sprintf("az aks get-credentials --resource-group %s --name %s --context %s",
-				azureResourceGroup(k), k.Name, shellQuote(alias))).ToStringOutput(),
-		}
-	}
-}
-
-// azureResourceGroup is the resource group Kolotoc creates for an AKS cluster.
-func azureResourceGroup(k Cluster) string { return k.Name + "-rg" }
-
 // stackKubeAccess is the access to the stack's cluster: the cloud's, or the configured kubeconfig's.
-func stackKubeAccess(c *Config, cloud *cloudResult) (KubeAccess, error) {
+func stackKubeAccess(c *Config, cloud *CloudResult) (KubeAccess, error) {
 	if cloud != nil {
-		return cloud.kube, nil
+		return cloud.Kube, nil
 	}
 	return LocalKubeAccess(c)
-}
-
-// validateKubeAccess: on gcp the context's name is gcloud's to choose.
-func (c *Config) validateKubeAccess(v *Validator) {
-	if c.Cloud == CloudGCP && c.Cluster.Context != "" {
-		v.add("cluster.context", c.Cluster.Context, "gcloud names a GKE cluster's context gke_<project>_<location>_<name> (the kubeContext output); "+
-			"remove it on gcp (on aws and azure it names the context the kubeconfigCommand output creates)")
-	}
 }
 
 // publicOutputs are the LoadBalancer's address and Jupyter's public URL once the cloud has given
@@ -172,6 +122,10 @@ func publicOutputs(e *entrypoint.Entrypoint, a *entrypoint.Args) pulumi.Map {
 		}).(pulumi.StringOutput),
 	}
 }
+
+// ShellQuote quotes s for bash when it holds anything but the characters of paths and names (the
+// clouds' kubeconfig commands).
+func ShellQuote(s string) string { return shellQuote(s) }
 
 // shellQuote quotes s for bash when it holds anything but the characters of paths and names.
 func shellQuote(s string) string {

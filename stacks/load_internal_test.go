@@ -22,21 +22,3 @@ func TestPinsAndNodeDirsAccepted(t *testing.T) {
 		}
 	}
 }
-
-// TestCodeTransportsAccepted: authenticated transports on a cloud, git:// on the simulated one
-// (the dev stack's demo repository) and anything pinned to a full commit.
-func TestCodeTransportsAccepted(t *testing.T) {
-	for _, tc := range []struct{ cloud, repo, ref string }{
-		{CloudGCP, "https://github.com/team/train.git", "main"},
-		{CloudAWS, "ssh://git@github.com/team/train.git", "main"},
-		{CloudAzure, "git@github.com:team/train.git", "v1.2"},
-		{CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
-		{CloudSimulated, "git://10.213.0.1/demo.git", "main"},
-	} {
-		c := &Config{Cloud: tc.cloud, Code: Code{Repository: tc.repo, Ref: tc.ref}}
-		v := &Validator{}
-		if c.validateCodeTransport(v); len(v.errs) > 0 {
-			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.errs)
-		}
-	}
-}

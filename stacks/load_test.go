@@ -3,6 +3,8 @@ package stacks_test
 import (
 	"errors"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
+	"kolotoc/stacks/clouds/simulated"
 	_ "kolotoc/stacks/workloads"
 	"reflect"
 	"slices"
@@ -82,7 +84,7 @@ func TestDevDefaults(t *testing.T) {
 	if c.Storage.Type != storage.TypeLocal || c.Storage.Path != "/var/lib/kolotoc/kolotoc-dev/shared" || c.Storage.MountPath != "/shared" {
 		t.Errorf("storage = %+v, want a local directory per namespace", c.Storage)
 	}
-	if c.Cluster.Kubeconfig != stacks.DefaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
+	if c.Cluster.Kubeconfig != simulated.DefaultKubeconfig || c.Entrypoint.ServiceType != entrypoint.ServiceClusterIP || c.Entrypoint.Pool != "node" ||
 		c.Entrypoint.JupyterUI != entrypoint.UINotebook || c.Carriers.Pool != "node" {
 		t.Errorf("cluster %+v entrypoint %+v carriers %+v", c.Cluster, c.Entrypoint, c.Carriers)
 	}
@@ -541,5 +543,23 @@ func TestProblemsInPipelineOrder(t *testing.T) {
 	if !(at("kolotoc:runAsUser") < at("kolotoc:towers.image") && at("kolotoc:towers.image") < at("kolotoc:dataIn.command[0]") &&
 		at("kolotoc:dataIn.command[0]") < at("kolotoc:nodePools[0].maxNodes")) {
 		t.Errorf("problems out of the pipeline's order: %v", got)
+	}
+}
+
+// TestCodeTransportsAccepted: authenticated transports on a cloud, git:// on the simulated one
+// (the dev stack's demo repository) and anything pinned to a full commit.
+func TestCodeTransportsAccepted(t *testing.T) {
+	for _, tc := range []struct{ cloud, repo, ref string }{
+		{stacks.CloudGCP, "https://github.com/team/train.git", "main"},
+		{stacks.CloudAWS, "ssh://git@github.com/team/train.git", "main"},
+		{stacks.CloudAzure, "git@github.com:team/train.git", "v1.2"},
+		{stacks.CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
+		{stacks.CloudSimulated, "git://10.213.0.1/demo.git", "main"},
+	} {
+		c := &stacks.Config{Cloud: tc.cloud, Code: stacks.Code{Repository: tc.repo, Ref: tc.ref}}
+		v := &stacks.Validator{}
+		if stacks.ValidateCodeTransport(c, v); len(v.Errors()) > 0 {
+			t.Errorf("%s on %s refused: %v", tc.repo, tc.cloud, v.Errors())
+		}
 	}
 }

@@ -2,20 +2,16 @@ package stacks
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"kolotoc/components/meta"
 )
 
 // uncatalogued reports whether a pool of a cloud stack names a machine type that no catalogue
 // knows: such a pool runs with the shape the stack gives it. A type another cloud's catalogue
 // names is a mistake, not a custom type (otherCloud).
 func (c *Config) uncatalogued(p NodePool) bool {
-	if !IsCloud(c.Cloud) || p.MachineType == "" {
+	if !c.CloudEntry().Creates || p.MachineType == "" {
 		return false
 	}
 	_, ok := catalogueCloud("", p.MachineType)
@@ -25,7 +21,7 @@ func (c *Config) uncatalogued(p NodePool) bool {
 // otherCloud is the cloud whose catalogue names a pool's machine type when that is not the
 // stack's cloud ("" otherwise).
 func (c *Config) otherCloud(p NodePool) string {
-	if !IsCloud(c.Cloud) {
+	if !c.CloudEntry().Creates {
 		return ""
 	}
 	if cloud, ok := catalogueCloud("", p.MachineType); ok && cloud != c.Cloud {
@@ -83,68 +79,4 @@ func (c *Config) validateUncatalogued(v *Validator, key string, p NodePool) {
 			v.add(key+".gpuType", p.GPUType, "labels the nodes (nvidia.com/gpu.product), so it must be a label value: "+msg+"; e.g. "+GPUV100)
 		}
 	}
-}
-
-// validateAttachedGPUs checks the GPUs a pool attaches to a GCP N1 machine type against what GCP
-// allows: the GPU types, their counts, and the largest machine each count may have.
-func validateAttachedGPUs(v *Validator, key string, p NodePool, m MachineType) {
-	types := meta.SortedKeys(n1GPUs)
-	if p.GPUsPerNode == 0 {
-		if p.GPUType != "" {
-			if limits, ok := n1GPUs[p.GPUType]; ok {
-				v.add(key+".gpusPerNode", "0", fmt.Sprintf("required with gpuType %s: %s has no GPUs of its own and GCP attaches %s to it by count; allowed: %s",
-					p.GPUType, m.Name, p.GPUType, joinInts(fitting(limits, m))))
-			} else {
-				v.add(key+".gpuType", p.GPUType, fmt.Sprintf("%s has no GPUs of its own; GCP attaches to N1 machine types only: %s (with gpusPerNode)", m.Name, strings.Join(types, ", ")))
-			}
-		}
-		return
-	}
-	limits, ok := n1GPUs[p.GPUType]
-	if !ok {
-		if p.GPUType != "" { // unset: validatePools asks for it
-			v.add(key+".gpuType", p.GPUType, fmt.Sprintf("GCP attaches to N1 machine types (%s) only: %s", m.Name, strings.Join(types, ", ")))
-		}
-		return
-	}
-	n := strconv.Itoa(p.GPUsPerNode)
-	limit, ok := limits[p.GPUsPerNode]
-	if !ok {
-		v.add(key+".gpusPerNode", n, fmt.Sprintf("GCP attaches %s to an N1 machine in counts of %s; allowed with %s: %s",
-			p.GPUType, joinInts(sortedCounts(limits)), m.Name, joinInts(fitting(limits, m))))
-		return
-	}
-	if m.VCPUs > limit.vcpus || m.MemoryMi > limit.memGB*1024 {
-		// The largest count of every type admits the largest N1 machine, so fitting is never empty.
-		v.add(key+".gpusPerNode", n, fmt.Sprintf("GCP attaches %d × %s only to an N1 machine of at most %d vCPUs and %d GB, and %s has %d vCPUs and %s; allowed with %s: %s (or a smaller N1 machine type)",
-			p.GPUsPerNode, p.GPUType, limit.vcpus, limit.memGB, m.Name, m.VCPUs, m.Memory(), m.Name, joinInts(fitting(limits, m))))
-	}
-}
-
-// fitting lists the GPU counts whose limits admit machine m, ascending.
-func fitting(limits map[int]n1Limit, m MachineType) []int {
-	var out []int
-	for _, n := range sortedCounts(limits) {
-		if l := limits[n]; m.VCPUs <= l.vcpus && m.MemoryMi <= l.memGB*1024 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func sortedCounts(limits map[int]n1Limit) []int {
-	out := make([]int, 0, len(limits))
-	for n := range limits {
-		out = append(out, n)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
 }

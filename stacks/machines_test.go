@@ -2,6 +2,8 @@ package stacks_test
 
 import (
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
+	"kolotoc/stacks/clouds/gcp"
 	_ "kolotoc/stacks/workloads"
 	"testing"
 )
@@ -19,9 +21,9 @@ func TestMachineShapes(t *testing.T) {
 		{name: "N1 in MiB", cloud: stacks.CloudGCP, cluster: gkeZonal, pool: `{"name":"extra","machineType":"n1-highcpu-2"}`,
 			want: stacks.NodePool{CPUs: 2, Memory: "1843Mi"}},
 		{name: "N1 with a T4", cloud: stacks.CloudGCP, cluster: gkeZonal, pool: `{"name":"extra","machineType":"n1-standard-8","gpusPerNode":1,"gpuType":"nvidia-tesla-t4"}`,
-			want: stacks.NodePool{CPUs: 8, Memory: "30Gi", GPUsPerNode: 1, GPUType: stacks.GPUT4, GPUDriver: stacks.GKEDriverDefault}},
+			want: stacks.NodePool{CPUs: 8, Memory: "30Gi", GPUsPerNode: 1, GPUType: stacks.GPUT4, GPUDriver: gcp.GKEDriverDefault}},
 		{name: "N1 with eight V100s", cloud: stacks.CloudGCP, cluster: gkeZonal, pool: `{"name":"extra","machineType":"n1-highmem-96","gpusPerNode":8,"gpuType":"nvidia-tesla-v100","gpuDriver":"LATEST"}`,
-			want: stacks.NodePool{CPUs: 96, Memory: "624Gi", GPUsPerNode: 8, GPUType: stacks.GPUV100, GPUDriver: stacks.GKEDriverLatest}},
+			want: stacks.NodePool{CPUs: 96, Memory: "624Gi", GPUsPerNode: 8, GPUType: stacks.GPUV100, GPUDriver: gcp.GKEDriverLatest}},
 		{name: "N1 with a T4 mirrored", cloud: stacks.CloudSimulated, pool: `{"name":"extra","machineType":"n1-standard-8","gpusPerNode":1,"gpuType":"nvidia-tesla-t4"}`,
 			want: stacks.NodePool{CPUs: 8, Memory: "30Gi", GPUsPerNode: 1, GPUType: stacks.GPUT4}},
 		{name: "P3", cloud: stacks.CloudAWS, cluster: `{"region":"us-east-1"}`, pool: `{"name":"extra","machineType":"p3.2xlarge"}`,
@@ -37,7 +39,7 @@ func TestMachineShapes(t *testing.T) {
 		{name: "custom GPU shape", cloud: stacks.CloudAWS, cluster: `{"region":"us-east-1"}`, pool: `{"name":"extra","machineType":"g6e.12xlarge","cpus":48,"memory":"384Gi","gpusPerNode":4,"gpuType":"nvidia-l40s"}`,
 			want: stacks.NodePool{CPUs: 48, Memory: "384Gi", GPUsPerNode: 4, GPUType: "nvidia-l40s"}},
 		{name: "custom GPU shape on GKE", cloud: stacks.CloudGCP, cluster: gkeZonal, pool: `{"name":"extra","machineType":"a3-megagpu-8g","cpus":208,"memory":"1872Gi","gpusPerNode":8,"gpuType":"nvidia-h100-mega-80gb"}`,
-			want: stacks.NodePool{CPUs: 208, Memory: "1872Gi", GPUsPerNode: 8, GPUType: "nvidia-h100-mega-80gb", GPUDriver: stacks.GKEDriverDefault}},
+			want: stacks.NodePool{CPUs: 208, Memory: "1872Gi", GPUsPerNode: 8, GPUType: "nvidia-h100-mega-80gb", GPUDriver: gcp.GKEDriverDefault}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := gpuRaw(t)

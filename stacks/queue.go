@@ -15,7 +15,7 @@ import (
 // derives from the pools, and the checks of each queued workload against that quota.
 
 // applyQueueDefaults fills the queue's defaults: Kolotoc installs Kueue on the clouds it makes.
-func (c *Config) applyQueueDefaults() { c.Queue.Default(IsCloud(c.Cloud)) }
+func (c *Config) applyQueueDefaults() { c.Queue.Default(c.CloudEntry().Creates) }
 
 // validateQueue checks the queue's own settings, where its Kueue comes from, and that every
 // queued workload fits the quota at once: a gang larger than its queue would wait forever.
@@ -25,7 +25,7 @@ func (c *Config) validateQueue(v *Validator) {
 	if !q.On() {
 		return
 	}
-	if q.Install != nil && *q.Install && !IsCloud(c.Cloud) {
+	if q.Install != nil && *q.Install && !c.CloudEntry().Creates {
 		v.add("queue.install", "true", fmt.Sprintf("on cloud %s the cluster's own Kueue is used (the local test bed runs one); allowed: false", c.Cloud))
 	}
 	if q.Image != "" {
@@ -182,7 +182,7 @@ func (c *Config) WebhookPorts() []int {
 func QueueArgs(c *Config) *queue.Args {
 	a := &queue.Args{
 		Config: c.Queue, NamespaceDNS: c.Namespace, Labels: stackLabels(c),
-		Check: c.Cloud == CloudExisting || c.Cloud == CloudSimulated,
+		Check: c.CloudEntry().Local || c.CloudEntry().Given(),
 	}
 	if c.ElasticExtras() {
 		// The extras' class, one below the group's (0 unless queue.priorities.elastic says), and

@@ -25,13 +25,6 @@ var (
 	// dot or a port (or be localhost): a first path element without either names a Docker Hub
 	// account, not a registry.
 	registryServer = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?(/[a-z0-9._-]+)*$`)
-
-	// acrID is the ARM ID of an Azure Container Registry; its first group is the subscription.
-	acrID = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f-]{36})/resourceGroups/[^/]+/providers/Microsoft\.ContainerRegistry/registries/[a-z0-9]{5,50}$`)
-
-	// gcpProjectID: 6-30 lower-case letters, digits and hyphens, starting with a letter, not ending
-	// with a hyphen; optionally domain-scoped (example.com:project).
-	gcpProjectID = regexp.MustCompile(`^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
 )
 
 // dockerHubAlias: Docker Hub's two names, each to the other.
@@ -95,43 +88,6 @@ func (c *Config) validateRegistries(v *Validator) {
 				"add {server, username} there, or remove the password")
 		}
 	}
-
-	k := c.Cluster
-	if k.ACRID != "" {
-		if c.Cloud != CloudAzure && c.Cloud != CloudSimulated {
-			v.add("cluster.acrId", k.ACRID, "only for cloud azure (the AKS kubelet identity gets AcrPull on it); on cloud "+c.Cloud+
-				" pull from it with kolotoc:registries (a token or service principal)")
-		} else if !acrID.MatchString(k.ACRID) {
-			v.add("cluster.acrId", k.ACRID, "not an Azure Container Registry resource ID; allowed: "+
-				"/subscriptions/<subscription id>/resourceGroups/<group>/providers/Microsoft.ContainerRegistry/registries/<name> "+
-				"(az acr show -n <name> --query id)")
-		}
-	}
-	if len(k.RegistryProjects) > 0 && c.Cloud != CloudGCP && c.Cloud != CloudSimulated {
-		v.add("cluster.registryProjects", strings.Join(k.RegistryProjects, ","), "only for cloud gcp (the GKE node account reads "+
-			"Artifact Registry there); on cloud "+c.Cloud+" pull from them with kolotoc:registries")
-	}
-	projects := map[string]bool{}
-	for i, p := range k.RegistryProjects {
-		key := fmt.Sprintf("cluster.registryProjects[%d]", i)
-		switch {
-		case !gcpProjectID.MatchString(p):
-			v.add(key, p, "not a GCP project ID; allowed: 6-30 lower-case letters, digits and hyphens starting with a letter, e.g. shared-images")
-		case projects[p]:
-			v.add(key, p, "named twice; each project once")
-		case p == k.Project && p != "":
-			v.add(key, p, "the cluster's own project (cluster.project): the node account reads its Artifact Registry already; remove it")
-		}
-		projects[p] = true
-	}
-}
-
-// ACRSubscription is the subscription of cluster.acrId, or "" when it has none.
-func (k Cluster) ACRSubscription() string {
-	if m := acrID.FindStringSubmatch(k.ACRID); m != nil {
-		return m[1]
-	}
-	return ""
 }
 
 // namesRegistry reports whether a password's server is one a registries entry names but that

@@ -179,7 +179,7 @@ func (c *Config) validateCodeTransport(v *Validator) {
 		v.add("code.credentialsSecret", code.CredentialsSecret, "a username and password are given to git over https only; allowed with "+
 			"code.repository "+code.Repository+": none (ssh authenticates with a key, git:// and http:// would send them in the clear)")
 	}
-	if c.Cloud == CloudSimulated || scheme == "https" || scheme == "ssh" || fullCommit.MatchString(code.Ref) {
+	if c.CloudEntry().Local || scheme == "https" || scheme == "ssh" || fullCommit.MatchString(code.Ref) {
 		return
 	}
 	v.add("code.repository", code.Repository, fmt.Sprintf("on cloud %s the clone must authenticate its server: over git://, http:// "+

@@ -38,10 +38,11 @@ type store struct {
 // store selects the shared store.
 func (c *Config) store() store {
 	s := c.Storage
+	owner := storeCloud(s.Type) // the cloud whose file store the type is, nil for none
 	st := store{
-		inCluster:  s.Type == storage.TypeInClusterNFS || (c.Cloud == CloudSimulated && storageCloud(s.Type) != ""),
-		existing:   s.Type == storage.TypeNFS || (s.Type == storage.TypeEFS && s.FileSystemID != "") || (s.Type == storage.TypeAzureFiles && s.Share != ""),
-		cloudStore: storageCloud(s.Type) != "" && storageCloud(s.Type) == c.Cloud,
+		inCluster:  s.Type == storage.TypeInClusterNFS || (c.CloudEntry().Local && owner != nil),
+		existing:   s.Type == storage.TypeNFS || (owner != nil && owner.Store.Existing != nil && owner.Store.Existing(s)),
+		cloudStore: owner != nil && owner.Name == c.Cloud,
 	}
 	if s.Type == storage.TypeLocal {
 		st.hostPath = s.Path
@@ -59,7 +60,7 @@ func (c *Config) ExistingStore() bool { return c.store().existing }
 // StorageArgs are the storage's Args: the claim and what backs it, as the store selected (an
 // in-cluster server, an NFS export, a node's directory, the cloud's file store through vol, an
 // existing store) and what its own pods wait for.
-func StorageArgs(c *Config, namespace pulumi.StringInput, labels meta.Labels, vol *cloudVolume, podDeps []pulumi.Resource) *storage.Args {
+func StorageArgs(c *Config, namespace pulumi.StringInput, labels meta.Labels, vol *CloudVolume, podDeps []pulumi.Resource) *storage.Args {
 	s, st := c.Storage, c.store()
 	a := &storage.Args{
 		Namespace: namespace, NamespaceDNS: c.Namespace, VolumeName: storage.VolumeName(c.Namespace, StorageName), ClaimName: StorageName,
@@ -68,9 +69,9 @@ func StorageArgs(c *Config, namespace pulumi.StringInput, labels meta.Labels, vo
 		Owner: c.storageOwner(), HostPath: st.hostPath,
 	}
 	if vol != nil { // Filestore, EFS or Azure Files on a cloud
-		a.InCluster, a.ServerAddress, a.MountOptions, a.CSI, a.VolumeDeps = false, vol.serverAddress, vol.mountOptions, vol.csi, vol.volumeDeps
-		if vol.path != "" {
-			a.Path = vol.path
+		a.InCluster, a.ServerAddress, a.MountOptions, a.CSI, a.VolumeDeps = false, vol.ServerAddress, vol.MountOptions, vol.CSI, vol.VolumeDeps
+		if vol.Path != "" {
+			a.Path = vol.Path
 		}
 	}
 	// An NFS export, EFS file system or Azure Files share the stack mounts and does not own.
@@ -82,7 +83,7 @@ func StorageArgs(c *Config, namespace pulumi.StringInput, labels meta.Labels, vo
 // applyStorageDefaults fills the store's type off the clouds, its path, and the storage's own.
 func (c *Config) applyStorageDefaults() {
 	s := &c.Storage
-	if s.Type == "" && !IsCloud(c.Cloud) {
+	if s.Type == "" && !c.CloudEntry().Creates {
 		// On a cloud the type must be named (validateStorage): the in-cluster server's data
 		// does not outlive its pod.
 		s.Type = storage.TypeInClusterNFS
@@ -96,20 +97,23 @@ func (c *Config) applyStorageDefaults() {
 	s.Default() // the rest is the storage's own (components/storage/config.go)
 }
 
-// allowedStorage are the storage types a stack can name in kolotoc:storage.type.
-var allowedStorage = []string{storage.TypeInClusterNFS, storage.TypeNFS, storage.TypeLocal, storage.TypeFilestore, storage.TypeEFS, storage.TypeAzureFiles}
+// allowedStorage are the storage types a stack can name in kolotoc:storage.type: the
+// cloud-independent ones, then the clouds' file stores.
+func allowedStorage() []string {
+	return append([]string{storage.TypeInClusterNFS, storage.TypeNFS, storage.TypeLocal}, cloudStoreTypes()...)
+}
 
 func (c *Config) validateStorage(v *Validator) {
 	s := c.Storage
-	switch {
-	case IsCloud(c.Cloud) && s.Type == "":
+	switch creates := c.CloudEntry().Creates; {
+	case creates && s.Type == "":
 		v.add("storage.type", "(unset)", fmt.Sprintf("required on %s: the checkpoints need storage that outlives the pods; allowed on %s: %s",
 			c.Cloud, c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
-	case IsCloud(c.Cloud) && s.Type == storage.TypeInClusterNFS:
+	case creates && s.Type == storage.TypeInClusterNFS:
 		v.add("storage.type", s.Type, fmt.Sprintf("keeps its data in the server pod's emptyDir: a node upgrade, an eviction or a "+
 			"restart erases every checkpoint; allowed on %s: %s", c.Cloud, strings.Join(c.storageTypesFor(), ", ")))
 	default:
-		v.oneOf("storage.type", s.Type, allowedStorage)
+		v.oneOf("storage.type", s.Type, allowedStorage())
 	}
 	s.Validate(v) // the storage's own settings (components/storage/config.go)
 	if c.InClusterNFS() {
@@ -135,18 +139,17 @@ func (c *Config) validateStorage(v *Validator) {
 
 // storageTypesFor lists the storage types a stack's cloud can use.
 func (c *Config) storageTypesFor() []string {
+	on := c.CloudEntry()
 	out := []string{storage.TypeNFS}
-	if !IsCloud(c.Cloud) {
+	if !on.Creates {
 		// On a cloud the in-cluster server's emptyDir would hold the only copy of the checkpoints.
 		out = []string{storage.TypeInClusterNFS, storage.TypeNFS, storage.TypeLocal}
 	}
-	for _, t := range []string{storage.TypeFilestore, storage.TypeEFS, storage.TypeAzureFiles} {
-		if storageCloud(t) == c.Cloud {
-			out = append(out, t)
-		}
+	if on.Store != nil {
+		out = append(out, on.Store.Type)
 	}
-	if c.Cloud == CloudExisting {
-		out = append(out, existingStoreTypes...)
+	if on.Given() {
+		out = append(out, existingStoreTypes()...)
 	}
 	return out
 }
@@ -183,37 +186,20 @@ func StorageIdentity(c *Config) map[string]string {
 		id["storage.server"], id["storage.path"] = s.Server, s.Path
 	case storage.TypeLocal:
 		id["storage.path"] = s.Path
-	case storage.TypeFilestore:
-		id["cluster.region"], id["cluster.project"], id["cluster.network"] = c.Cluster.Region, c.Cluster.Project, c.Cluster.Network
-		id["storage.tier"], id["storage.zone"] = s.Tier, s.Zone
-	case storage.TypeEFS:
-		id["cluster.region"] = c.Cluster.Region
-		if s.PerformanceMode != "" && s.PerformanceMode != EFSGeneralPurpose {
-			// Fixed when the file system is created. Recorded only when not the default, so
-			// that the identity of a stack from before the key is unchanged.
-			id["storage.performanceMode"] = s.PerformanceMode
-		}
-	case storage.TypeAzureFiles:
-		id["cluster.region"], id["storage.tier"], id["storage.account"] = c.Cluster.Region, s.Tier, s.Account
-		id["storage.protocol"] = s.Protocol
-		if s.ShareName != "" && s.ShareName != defaultAzureShareName {
-			id["storage.shareName"] = s.ShareName // a new name is a new share; the default is not recorded (as before the key)
-		}
 	}
-	existingStoreIdentity(c, id) // storage.fileSystemId, .accessPointId, .share, .resourceGroup (storage_existing.go)
+	if st := storeCloud(s.Type); st != nil && st.Store.Identity != nil {
+		st.Store.Identity(c, id) // the cloud's file store, created or existing
+	}
 	return id
 }
 
 // olderIdentity fills in what an update by an older version did not record but deployed all the
-// same: Azure Files shares were SMB before storage.protocol existed.
+// same (each cloud's Store's Older).
 func olderIdentity(previous map[string]string) map[string]string {
-	if previous["storage.type"] != storage.TypeAzureFiles || previous["storage.protocol"] != "" {
-		return previous
+	for _, st := range cloudStores() {
+		if st.Older != nil {
+			previous = st.Older(previous)
+		}
 	}
-	filled := make(map[string]string, len(previous)+1)
-	for k, v := range previous {
-		filled[k] = v
-	}
-	filled["storage.protocol"] = AzureFilesSMB
-	return filled
+	return previous
 }

@@ -3,6 +3,9 @@ package stacks_test
 import (
 	"errors"
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
+	"kolotoc/stacks/clouds/aws"
+	"kolotoc/stacks/clouds/azure"
 	_ "kolotoc/stacks/workloads"
 	"strings"
 	"testing"
@@ -41,20 +44,20 @@ func TestExistingStoresAccepted(t *testing.T) {
 	}{
 		{name: "efs on aws", stack: "aws", set: map[string]string{"storage": `{"type":"efs","fileSystemId":"` + existingFS + `","protect":true}`},
 			check: func(t *testing.T, c *stacks.Config) {
-				if c.Storage.Tier != "" || stacks.EFSVolumeHandle(c.Storage) != existingFS {
-					t.Errorf("tier %q handle %q, want no tier and %s", c.Storage.Tier, stacks.EFSVolumeHandle(c.Storage), existingFS)
+				if c.Storage.Tier != "" || aws.EFSVolumeHandle(c.Storage) != existingFS {
+					t.Errorf("tier %q handle %q, want no tier and %s", c.Storage.Tier, aws.EFSVolumeHandle(c.Storage), existingFS)
 				}
 			}},
 		{name: "efs access point and subdirectory on an existing cluster", stack: "aws",
 			set: map[string]string{"cloud": "existing", "cluster": existing, "storage": `{"type":"efs","fileSystemId":"` + existingFS + `","accessPointId":"` + existingAP + `","path":"/runs"}`},
 			check: func(t *testing.T, c *stacks.Config) {
-				if got, want := stacks.EFSVolumeHandle(c.Storage), existingFS+":/runs:"+existingAP; got != want {
+				if got, want := aws.EFSVolumeHandle(c.Storage), existingFS+":/runs:"+existingAP; got != want {
 					t.Errorf("handle %q, want %q", got, want)
 				}
 			}},
 		{name: "efs access point alone", stack: "aws", set: map[string]string{"storage": `{"type":"efs","fileSystemId":"` + existingFS + `","accessPointId":"` + existingAP + `"}`},
 			check: func(t *testing.T, c *stacks.Config) {
-				if got, want := stacks.EFSVolumeHandle(c.Storage), existingFS+"::"+existingAP; got != want {
+				if got, want := aws.EFSVolumeHandle(c.Storage), existingFS+"::"+existingAP; got != want {
 					t.Errorf("handle %q, want %q", got, want)
 				}
 			}},
@@ -62,7 +65,7 @@ func TestExistingStoresAccepted(t *testing.T) {
 			set:     map[string]string{"storage": `{"type":"azurefiles","share":"checkpoints","account":"mldata","resourceGroup":"ml-data","protocol":"smb"}`, "storageAccountKey": existingKey},
 			secrets: []string{"storageAccountKey"},
 			check: func(t *testing.T, c *stacks.Config) {
-				if s := c.Storage; s.Tier != "" || s.Account != "mldata" || s.Protocol != stacks.AzureFilesSMB {
+				if s := c.Storage; s.Tier != "" || s.Account != "mldata" || s.Protocol != azure.AzureFilesSMB {
 					t.Errorf("storage %+v: want no tier, the named account and smb", s)
 				}
 			}},

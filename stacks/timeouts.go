@@ -49,7 +49,7 @@ func (c *Config) applyTimeoutDefaults() {
 		return
 	}
 	c.AwaitTimeout = defaultAwaitTimeout
-	if c.Cloud == CloudSimulated {
+	if c.CloudEntry().Local {
 		c.AwaitTimeout = defaultLocalAwaitTimeout
 	}
 }

@@ -19,30 +19,30 @@ import (
 // guessable by a port-forwarded brute force in minutes.
 const minPasswordLength = 12
 
-var (
-	allowedClouds  = []string{CloudSimulated, CloudExisting, CloudGCP, CloudAWS, CloudAzure}
-	allowedEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
-)
+var allowedEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+// allowedClouds are the registered clouds' names, in order.
+func allowedClouds() []string {
+	var out []string
+	for _, cl := range registeredClouds() {
+		out = append(out, cl.Name)
+	}
+	return out
+}
 
 // Validate checks the defaulted configuration as a whole and returns every problem found.
 func (c *Config) Validate() []FieldError {
 	v := &Validator{}
 
 	if c.Cloud == "" {
-		v.add("cloud", "(unset)", "required; allowed: "+strings.Join(allowedClouds, ", "))
+		v.add("cloud", "(unset)", "required; allowed: "+strings.Join(allowedClouds(), ", "))
 	} else {
-		v.oneOf("cloud", c.Cloud, allowedClouds)
+		v.oneOf("cloud", c.Cloud, allowedClouds())
 	}
 	v.dnsLabel("namespace", c.Namespace)
 	v.dnsLabel("cluster.name", c.Cluster.Name)
-	if c.Cloud == CloudExisting && c.Cluster.Kubeconfig == "" {
-		v.add("cluster.kubeconfig", "(unset)", "required with cloud existing: the path of the cluster's kubeconfig")
-	}
-	switch c.Cloud {
-	case CloudGCP, CloudAWS, CloudAzure:
-		if c.Cluster.Region == "" {
-			v.add("cluster.region", "(unset)", "required with cloud "+c.Cloud)
-		}
+	if c.CloudEntry().Creates && c.Cluster.Region == "" {
+		v.add("cluster.region", "(unset)", "required with cloud "+c.Cloud)
 	}
 
 	c.validatePools(v)
@@ -55,7 +55,6 @@ func (c *Config) Validate() []FieldError {
 	c.validateIsolation(v)
 	c.validateRuns(v)
 	c.validateTimeouts(v)
-	c.validateKubeAccess(v)
 	c.validateFit(v)
 	c.validateRegistries(v)
 	v.Image("devicePlugin.image", c.DevicePlugin.Image)
@@ -89,14 +88,6 @@ func (c *Config) validatePools(v *Validator) {
 				v.add(k+".name", p.Name, "duplicate pool name; each pool needs its own name")
 			}
 			seen[p.Name] = true
-			// The longest node name the simulated cloud generates: <cluster>-<pool>-<index>.
-			if c.Cloud == CloudSimulated && !p.Real {
-				longest := fmt.Sprintf("%s-%s-%d", c.Cluster.Name, p.Name, max(p.Nodes, p.MaxNodes)-1)
-				if len(longest) > validation.DNS1123LabelMaxLength {
-					v.add(k+".name", p.Name, fmt.Sprintf("node name %q would be %d characters; at most %d (shorten cluster.name or the pool name)",
-						longest, len(longest), validation.DNS1123LabelMaxLength))
-				}
-			}
 		}
 		meta.CheckDevices(v, k+".devices", p.Devices, ring.ManagedResources)
 		c.validatePoolSize(v, k, p) // autoscale.go
@@ -136,9 +127,9 @@ func (c *Config) validatePools(v *Validator) {
 // cloud has them, they carry no GPU, and no Node is registered for them, so Kolotoc cannot give
 // them labels or taints.
 func (c *Config) validateRealPool(v *Validator, k string, p NodePool) {
-	if c.Cloud != CloudSimulated && c.Cloud != "" {
+	if !c.CloudEntry().Local && c.Cloud != "" {
 		v.add(k+".real", "true", fmt.Sprintf("a real pool is the local cluster's real node (label %s=%s), only with cloud %s; allowed on %s: false",
-			meta.RealNodeLabel, meta.RealNodeValue, CloudSimulated, c.Cloud))
+			meta.RealNodeLabel, meta.RealNodeValue, localCloud(), c.Cloud))
 	}
 	if p.GPUsPerNode != 0 {
 		v.add(k+".gpusPerNode", strconv.Itoa(p.GPUsPerNode), "the local real node has no GPU (GPU shapes run on simulated pools); allowed with real: true: 0")
@@ -170,6 +161,9 @@ func (v *Validator) add(key, value, msg string) {
 
 // Add is add for the components' own checks (meta.Problems).
 func (v *Validator) Add(key, value, msg string) { v.add(key, value, msg) }
+
+// OneOf checks that value is one of allowed (oneOf, for the entries).
+func (v *Validator) OneOf(key, value string, allowed []string) { v.oneOf(key, value, allowed) }
 
 func (v *Validator) oneOf(key, value string, allowed []string) {
 	for _, a := range allowed {

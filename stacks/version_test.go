@@ -2,6 +2,7 @@ package stacks_test
 
 import (
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads"
 	"os"
 	"regexp"

@@ -244,8 +244,8 @@ func WorkloadOutputs(c *Config, kube KubeAccess) pulumi.Map {
 	return out
 }
 
-// workloadPools are the pools the enabled workloads' pods run on, each with its workloads.
-func (c *Config) workloadPools() map[string][]string {
+// WorkloadPools are the pools the enabled workloads' pods run on, each with its workloads.
+func (c *Config) WorkloadPools() map[string][]string {
 	users := map[string][]string{}
 	for _, wl := range c.enabledWorkloads() {
 		if wl.Pools == nil {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads" // the workloads' entries, as main.go registers them
 )
 

@@ -65,8 +65,8 @@ func Args(c *stacks.Config) *entrypoint.Args {
 // passes client addresses through. An existing cluster is taken as the latter: on an existing
 // EKS cluster jupyter-public would refuse every user (docs/operating/security.md, "The entrypoint from outside").
 func publicLoadBalancer(c *stacks.Config) string {
-	if c.Cloud == stacks.CloudAWS {
-		return entrypoint.LoadBalancerAWSInTree
+	if lb := c.CloudEntry().LoadBalancer; lb != "" { // the cloud's (stacks/clouds/<name>)
+		return lb
 	}
 	return entrypoint.LoadBalancerPassthrough
 }

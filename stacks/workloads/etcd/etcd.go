@@ -52,7 +52,7 @@ var entry = &stacks.Workload{
 func Args(c *stacks.Config) *etcd.Args {
 	return &etcd.Args{
 		Config: c.Etcd, Site: stacks.WorkloadSite(c), Name: etcd.Name,
-		StaticVolumes: c.Cloud == stacks.CloudSimulated && c.Etcd.StorageClass == "",
+		StaticVolumes: c.CloudEntry().Local && c.Etcd.StorageClass == "",
 	}
 }
 

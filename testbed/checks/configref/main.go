@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "kolotoc/stacks/clouds"    // the clouds' entries: stacks.Load refuses to run without them
 	_ "kolotoc/stacks/workloads" // the workloads' entries: stacks.Load refuses to run without them
 )
 

@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads" // the workloads' entries, as main.go registers them
 )
 

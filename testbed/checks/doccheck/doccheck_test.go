@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"kolotoc/stacks"
+	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads" // the workloads' entries, as main.go registers them
 )
 
