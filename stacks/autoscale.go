@@ -110,7 +110,7 @@ func (c *Config) validateSimulatedAutoscaled(v *Validator, k string, p NodePool)
 	}
 	m, ok := karpenterMachine(p.MachineType)
 	if !ok {
-		v.add(k+".machineType", orUnset(p.MachineType), "a simulated pool at zero gets its nodes from Karpenter, whose instance types are the catalogue's machine types with their own GPUs; "+
+		v.add(k+".machineType", shown(p.MachineType), "a simulated pool at zero gets its nodes from Karpenter, whose instance types are the catalogue's machine types with their own GPUs; "+
 			"allowed: one of them, e.g. a2-highgpu-8g, p4d.24xlarge, Standard_ND96asr_v4, n2-standard-16")
 		return
 	}
@@ -121,8 +121,9 @@ func (c *Config) validateSimulatedAutoscaled(v *Validator, k string, p NodePool)
 	if len(p.Devices.Values) > 0 {
 		v.add(k+".devices", strings.Join(meta.SortedKeys(p.Devices.Values), ","), "Karpenter's nodes carry only their machine type's resources; allowed: none on a simulated pool at zero")
 	}
-	if zones := cloudNamed(m.Cloud).KarpenterZones; c.PoolFabric(p).Zone != "" && !slices.Contains(zones, c.PoolFabric(p).Zone) {
-		v.add(k+".zones", c.PoolFabric(p).Zone, fmt.Sprintf("Karpenter offers %s in the simulated cloud's zones of %s only; allowed: %s",
+	zones, zone := cloudNamed(m.Cloud).KarpenterZones, c.PoolFabric(p).Zone
+	if zone != "" && !slices.Contains(zones, zone) {
+		v.add(k+".zones", zone, fmt.Sprintf("Karpenter offers %s in the simulated cloud's zones of %s only; allowed: %s",
 			p.MachineType, m.Cloud, strings.Join(zones, ", ")))
 	}
 }
@@ -143,13 +144,6 @@ func poolBounds(c *Config) pulumi.Map {
 		out[p.Name] = b
 	}
 	return out
-}
-
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
 }
 
 // karpenterMachine is the catalogue's machine type of that name, on any cloud: an instance type

@@ -38,8 +38,6 @@ const (
 	// CapacitySpot and CapacityOnDemand are the values of CapacityTypeLabel.
 	CapacitySpot     = "spot"
 	CapacityOnDemand = "on-demand"
-	// NodePoolLabel is the label Karpenter puts on every node it makes: the NodePool's name.
-	NodePoolLabel = "karpenter.sh/nodepool"
 )
 
 // nodePoolName is the NodePool's (and its KWOKNodeClass's) name: the pool name the fixed pools'

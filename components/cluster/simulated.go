@@ -146,7 +146,7 @@ func NodeLabels(p Pool) map[string]string {
 		l[k] = v
 	}
 	if p.MachineType != "" {
-		l["node.kubernetes.io/instance-type"] = p.MachineType
+		l[InstanceTypeLabel] = p.MachineType
 	}
 	if p.GPUsPerNode > 0 {
 		l[meta.GPUPresentLabel] = "true"
