@@ -35,6 +35,7 @@ stackfile() {
   cat >"Pulumi.$1.yaml" <<YAML
 config:
   kolotoc:cloud: simulated
+  kolotoc:cluster: {kubeconfig: $KOLOTOC_KUBECONFIG}
   kolotoc:nodePools:
     - $pool
     - {name: cpu, machineType: n2-standard-16}
