@@ -49,6 +49,10 @@ const (
 // within a second or two on the local cluster; controllers create the pods first.
 const defaultWait = 60 * time.Second
 
+// karpenterCleanup: how long the clean-up waits for Karpenter to delete the nodes it made for a
+// pool at zero once the mirror is destroyed (it drains and deletes them within seconds).
+const karpenterCleanup = 60 * time.Second
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "[fit] "+format+"\n", args...) }
@@ -104,6 +108,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fit: %s: %v\n", source, err)
 		return exitCannot
+	}
+	if zero := m.FromZero(); len(zero) > 0 {
+		if err := karpenterServed(kube, zero); err != nil {
+			fmt.Fprintf(stderr, "fit: %v\n", err)
+			return exitCannot
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -249,9 +259,13 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 		}
 		return exitCannot
 	}
+	if r.Growth, err = c.growth(); err != nil {
+		fmt.Fprintf(c.errw, "fit: %v (log: %s)\n", err, c.logPath())
+		return exitCannot
+	}
 	logf("waiting for the scheduler (at most %s)", wait)
 	start = time.Now()
-	snap, err := waitForScheduler(ctx, c.kube, c.namespaces(), wait)
+	snap, err := waitForScheduler(ctx, c.kube, c.namespaces(), c.m.FromZero(), wait)
 	r.Decide = time.Since(start)
 	if err != nil {
 		fmt.Fprintf(c.errw, "fit: %v\n", err)
@@ -263,6 +277,15 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 	}
 	r.Write(c.out)
 	return r.ExitCode()
+}
+
+// growth reads the growth the program computed for the mirror (stacks/growth.go).
+func (c *check) growth() (*Growth, error) {
+	out, err := c.st.Quiet("", "stack", "output", "--json", growthOutput)
+	if err != nil {
+		return nil, fmt.Errorf("pulumi stack output %s of %s: %w", growthOutput, c.m.Name, err)
+	}
+	return parseGrowth(out)
 }
 
 // prepare creates the mirror's throw-away stack (its own project directory naming the program,
@@ -295,6 +318,11 @@ func (c *check) cleanup(ctx context.Context) error {
 		return err
 	}
 	left, err := leftovers(ctx, c.kube, c.m, c.namespaces())
+	// Karpenter deletes a pool at zero's nodes after its NodePool is gone, a few seconds later.
+	for deadline := time.Now().Add(karpenterCleanup); err == nil && len(left) > 0 && len(c.m.FromZero()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		left, err = leftovers(ctx, c.kube, c.m, c.namespaces())
+	}
 	if err != nil {
 		return err
 	}
