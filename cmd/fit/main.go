@@ -1,7 +1,9 @@
 // Command fit answers "does this environment fit?" before anything is paid for: `make fit
 // STACK=<name>` mirrors the stack's node pools node for node on the local cluster (kwok nodes of
-// the machine types' figures), deploys its workloads there as a throw-away stack, waits until the
-// scheduler has placed or refused every pod, prints a report, and destroys the throw-away stack.
+// the machine types' figures; a pool at zero as a Karpenter NodePool that the local cluster's
+// Karpenter grows), deploys its workloads there as a throw-away stack, waits until the scheduler
+// (and Karpenter) has placed or refused every pod, prints a report with the growth of the
+// autoscaled pools (growth.go), and destroys the throw-away stack.
 // The stack's own file and state are only read (the file) or never touched (the state).
 //
 //	make fit STACK=<stack name | path of a stack file>
@@ -9,8 +11,10 @@
 //	    (after eval "$(testbed/stack/stack.sh env)")
 //
 // A stack name is Pulumi.<name>.yaml in the project, else examples/<name>/Pulumi.<name>.yaml.
-// Exit status: 0 every pod placed; 1 it does not fit (pods Pending, or the program refuses the
-// configuration); 2 the check could not run (no local cluster, no tools, a failed deploy).
+// Exit status: 0 every pod placed; 1 it does not fit (pods Pending, the program refuses the
+// configuration, or the growth refuses a workload: GPU pods beyond a pool's maxNodes, a gang
+// beyond its queue's quota); 2 the check could not run (no local cluster, no Karpenter for a pool
+// at zero, no tools, a failed deploy).
 //
 // The environment is `testbed/stack/stack.sh env`'s: pulumi and its plugins on PATH,
 // KOLOTOC_KUBECONFIG. Everything the check writes lives under .kolotoc/fit/ and is removed
