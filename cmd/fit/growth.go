@@ -173,7 +173,7 @@ func growthLine(p PoolGrowth, pools []Pool) string {
 	}
 	switch {
 	case !p.Karpenter:
-		s += fmt.Sprintf("; the cloud's autoscaler grows it, the mirror holds the %d node(s) it starts with", p.Nodes)
+		s += fmt.Sprintf("; the mirror holds the %d node(s) it starts with (only a pool at zero grows here, by Karpenter)", p.Nodes)
 	case run == p.Needs:
 		s += fmt.Sprintf("; Karpenter made %d in this run", run)
 	default:

@@ -52,11 +52,11 @@ func TestReportGrowth(t *testing.T) {
 			"REFUSED: 1 GPU pod(s) fit no node within maxNodes 2 (8 GPUs each); they would wait forever (kolotoc:nodePools[0].maxNodes)",
 			"DOES NOT FIT: what the growth above refuses can never be placed",
 		}},
-		{name: "a pool autoscaled above zero: the cloud grows it", fits: true, change: func(r *Report) {
+		{name: "a pool autoscaled above zero: fixed in the mirror", fits: true, change: func(r *Report) {
 			r.Pools[0].FromZero, r.Pools[0].Nodes = false, 1
 			p := &r.Growth.Pools[0]
 			p.Karpenter, p.Nodes, p.MinNodes = false, 1, 1
-		}, want: []string{"pool gpu: grows 1 → 2 nodes of a2-highgpu-8g (max 4): towers 2×8 GPUs; the cloud's autoscaler grows it, the mirror holds the 1 node(s) it starts with"},
+		}, want: []string{"pool gpu: grows 1 → 2 nodes of a2-highgpu-8g (max 4): towers 2×8 GPUs; the mirror holds the 1 node(s) it starts with (only a pool at zero grows here, by Karpenter)"},
 			not: []string{"Karpenter made"}},
 		{name: "an autoscaled CPU pool", fits: true, change: func(r *Report) {
 			r.Growth.Pools = append(r.Growth.Pools, PoolGrowth{Pool: "cpu", Index: 1, MachineType: "n2-standard-16", MaxNodes: 3, Karpenter: true, GPUPods: []GPUDemand{}})
