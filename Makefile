@@ -29,7 +29,7 @@ STACK_ENV = eval "$$(testbed/stack/stack.sh env)"
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
-	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster, a report, exit 0 only if every pod is placed"
+	@echo "make fit STACK=name                        will that stack fit? its pools and workloads mirrored on the local cluster (pools at zero grown by Karpenter), a report with each autoscaled pool's growth, exit 0 only if every pod is placed"
 	@echo "make bench-scale [SIZES=128,1024,4096]     pulumi up of N ranks side by side with kubectl apply --server-side (cluster up)"
 	@echo "make bench-loop [RUNS=5]                   preview and up of a deployed stack with nothing to change, timed"
 	@echo "make bench-queue [RUNS=5]                  fresh ups of dev without and with the queue (Kueue), timed"

@@ -327,5 +327,10 @@ func StackOutputs(c *Config, e *entrypoint.Args, kube KubeAccess) pulumi.Map {
 	sort.Strings(pools)
 	out["nodePools"] = pulumi.ToStringArray(pools)
 	out["poolBounds"] = poolBounds(c) // autoscale.go
+
+	// A fit stack's growth (growth.go), which make fit reports.
+	for k, v := range growthOutputs(c) {
+		out[k] = v
+	}
 	return out
 }

@@ -1,8 +1,9 @@
 package stacks
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,31 +50,10 @@ func (c *Config) validateGPUBudget(v *Validator) {
 
 // packGPUs places every pod on one of nodes nodes of capacity GPUs each, largest first.
 func packGPUs(demands []GPUDemand, nodes, capacity int) bool {
-	var pods []int
-	for _, d := range demands {
-		for i := 0; i < d.Pods; i++ {
-			pods = append(pods, d.GPUs)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(pods)))
-	free := make([]int, nodes)
-	for i := range free {
-		free[i] = capacity
-	}
-	for _, g := range pods {
-		placed := false
-		for i := range free {
-			if free[i] >= g {
-				free[i] -= g
-				placed = true
-				break
-			}
-		}
-		if !placed {
-			return false
-		}
-	}
-	return true
+	d := slices.Clone(demands)
+	slices.SortStableFunc(d, func(a, b GPUDemand) int { return cmp.Compare(b.GPUs, a.GPUs) })
+	_, unplaced := gpuNodes(d, capacity, nodes, false)
+	return unplaced == 0
 }
 
 // GPUTaint is the GPU pools' taint as users see it in messages.

@@ -112,9 +112,13 @@ type PoolUse struct{ Pool, Who string }
 
 // GPUDemand is one workload's GPU pods on a pool.
 type GPUDemand struct {
-	Who        string // config key of the workload
-	Pods, GPUs int    // pods and GPUs per pod
-	Pool       string
+	Who  string `json:"who"`  // config key of the workload
+	Pods int    `json:"pods"` // pods
+	GPUs int    `json:"gpus"` // GPUs per pod
+	Pool string `json:"pool"`
+	// Spread: its pods prefer distinct nodes (meta.Labels.SpreadAcrossNodes), which Karpenter
+	// honours while the pool's maxNodes allows (growth.go).
+	Spread bool `json:"spread"`
 }
 
 // EnvSetting is one env key of a workload (kolotoc:<workload>.env).

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"kolotoc/components/cluster"
 	"kolotoc/components/meta"
 	"kolotoc/stacks"
 )
@@ -127,5 +128,57 @@ func TestNoCommittedStackSetsFit(t *testing.T) {
 				t.Errorf("%s sets %s: only make fit's throw-away stacks may", f, k)
 			}
 		}
+	}
+}
+
+// TestFitGrowthFromZero: the mirror make fit deploys of each cloud layout, its GPU pool turned into
+// a pool at zero (minNodes: 0, maxNodes: the nodes it had), is accepted on the simulated cloud as a
+// Karpenter NodePool, and exports the growth make fit reports: the GPU pool grows from zero to
+// the nodes the towers take, within maxNodes. A stack without kolotoc:fit exports no growth.
+func TestFitGrowthFromZero(t *testing.T) {
+	for _, l := range fitLayouts[:3] { // the cloud layouts: prod, aws, azure
+		t.Run(l.name, func(t *testing.T) {
+			raw := fitRaw(t, l.file, l.name, true)
+			var pools []map[string]any
+			if err := json.Unmarshal([]byte(raw.Values["kolotoc:nodePools"]), &pools); err != nil {
+				t.Fatal(err)
+			}
+			maxNodes := 0.0
+			for _, p := range pools {
+				if p["name"] == "gpu" {
+					maxNodes = p["nodes"].(float64)
+					delete(p, "nodes")
+					p["minNodes"], p["maxNodes"] = 0, maxNodes
+				}
+			}
+			b, _ := json.Marshal(pools)
+			raw.Values["kolotoc:nodePools"] = string(b)
+			cfg, err := stacks.Load(raw)
+			if err != nil {
+				t.Fatalf("the mirror of a pool at zero is refused: %v", err)
+			}
+			rec, outs := deployOutputs(t, raw)
+			if n := len(rec.ofType(cluster.NodePoolType)); n != 1 {
+				t.Errorf("%d Karpenter NodePools registered, want the GPU pool's", n)
+			}
+			text, _ := outs[stacks.GrowthOutput].value.(string)
+			var g stacks.Growth
+			if err := json.Unmarshal([]byte(text), &g); err != nil {
+				t.Fatalf("output %s %q: %v", stacks.GrowthOutput, text, err)
+			}
+			var gpu *stacks.PoolGrowth
+			for i := range g.Pools {
+				if g.Pools[i].Pool == "gpu" {
+					gpu = &g.Pools[i]
+				}
+			}
+			towers := cfg.Towers.Count * cfg.Towers.GPUsPerTower / cfg.Pool("gpu").GPUsPerNode
+			if gpu == nil || !gpu.Karpenter || gpu.Nodes != 0 || gpu.MaxNodes != int(maxNodes) || gpu.Needs != towers || gpu.Unplaced != 0 {
+				t.Errorf("growth of the GPU pool %+v: want Karpenter's, 0 → %d nodes within %v", gpu, towers, maxNodes)
+			}
+			if _, outs := deployOutputs(t, fitRaw(t, l.file, l.name, false)); outs[stacks.GrowthOutput].value != nil {
+				t.Errorf("a stack without kolotoc:fit exports %s", stacks.GrowthOutput)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -59,8 +60,26 @@ func poolsServed(kube *kubernetes.Clientset) error {
 	return nil
 }
 
+// karpenterAPI is the API of Karpenter's NodePool (components/cluster.KarpenterAPIVersion).
+const karpenterAPI = "karpenter.sh/v1"
+
+// karpenterServed checks that the cluster serves Karpenter's NodePool, which the local cluster's
+// Karpenter installs (testbed/cluster/cluster.sh start_karpenter): without it a pool at zero
+// could not be made, or would never grow.
+func karpenterServed(kube *kubernetes.Clientset, pools map[string]bool) error {
+	if _, err := kube.Discovery().ServerResourcesForGroupVersion(karpenterAPI); err != nil {
+		names := slices.Sorted(maps.Keys(pools))
+		return fmt.Errorf("pool(s) %s sit at zero (minNodes: 0), which Karpenter grows, and the local cluster does not serve %s (%v): its Karpenter has not run on it.\n"+
+			"Build it (testbed/tools/tools.sh karpenter) and start the cluster with it (make cluster, KOLOTOC_KARPENTER=1, the default), then run make fit again",
+			strings.Join(names, ", "), karpenterAPI, err)
+	}
+	return nil
+}
+
 // decided: the scheduler placed the pod, or said why it cannot; or Kueue holds it (its
-// admission gate): the scheduler will not look at it until the queue admits its group.
+// admission gate): the scheduler will not look at it until the queue admits its group. A pod of a
+// pool at zero that the scheduler cannot place yet waits for Karpenter, which makes its node or
+// says why not (karpenterRefusals); the snapshot's decided asks that too.
 func decided(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || queueHeld(p) {
 		return true
@@ -147,24 +166,107 @@ func workloadOf(p *corev1.Pod) string {
 type snapshot struct {
 	pods    []corev1.Pod
 	missing []Missing
+	// fromZero: the pools at zero, whose nodes Karpenter makes; refused: Karpenter's last word on
+	// each pod it could not place (namespace/name → its message).
+	fromZero map[string]bool
+	refused  map[string]string
 }
 
-// complete: every controller has created its pods and the scheduler has decided every one.
+// decided: decided(p), and for a pod of a pool at zero that no node holds yet, Karpenter has said
+// it cannot place it: until then it is making the pod's node, or about to (it batches the
+// Pending pods of up to ten seconds).
+func (s snapshot) decided(p *corev1.Pod) bool {
+	if !decided(p) {
+		return false
+	}
+	if p.Spec.NodeName != "" || queueHeld(p) || !s.fromZero[p.Spec.NodeSelector[poolLabel]] {
+		return true
+	}
+	_, ok := s.refused[p.Namespace+"/"+p.Name]
+	return ok
+}
+
+// complete: every controller has created its pods and the scheduler (with Karpenter, for the
+// pools at zero) has decided every one.
 func (s snapshot) complete() bool {
 	if len(s.missing) > 0 || len(s.pods) == 0 {
 		return false
 	}
 	for i := range s.pods {
-		if !decided(&s.pods[i]) {
+		if !s.decided(&s.pods[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// take lists the pods of the namespaces and the pods their controllers want.
-func take(ctx context.Context, kube *kubernetes.Clientset, namespaces []string) (snapshot, error) {
-	var s snapshot
+// karpenterApp is the component Karpenter's events come from (sigs.k8s.io/karpenter
+// pkg/operator: AppName); karpenterFailed the reason of its event for a pod it cannot place and
+// karpenterNominated the one for a pod it has found or made a node for (pkg/events/reason.go,
+// pkg/controllers/provisioning/scheduling/events.go).
+const (
+	karpenterApp       = "karpenter"
+	karpenterFailed    = "FailedScheduling"
+	karpenterNominated = "Nominated"
+)
+
+// karpenterRefusals reads Karpenter's events on the pods of the namespaces and returns, for each
+// pod whose latest Karpenter event says it cannot be placed, that event's message.
+func karpenterRefusals(ctx context.Context, kube *kubernetes.Clientset, namespaces []string) (map[string]string, error) {
+	var events []corev1.Event
+	for _, ns := range namespaces {
+		list, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod"})
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, list.Items...)
+	}
+	return latestRefusals(events), nil
+}
+
+// latestRefusals: per pod (namespace/name), the message of Karpenter's latest event when that
+// event is its refusal (a later nomination means it found the pod a node after all).
+func latestRefusals(events []corev1.Event) map[string]string {
+	type last struct {
+		at          time.Time
+		reason, msg string
+	}
+	latest := map[string]last{}
+	for _, e := range events {
+		if e.Source.Component != karpenterApp && e.ReportingController != karpenterApp {
+			continue
+		}
+		if e.Reason != karpenterFailed && e.Reason != karpenterNominated {
+			continue
+		}
+		at := e.LastTimestamp.Time
+		if e.EventTime.After(at) {
+			at = e.EventTime.Time
+		}
+		k := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		if l, ok := latest[k]; !ok || !at.Before(l.at) {
+			latest[k] = last{at, e.Reason, e.Message}
+		}
+	}
+	out := map[string]string{}
+	for k, l := range latest {
+		if l.reason == karpenterFailed {
+			out[k] = l.msg
+		}
+	}
+	return out
+}
+
+// take lists the pods of the namespaces and the pods their controllers want, and, when the
+// stack has pools at zero, Karpenter's refusals.
+func take(ctx context.Context, kube *kubernetes.Clientset, namespaces []string, fromZero map[string]bool) (snapshot, error) {
+	s := snapshot{fromZero: fromZero}
+	if len(fromZero) > 0 {
+		var err error
+		if s.refused, err = karpenterRefusals(ctx, kube, namespaces); err != nil {
+			return s, err
+		}
+	}
 	want := map[string]int{}
 	for _, ns := range namespaces {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -231,12 +333,13 @@ func deref(p *int32, def int32) int32 {
 	return *p
 }
 
-// waitForScheduler polls until every controller has created its pods and the scheduler has
-// placed or refused each, or until the timeout; it returns the last snapshot.
-func waitForScheduler(ctx context.Context, kube *kubernetes.Clientset, namespaces []string, timeout time.Duration) (snapshot, error) {
+// waitForScheduler polls until every controller has created its pods and the scheduler (with
+// Karpenter, for the pools at zero) has placed or refused each, or until the timeout; it returns
+// the last snapshot.
+func waitForScheduler(ctx context.Context, kube *kubernetes.Clientset, namespaces []string, fromZero map[string]bool, timeout time.Duration) (snapshot, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		s, err := take(ctx, kube, namespaces)
+		s, err := take(ctx, kube, namespaces, fromZero)
 		if err != nil {
 			return s, err
 		}
@@ -366,7 +469,7 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 		p, ok := pools[name]
 		if !ok {
 			d, _ := m.Decl(name)
-			p = &Pool{Name: name, Index: d.Index, MaxNodes: d.MaxNodes, Real: d.Real,
+			p = &Pool{Name: name, Index: d.Index, MaxNodes: d.MaxNodes, Real: d.Real, FromZero: d.FromZero,
 				MachineType: n.Labels["node.kubernetes.io/instance-type"], PerNode: nodeAllocatable(n)}
 			pools[name] = p
 		}
@@ -418,6 +521,8 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 		if p, ok := pools[d.Name]; ok {
 			r.Pools = append(r.Pools, *p)
 			delete(pools, d.Name)
+		} else if d.FromZero { // Karpenter made none of its nodes
+			r.Pools = append(r.Pools, Pool{Name: d.Name, Index: d.Index, MaxNodes: d.MaxNodes, FromZero: true})
 		}
 	}
 	for _, p := range pools {
@@ -434,6 +539,11 @@ func collect(ctx context.Context, kube *kubernetes.Clientset, m *Mirror, s snaps
 					pod.Reason = c.Message
 					pod.Undecided = c.Reason != corev1.PodReasonUnschedulable
 				}
+			}
+			if !pod.Undecided && !queueHeld(p) && s.fromZero[pod.Pool] {
+				pod.Autoscaler = s.refused[p.Namespace+"/"+p.Name]
+				pod.AwaitsAutoscaler = pod.Autoscaler == ""
+				pod.Undecided = pod.AwaitsAutoscaler
 			}
 		}
 		r.Pods = append(r.Pods, pod)

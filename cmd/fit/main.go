@@ -1,7 +1,9 @@
 // Command fit answers "does this environment fit?" before anything is paid for: `make fit
 // STACK=<name>` mirrors the stack's node pools node for node on the local cluster (kwok nodes of
-// the machine types' figures), deploys its workloads there as a throw-away stack, waits until the
-// scheduler has placed or refused every pod, prints a report, and destroys the throw-away stack.
+// the machine types' figures; a pool at zero as a Karpenter NodePool that the local cluster's
+// Karpenter grows), deploys its workloads there as a throw-away stack, waits until the scheduler
+// (and Karpenter) has placed or refused every pod, prints a report with the growth of the
+// autoscaled pools (growth.go), and destroys the throw-away stack.
 // The stack's own file and state are only read (the file) or never touched (the state).
 //
 //	make fit STACK=<stack name | path of a stack file>
@@ -9,8 +11,10 @@
 //	    (after eval "$(testbed/stack/stack.sh env)")
 //
 // A stack name is Pulumi.<name>.yaml in the project, else examples/<name>/Pulumi.<name>.yaml.
-// Exit status: 0 every pod placed; 1 it does not fit (pods Pending, or the program refuses the
-// configuration); 2 the check could not run (no local cluster, no tools, a failed deploy).
+// Exit status: 0 every pod placed; 1 it does not fit (pods Pending, the program refuses the
+// configuration, or the growth refuses a workload: GPU pods beyond a pool's maxNodes, a gang
+// beyond its queue's quota); 2 the check could not run (no local cluster, no Karpenter for a pool
+// at zero, no tools, a failed deploy).
 //
 // The environment is `testbed/stack/stack.sh env`'s: pulumi and its plugins on PATH,
 // KOLOTOC_KUBECONFIG. Everything the check writes lives under .kolotoc/fit/ and is removed
@@ -48,6 +52,10 @@ const (
 // defaultWait: how long the scheduler gets to decide every pod after pulumi up. It decides
 // within a second or two on the local cluster; controllers create the pods first.
 const defaultWait = 60 * time.Second
+
+// karpenterCleanup: how long the clean-up waits for Karpenter to delete the nodes it made for a
+// pool at zero once the mirror is destroyed (it drains and deletes them within seconds).
+const karpenterCleanup = 60 * time.Second
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -104,6 +112,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "fit: %s: %v\n", source, err)
 		return exitCannot
+	}
+	if zero := m.FromZero(); len(zero) > 0 {
+		if err := karpenterServed(kube, zero); err != nil {
+			fmt.Fprintf(stderr, "fit: %v\n", err)
+			return exitCannot
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -249,9 +263,13 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 		}
 		return exitCannot
 	}
+	if r.Growth, err = c.growth(); err != nil {
+		fmt.Fprintf(c.errw, "fit: %v (log: %s)\n", err, c.logPath())
+		return exitCannot
+	}
 	logf("waiting for the scheduler (at most %s)", wait)
 	start = time.Now()
-	snap, err := waitForScheduler(ctx, c.kube, c.namespaces(), wait)
+	snap, err := waitForScheduler(ctx, c.kube, c.namespaces(), c.m.FromZero(), wait)
 	r.Decide = time.Since(start)
 	if err != nil {
 		fmt.Fprintf(c.errw, "fit: %v\n", err)
@@ -263,6 +281,15 @@ func (c *check) check(ctx context.Context, stack, source string, wait time.Durat
 	}
 	r.Write(c.out)
 	return r.ExitCode()
+}
+
+// growth reads the growth the program computed for the mirror (stacks/growth.go).
+func (c *check) growth() (*Growth, error) {
+	out, err := c.st.Quiet("", "stack", "output", "--json", growthOutput)
+	if err != nil {
+		return nil, fmt.Errorf("pulumi stack output %s of %s: %w", growthOutput, c.m.Name, err)
+	}
+	return parseGrowth(out)
 }
 
 // prepare creates the mirror's throw-away stack (its own project directory naming the program,
@@ -295,6 +322,11 @@ func (c *check) cleanup(ctx context.Context) error {
 		return err
 	}
 	left, err := leftovers(ctx, c.kube, c.m, c.namespaces())
+	// Karpenter deletes a pool at zero's nodes after its NodePool is gone, a few seconds later.
+	for deadline := time.Now().Add(karpenterCleanup); err == nil && len(left) > 0 && len(c.m.FromZero()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		left, err = leftovers(ctx, c.kube, c.m, c.namespaces())
+	}
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 	"kolotoc/components/meta"
 )
 
-// ns is the program's config namespace (stacks.ConfigNamespace; not imported: package stacks
-// links every cloud SDK, and this command needs none).
+// ns is the program's config namespace (stacks.ConfigNamespace; not imported: the program's
+// cloud entries link every cloud SDK, and this command needs none).
 const ns = "kolotoc:"
 
 // PoolDecl is what the stack file says of one pool, for the report.
@@ -24,6 +24,9 @@ type PoolDecl struct {
 	Nodes    int // nodes (default 1)
 	MaxNodes int // maxNodes when set, else 0
 	Real     bool
+	// FromZero: the pool sits at zero (minNodes: 0); the mirror's is a Karpenter NodePool that
+	// the local cluster's Karpenter grows for the pods that need it, as the cloud's autoscaler would.
+	FromZero bool
 }
 
 // Mirror is the throw-away stack `make fit` deploys in place of a stack: the same pools and
@@ -52,7 +55,8 @@ func MirrorName(stack string) string {
 // NewMirror turns a stack file into the config of its throw-away mirror. The stack file is only
 // read. Every change is there to keep the mirror local and disposable:
 //   - kolotoc:cloud becomes simulated: each pool is mirrored node for node (a catalogued machine
-//     type gives its figures), a cloud file store is stood in by the in-cluster NFS server;
+//     type gives its figures), a pool at zero (minNodes: 0) as a Karpenter NodePool that the local
+//     cluster's Karpenter grows, a cloud file store is stood in by the in-cluster NFS server;
 //   - cluster.name and the namespace become the mirror's own (fit-<stack>, kolotoc-fit-<stack>),
 //     so it never meets the stack itself or another stack on the local cluster; the kubeconfig is
 //     the local cluster's;
@@ -139,6 +143,20 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 		if n, ok := pm["maxNodes"].(int); ok {
 			d.MaxNodes = n
 		}
+		minNodes, minSet := pm["minNodes"].(int)
+		switch {
+		case minSet && minNodes == 0:
+			d.FromZero, d.Nodes = true, 0
+			if n, ok := pm["nodes"].(int); ok {
+				d.Nodes = n
+			}
+			m.Notes = append(m.Notes, fmt.Sprintf("pool %s (minNodes 0) → a Karpenter NodePool at zero: the local cluster's Karpenter grows it for the pods that need it, up to maxNodes, as the cloud's autoscaler would", d.Name))
+		case d.Nodes < d.MaxNodes:
+			if !minSet {
+				minNodes = d.Nodes
+			}
+			m.Notes = append(m.Notes, fmt.Sprintf("pool %s (autoscaled %d..%d) → the %d node(s) it starts with, fixed: only pools at zero grow in the mirror (Growth, below, says how far it would grow)", d.Name, minNodes, d.MaxNodes, d.Nodes))
+		}
 		if real, _ := pm["real"].(bool); real {
 			d.Real = true
 			pm["real"] = false
@@ -170,6 +188,17 @@ func NewMirror(stack string, stackFile []byte, kubeconfig string) (*Mirror, erro
 // ConfigFile is the mirror's Pulumi.<name>.yaml.
 func (m *Mirror) ConfigFile() ([]byte, error) {
 	return yaml.Marshal(map[string]any{"config": m.Config})
+}
+
+// FromZero: the mirror's pools at zero, whose nodes the local cluster's Karpenter makes.
+func (m *Mirror) FromZero() map[string]bool {
+	out := map[string]bool{}
+	for _, d := range m.Pools {
+		if d.FromZero {
+			out[d.Name] = true
+		}
+	}
+	return out
 }
 
 // Decl returns what the stack file says of a pool.

@@ -179,3 +179,30 @@ func TestMirrorQueue(t *testing.T) {
 		t.Errorf("notes do not say what became of the ClusterQueue: %v", m.Notes)
 	}
 }
+
+// TestMirrorFromZero: a pool at zero is mirrored as it is (a Karpenter NodePool, which the local
+// cluster's Karpenter grows), remembered as such; a pool autoscaled above zero keeps its nodes, and
+// the notes say both.
+func TestMirrorFromZero(t *testing.T) {
+	file := strings.Replace(cloudStack, "      nodes: 8\n", "      minNodes: 0\n      maxNodes: 4\n", 1)
+	m, err := NewMirror("prod", []byte(file), "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []PoolDecl{{Name: "gpu", Index: 0, Nodes: 0, MaxNodes: 4, FromZero: true}, {Name: "cpu", Index: 1, Nodes: 2, MaxNodes: 4}}; !reflect.DeepEqual(m.Pools, want) {
+		t.Errorf("pools %+v, want %+v", m.Pools, want)
+	}
+	if z := m.FromZero(); len(z) != 1 || !z["gpu"] {
+		t.Errorf("FromZero %v, want gpu", z)
+	}
+	pool := m.Config["kolotoc:nodePools"].([]any)[0].(map[string]any)
+	if pool["minNodes"] != 0 || pool["maxNodes"] != 4 {
+		t.Errorf("mirrored pool %v: want minNodes 0, maxNodes 4 kept", pool)
+	}
+	notes := strings.Join(m.Notes, "\n")
+	for _, w := range []string{"pool gpu (minNodes 0) → a Karpenter NodePool at zero", "pool cpu (autoscaled 2..4) → the 2 node(s) it starts with, fixed"} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("notes lack %q:\n%s", w, notes)
+		}
+	}
+}

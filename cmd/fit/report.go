@@ -41,6 +41,7 @@ type Pool struct {
 	Nodes       int    // nodes mirrored (the pool's nodes: what the stack starts with)
 	MaxNodes    int    // the pool's maxNodes when the stack sets it, else 0
 	Real        bool   // declared real: true (the local real node); mirrored as simulated nodes of its declared size
+	FromZero    bool   // a pool at zero (minNodes: 0): Karpenter made its nodes in the run
 	PerNode     Resources
 	Allocatable Resources // every node of the pool together
 	Requested   Resources // by the pods placed on its nodes
@@ -62,6 +63,11 @@ type Pod struct {
 	Requests  Resources
 	Reason    string // the scheduler's message (PodScheduled condition) for a pod it could not place
 	Undecided bool   // neither placed nor refused by the scheduler before the wait ended
+	// Autoscaler: Karpenter's message for a pod of a pool at zero that it could not place (its
+	// FailedScheduling event), "" when it said none; AwaitsAutoscaler: such a pod that Karpenter
+	// had neither found a node for nor refused when the wait ended.
+	Autoscaler       string
+	AwaitsAutoscaler bool
 }
 
 // Missing is a workload whose controller did not create every pod it should have in time.
@@ -90,7 +96,10 @@ type Report struct {
 	// Overcommitted: nodes that hold more than they have once every pod of the stack runs.
 	Overcommitted []Overcommit
 	// Queue: the stack's queued workloads (kolotoc:queue) and whether Kueue admitted each.
-	Queue  []Admission
+	Queue []Admission
+	// Growth: the program's growth of the autoscaled pools and the queue (growth.go); nil when
+	// it was not read.
+	Growth *Growth
 	Deploy time.Duration // pulumi up of the mirror
 	Decide time.Duration // until the scheduler had decided every pod
 }
@@ -105,7 +114,7 @@ type Admission struct {
 // Fits: every pod of the stack was placed, every queued workload admitted, and nothing was
 // refused or left undecided.
 func (r *Report) Fits() bool {
-	if r.Refused != "" || len(r.Missing) > 0 || len(r.Overcommitted) > 0 || len(r.Pods) == 0 {
+	if r.Refused != "" || len(r.Missing) > 0 || len(r.Overcommitted) > 0 || len(r.Pods) == 0 || r.Growth.neverPlaced() {
 		return false
 	}
 	for _, a := range r.Queue {
@@ -156,6 +165,9 @@ func (r *Report) Write(w io.Writer) {
 		nodes := strconv.Itoa(p.Nodes)
 		if p.MaxNodes > p.Nodes {
 			nodes += fmt.Sprintf(" (max %d)", p.MaxNodes)
+		}
+		if p.FromZero {
+			nodes = fmt.Sprintf("%d (0..%d)", p.Nodes, p.MaxNodes)
 		}
 		gpus := "-"
 		if p.Allocatable.GPUs > 0 || p.Requested.GPUs > 0 {
@@ -212,6 +224,8 @@ func (r *Report) Write(w io.Writer) {
 		}
 	}
 
+	writeGrowth(w, r.Growth, r.Pools)
+
 	nodes := 0
 	for _, p := range r.Pools {
 		nodes += p.Nodes
@@ -233,6 +247,10 @@ func (r *Report) Write(w io.Writer) {
 	notPlaced := len(r.pending())
 	for _, m := range r.Missing {
 		notPlaced += m.Wanted - m.Created
+	}
+	if notPlaced == 0 && len(r.Overcommitted) == 0 && r.Growth.neverPlaced() {
+		fmt.Fprintf(w, "\nDOES NOT FIT: what the growth above refuses can never be placed (deployed in %s, scheduled in %s).\n", round(r.Deploy), round(r.Decide))
+		return
 	}
 	if notPlaced == 0 && len(r.Overcommitted) > 0 {
 		fmt.Fprintf(w, "\nDOES NOT FIT: %d node(s) over-committed once every pod runs (deployed in %s, scheduled in %s).\n",
@@ -324,9 +342,14 @@ func groupByReason(pods []Pod) []reasonGroup {
 	idx := map[[2]string]int{}
 	for _, p := range pods {
 		reason := p.Reason
-		if p.Undecided {
+		switch {
+		case p.AwaitsAutoscaler:
+			reason = "Karpenter had neither made a node for it nor said why not when the wait ended"
+		case p.Undecided:
 			reason = "not decided by the scheduler before the wait ended"
-		} else if reason == "" {
+		case p.Autoscaler != "":
+			reason = "Karpenter: " + p.Autoscaler
+		case reason == "":
 			reason = "(no reason given)"
 		}
 		k := [2]string{p.Workload, reason}

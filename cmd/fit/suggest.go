@@ -53,6 +53,14 @@ func Suggest(r *Report) []string {
 		switch {
 		case p.Undecided || strings.HasPrefix(p.Workload, "DaemonSet/"):
 			continue // a node agent follows the nodes; nothing to size
+		case known && pool.FromZero:
+			// Karpenter's pool: its nodes follow the pods up to maxNodes, so the count to raise
+			// is maxNodes, and only when Karpenter says its limit stopped it.
+			if !noted[p.Workload] {
+				noted[p.Workload] = true
+				out = append(out, fromZeroSuggestion(p, pool, r.pending()))
+			}
+			continue
 		case !lacksRoom(p.Reason) || !known:
 			if !noted[p.Workload] {
 				noted[p.Workload] = true
@@ -96,6 +104,28 @@ func Suggest(r *Report) []string {
 		}
 	}
 	return out
+}
+
+// karpenterLimit is what Karpenter says of a pod it does not place because its NodePool's
+// limits are reached (sigs.k8s.io/karpenter pkg/controllers/provisioning/scheduling/scheduler.go).
+const karpenterLimit = "exceed limits for nodepool"
+
+// fromZeroSuggestion: for a workload waiting on a pool at zero, a larger maxNodes when Karpenter's
+// limit stopped it (as many nodes more as its waiting pods take, packed), else Karpenter's reason.
+func fromZeroSuggestion(p Pod, pool Pool, pending []Pod) string {
+	if !strings.Contains(p.Autoscaler, karpenterLimit) || pool.Nodes == 0 {
+		return fmt.Sprintf("%s: not a matter of the pool's maxNodes; Karpenter's reason above says what stands in the way", p.Workload)
+	}
+	var waiting []Pod
+	for _, q := range pending {
+		if q.Pool == pool.Name && strings.Contains(q.Autoscaler, karpenterLimit) {
+			waiting = append(waiting, q)
+		}
+	}
+	add := packNodes(waiting, pool.PerNode)
+	key := fmt.Sprintf("kolotoc:nodePools[%d].maxNodes", pool.Index)
+	return fmt.Sprintf("pool %s: Karpenter stopped at maxNodes %d; %d more node(s) place the %d pod(s) waiting: %s: %d → %d",
+		pool.Name, pool.MaxNodes, add, len(waiting), key, pool.MaxNodes, pool.MaxNodes+add)
 }
 
 // tooBig: a pod that no node of its pool could hold, even empty.

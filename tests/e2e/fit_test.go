@@ -22,7 +22,9 @@ import (
 // that does not, testdata/Pulumi.short.yaml (two 8-GPU towers on a pool that starts with one
 // 8-GPU node): the verdict is the exit status, the reason is the scheduler's own, and afterwards
 // nothing of the throw-away stack is left, in the cluster or under .kolotoc/fit/, and the stack
-// file is unchanged.
+// file is unchanged. testdata/Pulumi.zero.yaml has its GPU pool at zero: the local cluster's
+// Karpenter grows it for the towers, and the report's growth (computed from the configuration)
+// matches the nodes it made; its nodes are gone after the clean-up too.
 func TestFit(t *testing.T) {
 	t.Parallel() // see doc.go
 	_, cfg := localCluster(t)
@@ -62,6 +64,13 @@ func TestFit(t *testing.T) {
 		{name: "fabric", file: "examples/aws/Pulumi.aws.yaml", mirror: "fit-aws", code: 0, want: []string{
 			"Placement and fabric",
 			"  gpu: one zone (us-east-1a); fabric efa: 4 vpc.amazonaws.com/efa per node, 8/8 requested",
+			"FITS: all ",
+		}},
+		{name: "from zero", file: "tests/e2e/testdata/Pulumi.zero.yaml", mirror: "fit-zero", code: 0, want: []string{
+			"pool gpu (minNodes 0) → a Karpenter NodePool at zero",
+			"  gpu   2 (0..4)  a2-highgpu-8g  16/16 ",
+			"Growth (autoscaled pools",
+			"  pool gpu: grows 0 → 2 nodes of a2-highgpu-8g (max 4): towers 2×8 GPUs; Karpenter made 2 in this run",
 			"FITS: all ",
 		}},
 		{name: "does not fit", file: "tests/e2e/testdata/Pulumi.short.yaml", mirror: "fit-short", code: 1, want: []string{

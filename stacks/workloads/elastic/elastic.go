@@ -36,7 +36,7 @@ var entry = &stacks.Workload{
 		return []stacks.PoolUse{{Pool: c.Elastic.Pool, Who: "the elastic workers"}}
 	},
 	GPUs: func(c *stacks.Config) []stacks.GPUDemand {
-		return []stacks.GPUDemand{{Who: "elastic", Pods: c.Elastic.Nodes, GPUs: c.Elastic.GPUsPerNode, Pool: c.Elastic.Pool}}
+		return []stacks.GPUDemand{{Who: "elastic", Pods: c.Elastic.Nodes, GPUs: c.Elastic.GPUsPerNode, Pool: c.Elastic.Pool, Spread: true}}
 	},
 	Env: func(c *stacks.Config) []stacks.EnvSetting {
 		return []stacks.EnvSetting{{Key: "elastic.env", Env: c.Elastic.Env}}

@@ -35,7 +35,7 @@ var entry = &stacks.Workload{
 	Check:     validateTowers,
 	Pools:     func(c *stacks.Config) []stacks.PoolUse { return []stacks.PoolUse{{Pool: c.Towers.Pool, Who: "towers"}} },
 	GPUs: func(c *stacks.Config) []stacks.GPUDemand {
-		return []stacks.GPUDemand{{Who: "towers", Pods: c.Towers.Count, GPUs: c.Towers.GPUsPerTower, Pool: c.Towers.Pool}}
+		return []stacks.GPUDemand{{Who: "towers", Pods: c.Towers.Count, GPUs: c.Towers.GPUsPerTower, Pool: c.Towers.Pool, Spread: true}}
 	},
 	Env: func(c *stacks.Config) []stacks.EnvSetting {
 		return []stacks.EnvSetting{{Key: "towers.env", Env: c.Towers.Env}, {Key: "towers.launcherEnv", Env: c.Towers.LauncherEnv}}
