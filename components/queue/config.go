@@ -146,10 +146,25 @@ func (c Config) Validate(p meta.Problems) {
 		p.Add(Key+".type", c.Type, "allowed: "+strings.Join(Allowed, ", "))
 		return
 	}
+	// Each value is checked by itself first, whatever the type, so that its error says what it allows.
+	provisioningOK := c.Provisioning == "" || contains(AllowedProvisionings, c.Provisioning)
+	if !provisioningOK {
+		p.Add(Key+".provisioning", c.Provisioning, "allowed: "+strings.Join(AllowedProvisionings, ", "))
+	}
+	durationOK := c.MaxRunDuration == ""
+	if !durationOK {
+		_, err := MaxRunDurationSeconds(c.MaxRunDuration)
+		if durationOK = err == nil; !durationOK {
+			p.Add(Key+".maxRunDuration", c.MaxRunDuration, err.Error())
+		}
+	}
 	if !c.On() {
-		for _, k := range []struct{ key, v string }{{".provisioning", c.Provisioning}, {".maxRunDuration", c.MaxRunDuration}} {
-			if k.v != "" {
-				p.Add(Key+k.key, k.v, "Kueue asks for a workload's nodes when it admits it, so this needs the queue; allowed: queue.type kueue, or remove it")
+		for _, k := range []struct {
+			key, v string
+			ok     bool
+		}{{".provisioning", c.Provisioning, provisioningOK}, {".maxRunDuration", c.MaxRunDuration, durationOK}} {
+			if k.v != "" && k.ok {
+				p.Add(Key+k.key, k.v, "Kueue asks for a workload's nodes when it admits it, so this needs the queue; allowed: unset, or queue.type kueue")
 			}
 		}
 		if c.LocalQueue != "" || c.ClusterQueue != "" || len(c.Priorities) > 0 || c.Install != nil || c.Image != "" ||
@@ -194,10 +209,6 @@ func (c Config) Validate(p meta.Problems) {
 
 // validateProvisioning checks provisioning and maxRunDuration; the stack checks the cloud and pools.
 func (c Config) validateProvisioning(p meta.Problems) {
-	if !contains(AllowedProvisionings, c.Provisioning) {
-		p.Add(Key+".provisioning", c.Provisioning, "allowed: "+strings.Join(AllowedProvisionings, ", "))
-		return
-	}
 	if c.Provisioning != ProvisioningQueued {
 		if c.MaxRunDuration != "" {
 			p.Add(Key+".maxRunDuration", c.MaxRunDuration, "only queued nodes have a run duration; allowed: unset, or provisioning queued")
@@ -207,9 +218,6 @@ func (c Config) validateProvisioning(p meta.Problems) {
 	if c.ClusterQueue != "" {
 		p.Add(Key+".provisioning", c.Provisioning, fmt.Sprintf("the provisioning admission check goes on the stack's own ClusterQueue, not on %s (clusterQueue); "+
 			"allowed: standard, or remove clusterQueue", c.ClusterQueue))
-	}
-	if _, err := MaxRunDurationSeconds(c.MaxRunDuration); err != nil {
-		p.Add(Key+".maxRunDuration", c.MaxRunDuration, err.Error())
 	}
 }
 
