@@ -13,6 +13,7 @@ import (
 	"kolotoc/components/cluster"
 	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
+	"kolotoc/components/queue"
 )
 
 // Pools that follow the runs: a pool whose minNodes is below its maxNodes is autoscaled, and a pool
@@ -140,6 +141,9 @@ func poolBounds(c *Config) pulumi.Map {
 		}
 		if p.Autoscaled() {
 			b["scaleDownAfter"] = pulumi.String(p.ScaleDownAfter)
+		}
+		if c.QueuedPool(p) {
+			b["provisioning"] = pulumi.String(queue.ProvisioningQueued)
 		}
 		out[p.Name] = b
 	}

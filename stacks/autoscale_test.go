@@ -137,3 +137,94 @@ func TestKarpenterInstanceTypes(t *testing.T) {
 		t.Errorf("n1-standard-8 is missing: a machine type whose GPUs are attached is offered as its plain CPU machine")
 	}
 }
+
+// TestQueuedProvisioningRefusals: queue.provisioning: queued is GKE's queued provisioning through
+// Kueue: anywhere else, without the queue, on a GPU pool that does not sit at zero or whose
+// driver GKE does not install, it is refused with its key before anything is registered
+// (GKE's guide creates the pool with --enable-autoscaling --num-nodes=0 --total-max-nodes and
+// --accelerator ...,gpu-driver-version=...:
+// https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest). The old code knew
+// no such key and failed every case.
+func TestQueuedProvisioningRefusals(t *testing.T) {
+	const (
+		prod   = "../Pulumi.prod.yaml"
+		gpuDev = "../examples/gpu-dev/Pulumi.gpu-dev.yaml"
+		aws    = "../examples/aws/Pulumi.aws.yaml"
+		queued = `{"type":"kueue","provisioning":"queued"}`
+	)
+	gcpAtZero := `[{"name":"gpu","machineType":"a2-highgpu-8g","zones":["us-central1-a"],"minNodes":0,"maxNodes":2},{"name":"cpu","machineType":"n2-standard-32","zones":["us-central1-a"]}]`
+	cases := []struct {
+		name, path, stack string
+		set               map[string]string
+		key, msg          string
+	}{
+		{"aws", aws, "aws", map[string]string{"queue": queued, "nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","nodes":1},{"name":"cpu","machineType":"m6i.4xlarge"}]`},
+			"queue.provisioning", "cloud aws has no queued provisioning of nodes; allowed: standard, or cloud gcp"},
+		{"simulated", gpuDev, "dev", map[string]string{"queue": queued},
+			"queue.provisioning", "cloud simulated has no queued provisioning of nodes; allowed: standard, or cloud gcp"},
+		{"no queue", prod, "prod", map[string]string{"queue": `{"provisioning":"queued"}`, "nodePools": gcpAtZero},
+			"queue.provisioning", "needs the queue; allowed: unset, or queue.type kueue"},
+		{"queue off", prod, "prod", map[string]string{"queue": `{"type":"off","maxRunDuration":"24h"}`},
+			"queue.maxRunDuration", "needs the queue; allowed: unset, or queue.type kueue"},
+		{"not a provisioning", prod, "prod", map[string]string{"queue": `{"type":"kueue","provisioning":"dws"}`},
+			"queue.provisioning", "allowed: standard, queued"},
+		{"maxRunDuration with standard", prod, "prod", map[string]string{"queue": `{"type":"kueue","maxRunDuration":"24h"}`},
+			"queue.maxRunDuration", "only queued nodes have a run duration"},
+		{"maxRunDuration over seven days", prod, "prod", map[string]string{"queue": `{"type":"kueue","provisioning":"queued","maxRunDuration":"192h"}`, "nodePools": gcpAtZero},
+			"queue.maxRunDuration", "at most 168h (GKE's seven days)"},
+		{"maxRunDuration not a duration", prod, "prod", map[string]string{"queue": `{"type":"kueue","provisioning":"queued","maxRunDuration":"a day"}`, "nodePools": gcpAtZero},
+			"queue.maxRunDuration", "a duration in whole seconds"},
+		{"an existing ClusterQueue", prod, "prod", map[string]string{"queue": `{"type":"kueue","provisioning":"queued","clusterQueue":"shared"}`, "nodePools": gcpAtZero},
+			"queue.provisioning", "goes on the stack's own ClusterQueue, not on shared"},
+		{"GPU pool not at zero", prod, "prod", map[string]string{"queue": queued},
+			"nodePools[0].minNodes", "the pool sits at zero; allowed: 0, with maxNodes"},
+		{"GPU pool at zero starting with nodes", prod, "prod", map[string]string{"queue": queued,
+			"nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","zones":["us-central1-a"],"nodes":1,"minNodes":0,"maxNodes":2},{"name":"cpu","machineType":"n2-standard-32","zones":["us-central1-a"]}]`},
+			"nodePools[0].nodes", "the pool starts with none; allowed: 0 (unset)"},
+		{"driver not installed", prod, "prod", map[string]string{"queue": queued,
+			"nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","zones":["us-central1-a"],"minNodes":0,"maxNodes":2,"gpuDriver":"INSTALLATION_DISABLED"},{"name":"cpu","machineType":"n2-standard-32","zones":["us-central1-a"]}]`},
+			"nodePools[0].gpuDriver", "allowed: DEFAULT, LATEST"},
+		{"no GPU pool", prod, "prod", map[string]string{"queue": queued, "nodePools": `[{"name":"cpu","machineType":"n2-standard-32","zones":["us-central1-a"]}]`,
+			"towers": `{"count":2,"gpusPerTower":0,"pool":"cpu"}`},
+			"queue.provisioning", "the stack has no GPU pool"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadWith(t, tc.path, tc.stack, tc.set)
+			var ce *stacks.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("load: %v, want configuration problems", err)
+			}
+			for _, e := range ce.Errors {
+				if e.Key == tc.key && strings.Contains(e.Error(), tc.msg) {
+					return
+				}
+			}
+			t.Errorf("no error on kolotoc:%s containing %q; got:\n%v", tc.key, tc.msg, err)
+		})
+	}
+}
+
+// TestQueuedProvisioningLoads: a gcp stack whose GPU pool sits at zero takes queued provisioning;
+// its GPU pool is queued, its CPU pool is not, and maxRunDuration defaults to GKE's seven days.
+func TestQueuedProvisioningLoads(t *testing.T) {
+	c, err := loadWith(t, "../Pulumi.prod.yaml", "prod", map[string]string{
+		"queue":     `{"type":"kueue","provisioning":"queued"}`,
+		"nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","zones":["us-central1-a"],"minNodes":0,"maxNodes":8},{"name":"cpu","machineType":"n2-standard-32","zones":["us-central1-a"]}]`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.QueuedPool(c.NodePools[0]) || c.QueuedPool(c.NodePools[1]) || c.Queue.MaxRunDuration != "168h" {
+		t.Errorf("queued: gpu %v, cpu %v, maxRunDuration %q; want true, false, 168h",
+			c.QueuedPool(c.NodePools[0]), c.QueuedPool(c.NodePools[1]), c.Queue.MaxRunDuration)
+	}
+	// Every kueue stack is standard unless it says queued, and no pool of it is queued.
+	std, err := loadWith(t, "../Pulumi.prod.yaml", "prod", map[string]string{"queue": `{"type":"kueue"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if std.Queue.Provisioning != "standard" || std.QueuedPool(std.NodePools[0]) || std.Queue.MaxRunDuration != "" {
+		t.Errorf("standard: provisioning %q, gpu queued %v, maxRunDuration %q", std.Queue.Provisioning, std.QueuedPool(std.NodePools[0]), std.Queue.MaxRunDuration)
+	}
+}

@@ -94,6 +94,10 @@ type Cloud struct {
 	// cannot sit at zero (minNodes: 0).
 	KarpenterZones  []string
 	NoScaleFromZero string
+	// ProvisioningClass is the ProvisioningRequest class through which its cluster provisions all
+	// of an admitted workload's GPU nodes at once (queue.provisioning: queued), e.g. GKE's
+	// queued-provisioning.gke.io; "" where it has none. Its Check checks the pools it needs.
+	ProvisioningClass string
 	// LoadBalancer is what its cluster puts in front of a LoadBalancer Service
 	// (entrypoint.LoadBalancer*); "" the passthrough default.
 	LoadBalancer string

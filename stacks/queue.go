@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +31,16 @@ func (c *Config) validateQueue(v *Validator) {
 	}
 	if q.Image != "" {
 		v.Image("queue.image", q.Image)
+	}
+	if q.Queued() && c.CloudEntry().ProvisioningClass == "" {
+		var offer []string
+		for _, cl := range registeredClouds() {
+			if cl.ProvisioningClass != "" {
+				offer = append(offer, cl.Name)
+			}
+		}
+		v.add("queue.provisioning", q.Provisioning, fmt.Sprintf("cloud %s has no queued provisioning of nodes; allowed: %s, or cloud %s",
+			c.Cloud, queue.ProvisioningStandard, strings.Join(offer, ", ")))
 	}
 	for _, wl := range c.enabledWorkloads() { // each queued workload's gang (stacks/workloads/<key>)
 		if wl.Gang == nil {
@@ -197,8 +208,20 @@ func QueueArgs(c *Config) *queue.Args {
 	if c.Queue.ClusterQueue == "" {
 		a.Quota = c.QueueQuota()
 	}
+	if c.Queue.Queued() {
+		// Only the GPU pod sets wait for provisioned nodes: the launcher and CPU workloads run
+		// on the pools that are there.
+		secs, _ := queue.MaxRunDurationSeconds(c.Queue.MaxRunDuration) // validated
+		a.Provisioning = &queue.Provisioning{
+			Class: c.CloudEntry().ProvisioningClass, ManagedResources: []string{meta.GPUResource}, MaxRunDurationSeconds: secs,
+		}
+	}
 	return a
 }
+
+// QueuedPool reports whether a pool's nodes come through the cloud's queued provisioning: every
+// GPU pool of a stack with queue.provisioning queued.
+func (c *Config) QueuedPool(p NodePool) bool { return c.Queue.Queued() && p.GPUsPerNode > 0 }
 
 // deployQueue registers the stack's queue when it has one; what queued pods wait for.
 func deployQueue(ctx *pulumi.Context, c *Config, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) ([]pulumi.Resource, error) {

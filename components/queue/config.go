@@ -7,6 +7,7 @@ package queue
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -25,6 +26,31 @@ const (
 
 // Allowed is what queue.type allows.
 var Allowed = []string{TypeOff, TypeKueue}
+
+// Provisionings of queue.provisioning: how the nodes of an admitted workload arrive.
+const (
+	// ProvisioningStandard: as the cluster's autoscaler adds them, node by node, for the pods
+	// that are Pending (a ring may run short of nodes while it waits for the last ones).
+	ProvisioningStandard = "standard"
+	// ProvisioningQueued: all of them at once or none. Kueue reserves the quota, then asks the
+	// cloud's queued provisioning for every GPU node the workload needs (a ProvisioningRequest,
+	// through its ProvisioningRequest admission check) and admits the workload once they are all
+	// there. On gcp that is GKE's Dynamic Workload Scheduler (flex-start with queued provisioning).
+	ProvisioningQueued = "queued"
+)
+
+// AllowedProvisionings is what queue.provisioning allows.
+var AllowedProvisionings = []string{ProvisioningStandard, ProvisioningQueued}
+
+// DefaultMaxRunDuration: how long queued-provisioned nodes may run (queue.maxRunDuration). GKE
+// takes a queued node pool's nodes back when the duration is over, run or no run, and allows at
+// most seven days ("up to seven days": https://cloud.google.com/kubernetes-engine/docs/concepts/dws);
+// its own default is that maximum, and so is Kolotoc's, so that no run is cut short by a default.
+// A shorter duration is the user's choice, for a run known to end sooner.
+const DefaultMaxRunDuration = "168h"
+
+// MaxRunDurationLimit is the longest queue.maxRunDuration: GKE's seven days.
+const MaxRunDurationLimit = 7 * 24 * time.Hour
 
 // Workloads whose pods a queue admits as one unit, the keys of queue.priorities.
 var Workloads = []string{"towers", "tfcluster", "elastic"}
@@ -73,6 +99,14 @@ type Config struct {
 	Install *bool `json:"install"`
 	// Image: Kueue's controller image when installed, pinned by tag; default DefaultKueueImage.
 	Image string `json:"image"`
+	// Provisioning: how the GPU nodes of an admitted workload arrive: standard (the cluster
+	// autoscaler adds them node by node) or queued (all at once or none, through the cloud's
+	// queued provisioning, gcp only: GKE's Dynamic Workload Scheduler; every GPU pool must sit
+	// at zero); default standard. docs/using/autoscaling.md.
+	Provisioning string `json:"provisioning"`
+	// MaxRunDuration: with provisioning queued, how long the provisioned nodes may run before the
+	// cloud takes them back, running or not (a duration, at most 168h); default 168h.
+	MaxRunDuration string `json:"maxRunDuration"`
 }
 
 // Quota is a ClusterQueue's nominal quota (kolotoc:queue.quota); zero values are derived.
@@ -96,7 +130,14 @@ func (c *Config) Default(cloudInstalls bool) {
 	if *c.Install {
 		meta.Fill(&c.Image, DefaultKueueImage)
 	}
+	meta.Fill(&c.Provisioning, ProvisioningStandard)
+	if c.Provisioning == ProvisioningQueued {
+		meta.Fill(&c.MaxRunDuration, DefaultMaxRunDuration)
+	}
 }
+
+// Queued reports whether the queue's GPU nodes come through the cloud's queued provisioning.
+func (c Config) Queued() bool { return c.On() && c.Provisioning == ProvisioningQueued }
 
 // Validate reports what is wrong with the section's own settings, each with its full key. The
 // stack checks the install against the cloud and each gang against the quota.
@@ -105,7 +146,27 @@ func (c Config) Validate(p meta.Problems) {
 		p.Add(Key+".type", c.Type, "allowed: "+strings.Join(Allowed, ", "))
 		return
 	}
+	// Each value is checked by itself first, whatever the type, so that its error says what it allows.
+	provisioningOK := c.Provisioning == "" || contains(AllowedProvisionings, c.Provisioning)
+	if !provisioningOK {
+		p.Add(Key+".provisioning", c.Provisioning, "allowed: "+strings.Join(AllowedProvisionings, ", "))
+	}
+	durationOK := c.MaxRunDuration == ""
+	if !durationOK {
+		_, err := MaxRunDurationSeconds(c.MaxRunDuration)
+		if durationOK = err == nil; !durationOK {
+			p.Add(Key+".maxRunDuration", c.MaxRunDuration, err.Error())
+		}
+	}
 	if !c.On() {
+		for _, k := range []struct {
+			key, v string
+			ok     bool
+		}{{".provisioning", c.Provisioning, provisioningOK}, {".maxRunDuration", c.MaxRunDuration, durationOK}} {
+			if k.v != "" && k.ok {
+				p.Add(Key+k.key, k.v, "Kueue asks for a workload's nodes when it admits it, so this needs the queue; allowed: unset, or queue.type kueue")
+			}
+		}
 		if c.LocalQueue != "" || c.ClusterQueue != "" || len(c.Priorities) > 0 || c.Install != nil || c.Image != "" ||
 			c.Quota != (Quota{}) {
 			p.Add(Key+".type", c.Type, "the other queue keys take effect with type kueue only; allowed: kueue, or remove them")
@@ -120,6 +181,7 @@ func (c Config) Validate(p meta.Problems) {
 			p.Add(Key+n.key, n.name, "not a Kubernetes object name: "+strings.Join(errs, "; "))
 		}
 	}
+	c.validateProvisioning(p)
 	if c.LocalQueue == "default" {
 		p.Add(Key+".localQueue", c.LocalQueue, "Kueue puts every job of a namespace with a LocalQueue called default in it; choose another name")
 	}
@@ -143,6 +205,30 @@ func (c Config) Validate(p meta.Problems) {
 			p.Add(Key+".priorities."+w, fmt.Sprint(v), "allowed: -1000000000 to 1000000000")
 		}
 	}
+}
+
+// validateProvisioning checks provisioning and maxRunDuration; the stack checks the cloud and pools.
+func (c Config) validateProvisioning(p meta.Problems) {
+	if c.Provisioning != ProvisioningQueued {
+		if c.MaxRunDuration != "" {
+			p.Add(Key+".maxRunDuration", c.MaxRunDuration, "only queued nodes have a run duration; allowed: unset, or provisioning queued")
+		}
+		return
+	}
+	if c.ClusterQueue != "" {
+		p.Add(Key+".provisioning", c.Provisioning, fmt.Sprintf("the provisioning admission check goes on the stack's own ClusterQueue, not on %s (clusterQueue); "+
+			"allowed: standard, or remove clusterQueue", c.ClusterQueue))
+	}
+}
+
+// MaxRunDurationSeconds is a validated maxRunDuration in seconds, as the ProvisioningRequest's
+// maxRunDurationSeconds parameter takes it.
+func MaxRunDurationSeconds(d string) (int, error) {
+	v, err := time.ParseDuration(d)
+	if err != nil || v <= 0 || v > MaxRunDurationLimit || v%time.Second != 0 {
+		return 0, fmt.Errorf("allowed: a duration in whole seconds, more than 0 and at most %s (GKE's seven days), e.g. 24h, 72h", DefaultMaxRunDuration)
+	}
+	return int(v / time.Second), nil
 }
 
 // PriorityClass is the WorkloadPriorityClass of a workload of the stack in namespace.

@@ -41,7 +41,30 @@ type Args struct {
 	// Check: read CheckedCRD and fail unless the cluster serves Kueue's v1beta2 API (a cluster
 	// whose Kueue Kolotoc does not install: existing, and the local test bed's).
 	Check bool
+	// Provisioning: the stack's ClusterQueue admits a workload only once the cloud has
+	// provisioned all its nodes (Kueue's ProvisioningRequest admission check); nil: no check.
+	Provisioning *Provisioning
 }
+
+// Provisioning is Kueue's ProvisioningRequest admission check as the stack configures it
+// (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
+type Provisioning struct {
+	// Class is the ProvisioningRequest class the cloud's autoscaler serves, e.g.
+	// queued-provisioning.gke.io (GKE's Dynamic Workload Scheduler).
+	Class string
+	// ManagedResources: only the pod sets requesting one of these get nodes provisioned; a
+	// workload requesting none is admitted without a ProvisioningRequest (a CPU-only one).
+	ManagedResources []string
+	// MaxRunDurationSeconds is how long the provisioned nodes may run (the class's
+	// maxRunDurationSeconds parameter); 0: the class's default.
+	MaxRunDurationSeconds int
+}
+
+// ProvisioningController is the controllerName of Kueue's ProvisioningRequest admission check
+// (Kueue v0.17 apis/kueue/v1beta2: ProvisioningRequestControllerName). The check's controller
+// runs in every Kueue since v0.14 (its ProvisioningACC feature gate is GA and gone), whenever the
+// cluster serves the ProvisioningRequest API (cmd/kueue/main.go, setupControllers).
+const ProvisioningController = "kueue.x-k8s.io/provisioning-request"
 
 // Queue is the stack's queue.
 type Queue struct {
@@ -99,7 +122,16 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		if _, err := apiextensions.NewCustomResource(ctx, name+"-flavor", RenderFlavor(args), after...); err != nil {
 			return nil, fmt.Errorf("queue %q: ResourceFlavor %q: %w", name, name+"-flavor", err)
 		}
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), after...); err != nil {
+		cqOpts := after
+		if args.Provisioning != nil {
+			check, err := newProvisioningCheck(ctx, name, args, after)
+			if err != nil {
+				return nil, err
+			}
+			// The ClusterQueue stays inactive while a check it names is missing.
+			cqOpts = append(slices.Clone(after), pulumi.DependsOn(check))
+		}
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-cluster", RenderClusterQueue(args), cqOpts...); err != nil {
 			return nil, fmt.Errorf("queue %q: ClusterQueue %q: %w", name, name+"-cluster", err)
 		}
 	}
@@ -120,6 +152,19 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	q.Ready = append(q.Ready, lq)
 	return q, meta.RegisterOutputs(ctx, q, pulumi.Map{"localQueue": pulumi.String(args.LocalQueue), "clusterQueue": pulumi.String(clusterQueue)})
+}
+
+// newProvisioningCheck registers the ProvisioningRequestConfig and the AdmissionCheck naming it.
+func newProvisioningCheck(ctx *pulumi.Context, name string, args *Args, opts []pulumi.ResourceOption) ([]pulumi.Resource, error) {
+	cfg, err := apiextensions.NewCustomResource(ctx, name+"-provisioning", RenderProvisioningConfig(args), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: ProvisioningRequestConfig %q: %w", name, name+"-provisioning", err)
+	}
+	check, err := apiextensions.NewCustomResource(ctx, name+"-check", RenderAdmissionCheck(args), append(slices.Clone(opts), pulumi.DependsOn([]pulumi.Resource{cfg}))...)
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: AdmissionCheck %q: %w", name, name+"-check", err)
+	}
+	return []pulumi.Resource{cfg, check}, nil
 }
 
 // ServesV1beta2 reports whether a Kueue CRD serves the API Kolotoc writes.
@@ -156,6 +201,13 @@ func RenderClusterQueue(a *Args) *apiextensions.CustomResourceArgs {
 			"flavors":          pulumi.Array{pulumi.Map{"name": pulumi.String(a.NamespaceDNS), "resources": resources}},
 		}},
 	}
+	if a.Provisioning != nil {
+		// The check runs for the stack's one flavor, so for every workload of the queue; one that
+		// requests no managed resource passes it at once (managedResources).
+		spec["admissionChecksStrategy"] = pulumi.Map{"admissionChecks": pulumi.Array{pulumi.Map{
+			"name": pulumi.String(a.NamespaceDNS), "onFlavors": pulumi.ToStringArray([]string{a.NamespaceDNS}),
+		}}}
+	}
 	if a.Preempt {
 		// https://kueue.sigs.k8s.io/docs/concepts/preemption/: LowerPriority preempts, within
 		// this ClusterQueue, workloads of a lower priority when the pending one does not fit.
@@ -165,6 +217,46 @@ func RenderClusterQueue(a *Args) *apiextensions.CustomResourceArgs {
 		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("ClusterQueue"),
 		Metadata:    a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
 		OtherFields: kubernetes.UntypedArgs{"spec": spec},
+	}
+}
+
+// RenderProvisioningConfig is the stack's ProvisioningRequestConfig (cluster-scoped, named after
+// the namespace as the ClusterQueue): the class the cloud serves, the resources whose pod sets
+// get nodes, and the run duration, which Kueue passes to each ProvisioningRequest as a
+// parameter (v0.17 apis/kueue/v1beta2 ProvisioningRequestConfigSpec). GKE's own Kueue setup for
+// queued provisioning is this config with provisioningClassName queued-provisioning.gke.io and
+// managedResources nvidia.com/gpu, behind an AdmissionCheck of ProvisioningController
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest, and the same objects in
+// https://docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute).
+func RenderProvisioningConfig(a *Args) *apiextensions.CustomResourceArgs {
+	p := a.Provisioning
+	spec := pulumi.Map{"provisioningClassName": pulumi.String(p.Class)}
+	if len(p.ManagedResources) > 0 {
+		spec["managedResources"] = pulumi.ToStringArray(p.ManagedResources)
+	}
+	if p.MaxRunDurationSeconds > 0 {
+		// Parameters are strings (Kueue's Parameter type).
+		spec["parameters"] = pulumi.StringMap{"maxRunDurationSeconds": pulumi.String(fmt.Sprint(p.MaxRunDurationSeconds))}
+	}
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("ProvisioningRequestConfig"),
+		Metadata:    a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": spec},
+	}
+}
+
+// RenderAdmissionCheck is the stack's AdmissionCheck: Kueue's ProvisioningRequest controller,
+// with the stack's ProvisioningRequestConfig as its parameters.
+func RenderAdmissionCheck(a *Args) *apiextensions.CustomResourceArgs {
+	return &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(APIVersion), Kind: pulumi.String("AdmissionCheck"),
+		Metadata: a.Labels.ObjectMeta(a.NamespaceDNS, nil, component),
+		OtherFields: kubernetes.UntypedArgs{"spec": pulumi.Map{
+			"controllerName": pulumi.String(ProvisioningController),
+			"parameters": pulumi.Map{
+				"apiGroup": pulumi.String(kueueGroup), "kind": pulumi.String("ProvisioningRequestConfig"), "name": pulumi.String(a.NamespaceDNS),
+			},
+		}},
 	}
 }
 

@@ -94,7 +94,25 @@ type Pool struct {
 	// GVNIC: Google Virtual NIC on the nodes, the network interface GCP's higher bandwidths
 	// (and A3's) need (GKE, "Use Google Virtual NIC").
 	GVNIC bool
+	// Queued: the pool's nodes come only through GKE's queued provisioning (ProvisioningRequests
+	// of class queued-provisioning.gke.io, Dynamic Workload Scheduler), all of a request at
+	// once; the pool sits at zero (MinNodes 0) between requests.
+	Queued bool
 }
+
+// GKE's settings of a queued pool (RenderNodePool), as GKE's guide creates one
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest: gcloud container
+// node-pools create --enable-queued-provisioning --enable-autoscaling --num-nodes=0
+// --total-max-nodes --location-policy=ANY --reservation-affinity=none --no-enable-autorepair).
+const (
+	// QueuedLocationPolicy: the autoscaler takes the nodes in whichever of the pool's zones has
+	// them, rather than balancing zones.
+	QueuedLocationPolicy = "ANY"
+	// QueuedReservation: queued nodes consume no reservation; GKE refuses queued provisioning
+	// otherwise ("Queued_provisioning requires reservation affinity to be set to none",
+	// hashicorp/terraform-provider-google#18341).
+	QueuedReservation = "NO_RESERVATION"
+)
 
 // CompactPlacement is the placement policy type of compact pools.
 const CompactPlacement = "COMPACT"
@@ -328,10 +346,11 @@ func RenderNodePool(a *ClusterArgs, p Pool, cluster, serviceAccount pulumi.Strin
 		zones = 1
 	}
 	np := &container.NodePoolArgs{
-		Cluster:    cluster,
-		Project:    optional(a.Project),
-		Location:   pulumi.String(a.Location()),
-		Management: &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)},
+		Cluster:  cluster,
+		Project:  optional(a.Project),
+		Location: pulumi.String(a.Location()),
+		// A queued pool's nodes are not repaired: GKE's guide creates it with auto-repair off.
+		Management: &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(!p.Queued), AutoUpgrade: pulumi.Bool(true)},
 		NodeConfig: renderNodeConfig(a, p, serviceAccount),
 	}
 	if p.CloudName != "" {
@@ -345,7 +364,16 @@ func RenderNodePool(a *ClusterArgs, p Pool, cluster, serviceAccount pulumi.Strin
 	if p.Compact {
 		np.PlacementPolicy = &container.NodePoolPlacementPolicyArgs{Type: pulumi.String(CompactPlacement)}
 	}
-	if autoscaled(p) {
+	if p.Queued {
+		// Total bounds (not per zone) and no nodes until a ProvisioningRequest asks for them.
+		np.QueuedProvisioning = &container.NodePoolQueuedProvisioningArgs{Enabled: pulumi.Bool(true)}
+		np.InitialNodeCount = pulumi.Int(0)
+		np.Autoscaling = &container.NodePoolAutoscalingArgs{
+			TotalMinNodeCount: pulumi.Int(0),
+			TotalMaxNodeCount: pulumi.Int(p.MaxNodes),
+			LocationPolicy:    pulumi.String(QueuedLocationPolicy),
+		}
+	} else if autoscaled(p) {
 		np.InitialNodeCount = pulumi.Int(p.Nodes / zones)
 		np.Autoscaling = &container.NodePoolAutoscalingArgs{
 			MinNodeCount: pulumi.Int(p.MinNodes / zones),
@@ -395,6 +423,9 @@ func renderNodeConfig(a *ClusterArgs, p Pool, serviceAccount pulumi.StringInput)
 	}
 	if p.GVNIC {
 		nc.Gvnic = &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)}
+	}
+	if p.Queued {
+		nc.ReservationAffinity = &container.NodePoolNodeConfigReservationAffinityArgs{ConsumeReservationType: pulumi.String(QueuedReservation)}
 	}
 	if p.LocalSSDs > 0 {
 		if p.SSDsAsEphemeral {

@@ -15,6 +15,7 @@ import (
 	"kolotoc/components/cloud/gke"
 	"kolotoc/components/cluster"
 	"kolotoc/components/meta"
+	"kolotoc/components/queue"
 	"kolotoc/components/storage"
 	"kolotoc/stacks"
 )
@@ -33,6 +34,9 @@ var entry = &stacks.Cloud{
 	// The zones the local cluster's Karpenter offers GCP's machine types in (stacks' autoscale.go).
 	KarpenterZones: []string{"us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"},
 
+	// GKE's Dynamic Workload Scheduler, for queue.provisioning: queued (checkQueuedPools).
+	ProvisioningClass: ProvisioningClass,
+
 	DevicePlugins:    []string{stacks.DevicePluginGKE},
 	DevicePluginsWhy: "GKE runs its own NVIDIA device plugin on every GPU node",
 
@@ -48,6 +52,11 @@ const (
 	GKEDriverLatest   = "LATEST"
 	GKEDriverDisabled = "INSTALLATION_DISABLED"
 )
+
+// ProvisioningClass is the ProvisioningRequest class of GKE's queued provisioning (flex-start with
+// queued provisioning, Dynamic Workload Scheduler): all the requested nodes at once, or none
+// (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest).
+const ProvisioningClass = "queued-provisioning.gke.io"
 
 // Defaults that fill zero values. Each says its unit and why.
 const (
@@ -153,9 +162,43 @@ func check(c *stacks.Config, v *stacks.Validator) {
 		}
 	}
 	validateMaintenanceWindow(c, v)
+	if c.Queue.Queued() {
+		checkQueuedPools(c, v)
+	}
 	if c.Cluster.Context != "" { // the context's name is gcloud's to choose
 		v.Add("cluster.context", c.Cluster.Context, "gcloud names a GKE cluster's context gke_<project>_<location>_<name> (the kubeContext output); "+
 			"remove it on gcp (on aws and azure it names the context the kubeconfigCommand output creates)")
+	}
+}
+
+// checkQueuedPools checks the GPU pools of a stack with queue.provisioning queued against what
+// GKE's queued provisioning needs of a node pool: autoscaling from zero nodes up to a total
+// maximum (gcloud --enable-autoscaling --num-nodes=0 --total-max-nodes), and the GPU driver that
+// GKE installs (--accelerator ...,gpu-driver-version=...), as
+// https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest creates the pool.
+func checkQueuedPools(c *stacks.Config, v *stacks.Validator) {
+	gpuPools := 0
+	for i, p := range c.NodePools {
+		if !c.QueuedPool(p) {
+			continue
+		}
+		gpuPools++
+		key := fmt.Sprintf("nodePools[%d]", i)
+		const why = "with queue.provisioning queued GKE adds the pool's nodes for each admitted workload, all at once, and takes them back after it"
+		switch {
+		case p.Min() != 0:
+			v.Add(key+".minNodes", fmt.Sprint(p.Min()), why+": the pool sits at zero; allowed: 0, with maxNodes the most nodes GKE may add")
+		case p.Nodes != 0:
+			v.Add(key+".nodes", fmt.Sprint(p.Nodes), why+": the pool starts with none; allowed: 0 (unset)")
+		}
+		if p.GPUDriver == GKEDriverDisabled {
+			v.Add(key+".gpuDriver", p.GPUDriver, "GKE's queued nodes arrive with the driver GKE installs, ready for the admitted workload; allowed: "+
+				GKEDriverDefault+", "+GKEDriverLatest)
+		}
+	}
+	if gpuPools == 0 {
+		v.Add("queue.provisioning", c.Queue.Provisioning, "GKE's queued provisioning brings GPU nodes and the stack has no GPU pool; allowed: "+
+			queue.ProvisioningStandard+", or a GPU pool at zero (minNodes: 0, maxNodes)")
 	}
 }
 
@@ -221,7 +264,11 @@ func poolFabric(c *stacks.Config, p stacks.NodePool, _ stacks.MachineType, f *st
 	if f.Compact {
 		meta.Fill(&f.Zone, c.Cluster.Zone)
 		family, _, _ := strings.Cut(p.MachineType, "-")
-		f.PlacementGroup = slices.Contains(gkeCompactFamilies, family)
+		// A queued pool keeps to its zone without the policy: Google's Cluster Toolkit refuses
+		// COMPACT placement on a node pool with queued provisioning (GoogleCloudPlatform/
+		// cluster-toolkit#3582, gke-node-pool), and flex-start places its nodes compactly on a
+		// best-effort basis itself (https://docs.cloud.google.com/ai-hypercomputer/docs/create/gke-ai-hypercompute).
+		f.PlacementGroup = slices.Contains(gkeCompactFamilies, family) && !c.QueuedPool(p)
 	}
 	if stacks.FabricOn(p) {
 		f.GVNIC = true
@@ -246,6 +293,7 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 			Zones: p.Zones, GPUs: p.GPUsPerNode, GPUType: p.GPUType, GPUDriver: p.GPUDriver, Spot: p.Spot,
 			LocalSSDs: p.LocalSSDs, SSDsAsEphemeral: c.Storage.Scratch.Type == storage.ScratchEmptyDir, Labels: labels,
 			Taints: taints, CloudName: p.CloudName, DeleteFirst: p.Replace == stacks.ReplaceDeleteFirst,
+			Queued: c.QueuedPool(p),
 		}
 	}
 	cl, err := gke.NewCluster(ctx, stacks.CloudClusterName, &gke.ClusterArgs{
