@@ -90,10 +90,8 @@ type Cloud struct {
 	DevicePluginsWhy string
 	// KarpenterZones are the zones the local cluster's Karpenter offers its machine types in (the
 	// regions the committed stacks and examples name, or Azure's zone numbers), for the simulated
-	// pools at zero that mirror them (autoscale.go). NoScaleFromZero, if set, says why its pools
-	// cannot sit at zero (minNodes: 0).
-	KarpenterZones  []string
-	NoScaleFromZero string
+	// pools at zero that mirror them (autoscale.go).
+	KarpenterZones []string
 	// LoadBalancer is what its cluster puts in front of a LoadBalancer Service
 	// (entrypoint.LoadBalancer*); "" the passthrough default.
 	LoadBalancer string
