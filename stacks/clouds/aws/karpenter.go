@@ -60,9 +60,6 @@ func checkKarpenterPools(c *stacks.Config, v *stacks.Validator) {
 		if p.CloudName != "" {
 			v.Add(key+".cloudName", p.CloudName, "names the EKS node group; a pool at zero has none (Karpenter's NodePool is <cluster.name>-<name>); allowed: unset")
 		}
-		if p.Replace != "" {
-			v.Add(key+".replace", p.Replace, "says how a node group is replaced; a pool at zero has none; allowed: unset")
-		}
 	}
 	if first >= 0 && controllerNodes(c) == 0 {
 		v.Add(fmt.Sprintf("nodePools[%d].minNodes", first), "0",
