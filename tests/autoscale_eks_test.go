@@ -382,20 +382,43 @@ func TestEKSPoolAtZeroSpot(t *testing.T) {
 // nodes and tolerates none of Kolotoc's taints: charts/karpenter/values.yaml affinity, tolerations).
 func TestEKSPoolAtZeroRefused(t *testing.T) {
 	cpu := `,{"name":"cpu","machineType":"m6i.4xlarge","nodes":1}`
-	for _, tc := range []struct{ name, pools, key, value string }{
-		{"devices", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"devices":{"hugepages-2Mi":"1Gi"}}` + cpu, "nodePools[0].devices", "hugepages-2Mi"},
-		{"nodes", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"nodes":1,"maxNodes":2}` + cpu, "nodePools[0].nodes", "1"},
-		{"cloudName", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"cloudName":"gpu-a"}` + cpu, "nodePools[0].cloudName", "gpu-a"},
-		{"no node for the controller", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2},{"name":"cpu","machineType":"p4d.24xlarge","nodes":1}`, "nodePools[0].minNodes", "0"},
+	for _, tc := range []struct{ name, pools, key, value, why string }{
+		{"devices", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"devices":{"hugepages-2Mi":"1Gi"}}` + cpu,
+			"nodePools[0].devices", "hugepages-2Mi", "resources its instance type has"},
+		{"nodes", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"nodes":1,"maxNodes":2}` + cpu,
+			"nodePools[0].nodes", "1", "only for a pod that needs it"},
+		{"cloudName", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"cloudName":"gpu-a"}` + cpu,
+			"nodePools[0].cloudName", "gpu-a", "a pool at zero has none"},
+		{"no node for the controller", `{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2},{"name":"cpu","machineType":"p4d.24xlarge","nodes":1}`,
+			"nodePools[0].minNodes", "0", "Karpenter's controller runs on a node it does not make"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := configErrors(t, cloudRaw(t, "aws", map[string]string{
 				"nodePools": "[" + tc.pools + "]", "towers": `{"count":1,"gpusPerTower":8,"pool":"gpu","launcherPool":"cpu"}`,
-				"carriers": `{"count":0}`, "sentinels": `{"enabled":false}`,
 			}))
-			if e, ok := errs[tc.key]; !ok || e.Value != tc.value || !strings.Contains(e.Msg, "allowed") {
-				t.Errorf("errors %v: want %s = %s refused, saying what is allowed", errs, tc.key, tc.value)
+			e, ok := errs[tc.key]
+			if !ok || e.Value != tc.value || !strings.Contains(e.Msg, tc.why) || !strings.Contains(e.Msg, "allowed") {
+				t.Errorf("errors %v: want %s = %s refused because %q, saying what is allowed", errs, tc.key, tc.value, tc.why)
 			}
 		})
+	}
+}
+
+// TestEKSPoolAtZeroExistingSubnets: with cluster.vpcId and subnetIds a compact pool at zero runs
+// in the first subnet, as its node group would (its zone is the subnet's, unknown to the stack):
+// the EC2NodeClass selects that subnet by ID and the NodePool names no zone (Karpenter launches
+// only into the class's subnets: https://karpenter.sh/v1.13/concepts/nodeclasses/,
+// "spec.subnetSelectorTerms").
+func TestEKSPoolAtZeroExistingSubnets(t *testing.T) {
+	ov := withCluster(t, "aws", map[string]any{"zones": nil, "vpcId": "vpc-0abc", "subnetIds": []string{"subnet-a", "subnet-b"}})
+	ov["nodePools"] = eksAtZero["nodePools"]
+	rec := cloudRec(t, "aws", ov)
+	class := inputs(rec.one(t, tEC2NodeClass, "karpenter-gpu-class"))
+	if got := fmt.Sprint(get(class, "spec", "subnetSelectorTerms")); got != "[map[id:subnet-a]]" {
+		t.Errorf("EC2NodeClass subnets %s, want the first of cluster.subnetIds", got)
+	}
+	reqs := fmt.Sprint(get(inputs(rec.one(t, tKarpenterPool, "karpenter-gpu")), "spec", "template", "spec", "requirements"))
+	if strings.Contains(reqs, "topology.kubernetes.io/zone") {
+		t.Errorf("NodePool requirements %s name a zone the stack does not know", reqs)
 	}
 }
