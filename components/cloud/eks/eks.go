@@ -1,7 +1,8 @@
 // Package eks makes a stack's cluster on AWS: a VPC (or existing subnets), the cluster and node
 // IAM roles, the EKS cluster, one managed node group per configured pool (NVIDIA AMI for GPU
-// pools, the GPU taint, the Kolotoc pool label), the kubeconfig that reaches it, and an EFS file
-// system with its CSI driver for the shared storage. It is the only package that imports the AWS
+// pools, the GPU taint, the Kolotoc pool label) or, for a pool at zero, Karpenter's NodePool and
+// EC2NodeClass with what Karpenter needs on AWS (karpenter.go, karpenter_kube.go), the kubeconfig
+// that reaches it, and an EFS file system with its CSI driver for the shared storage. It is the only package that imports the AWS
 // SDK, so that only the stack layer pays for compiling it.
 package eks
 
