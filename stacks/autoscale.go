@@ -18,10 +18,11 @@ import (
 
 // Pools that follow the runs: a pool whose minNodes is below its maxNodes is autoscaled, and a pool
 // with minNodes: 0 sits at zero nodes while no pod needs one. On gcp that is the GKE node pool's
-// autoscaling, on azure the AKS cluster autoscaler of a user pool, on simulated the local
-// cluster's Karpenter (components/cluster/karpenter.go), which grows the pool from zero for an
-// admitted ring and gives its nodes back once they are empty. docs/using/autoscaling.md says what each
-// does and costs.
+// autoscaling, on azure the AKS cluster autoscaler of a user pool, on aws (from zero) Karpenter
+// with a NodePool and EC2NodeClass in place of the node group (stacks/clouds/aws karpenter.go),
+// on simulated the local cluster's Karpenter (components/cluster/karpenter.go), which grows the
+// pool from zero for an admitted ring and gives its nodes back once they are empty.
+// docs/using/autoscaling.md says what each does and costs.
 
 // defaultScaleDownAfter: how long an emptied node of an autoscaled pool stays (nodePools[i].
 // scaleDownAfter). Ten minutes is the cluster autoscaler's own default
@@ -86,10 +87,6 @@ func (c *Config) validatePoolSize(v *Validator, k string, p NodePool) {
 	switch {
 	case p.Real:
 		v.add(k+".minNodes", strconv.Itoa(p.Min()), fmt.Sprintf("the real node is there or not; allowed: %d (= maxNodes)", p.MaxNodes))
-	case c.CloudEntry().NoScaleFromZero != "":
-		if fromZero {
-			v.add(k+".minNodes", "0", c.CloudEntry().NoScaleFromZero)
-		}
 	case c.CloudEntry().Local && fromZero:
 		c.validateSimulatedAutoscaled(v, k, p)
 	}

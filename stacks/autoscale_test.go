@@ -87,8 +87,10 @@ func TestPoolSizeRefusals(t *testing.T) {
 			"nodePools[0].scaleDownAfter", "only an autoscaled pool gives nodes back"},
 		{"scaleDownAfter not a duration", gpuDev, "dev", map[string]string{"nodePools": `[{"name":"gpu","machineType":"a2-highgpu-8g","minNodes":0,"maxNodes":2,"scaleDownAfter":"ten minutes"},` + cpu + `]`},
 			"nodePools[0].scaleDownAfter", "e.g. 30s, 10m, 1h30m"},
-		{"aws pool at zero (no autoscaler on EKS yet)", "../examples/aws/Pulumi.aws.yaml", "aws", map[string]string{"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2},{"name":"cpu","machineType":"m6i.4xlarge"}]`},
-			"nodePools[0].minNodes", "on aws no autoscaler grows a node group from zero"},
+		// On aws a pool at zero is Karpenter's (tests/autoscale_eks_test.go has the others).
+		{"aws pool at zero with devices", "../examples/aws/Pulumi.aws.yaml", "aws", map[string]string{"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"devices":{"rdma/hca":1}},` +
+			`{"name":"cpu","machineType":"m6i.4xlarge"},{"name":"ops","machineType":"m6i.large"}]`},
+			"nodePools[0].devices", "launches a node only for resources its instance type has"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

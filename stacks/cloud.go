@@ -90,10 +90,8 @@ type Cloud struct {
 	DevicePluginsWhy string
 	// KarpenterZones are the zones the local cluster's Karpenter offers its machine types in (the
 	// regions the committed stacks and examples name, or Azure's zone numbers), for the simulated
-	// pools at zero that mirror them (autoscale.go). NoScaleFromZero, if set, says why its pools
-	// cannot sit at zero (minNodes: 0).
-	KarpenterZones  []string
-	NoScaleFromZero string
+	// pools at zero that mirror them (autoscale.go).
+	KarpenterZones []string
 	// ProvisioningClass is the ProvisioningRequest class through which its cluster provisions all
 	// of an admitted workload's GPU nodes at once (queue.provisioning: queued), e.g. GKE's
 	// queued-provisioning.gke.io; "" where it has none. Its Check checks the pools it needs.

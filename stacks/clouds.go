@@ -27,6 +27,10 @@ type CloudResult struct {
 	Store   *CloudVolume // how the shared volume reaches the file store the cloud made; nil for none
 	Outputs pulumi.Map
 	Kube    KubeAccess // how a user's kubectl reaches the cluster (kubeaccess.go)
+	// InCluster, if set, registers what the cloud puts inside its cluster once the stack's
+	// Kubernetes provider exists (aws: Karpenter and its pools at zero); what it returns joins
+	// what the workloads wait for, as the cluster's own resources do.
+	InCluster func(ctx *pulumi.Context, provider *kubernetes.Provider) ([]pulumi.Resource, error)
 }
 
 // volume is how the shared volume reaches the cloud's file store, nil when the cloud made none.
@@ -68,6 +72,13 @@ func deployCloud(ctx *pulumi.Context, c *Config) (*kubernetes.Provider, []pulumi
 	})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if res.InCluster != nil {
+		more, err := res.InCluster(ctx, provider)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		deps = append(deps, more...)
 	}
 	return provider, deps, res, nil
 }

@@ -112,12 +112,16 @@ func cloudState(token string, state resource.PropertyMap) {
 	case tFilestore:
 		set("networks", []any{map[string]any{"network": "default", "ipAddresses": []any{fakeFilestoreIP}}})
 	case tEKSCluster:
+		set("arn", fakeAWSARN("eks", "cluster/"+str("name")))
 		set("endpoint", fakeEKSEndpoint)
 		set("certificateAuthority", map[string]any{"data": fakeCA})
 		vpc := map[string]any{"clusterSecurityGroupId": fakeNodeSG}
 		set("vpcConfig", vpc)
 	case tIAMRole:
 		set("arn", "arn:aws:iam::123456789012:role/"+str("name"))
+	case tSQSQueue:
+		set("arn", fakeAWSARN("sqs", str("name")))
+		set("url", "https://sqs.us-east-1.amazonaws.com/123456789012/"+str("name"))
 	case tLaunchTemplate:
 		set("latestVersion", 1) // EC2 numbers a template's versions from 1
 	case tAKSCluster:

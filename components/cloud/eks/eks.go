@@ -1,7 +1,8 @@
 // Package eks makes a stack's cluster on AWS: a VPC (or existing subnets), the cluster and node
 // IAM roles, the EKS cluster, one managed node group per configured pool (NVIDIA AMI for GPU
-// pools, the GPU taint, the Kolotoc pool label), the kubeconfig that reaches it, and an EFS file
-// system with its CSI driver for the shared storage. It is the only package that imports the AWS
+// pools, the GPU taint, the Kolotoc pool label) or, for a pool at zero, Karpenter's NodePool and
+// EC2NodeClass with what Karpenter needs on AWS (karpenter.go, karpenter_kube.go), the kubeconfig
+// that reaches it, and an EFS file system with its CSI driver for the shared storage. It is the only package that imports the AWS
 // SDK, so that only the stack layer pays for compiling it.
 package eks
 
@@ -78,6 +79,13 @@ type Pool struct {
 	Compact bool
 	Subnet  int // index into ClusterArgs.SubnetIDs of a compact group's subnet
 	EFAs    int // EFA interfaces per node, one per network card; 0 = none
+	// Karpenter: the pool has no node group. It sits at zero nodes and Karpenter makes its nodes
+	// when pods need them, up to MaxNodes, through a NodePool and an EC2NodeClass of its own
+	// (karpenter.go); its placement group and EFA security group are made as a node group's.
+	// Nodes and MinNodes are then 0.
+	Karpenter bool
+	// ScaleDownAfter (Karpenter): how long an emptied node stays, a Kubernetes duration ("10m").
+	ScaleDownAfter string
 }
 
 // ClusterArgs are the inputs of an EKS cluster.
@@ -118,6 +126,8 @@ type Cluster struct {
 	// VPCCNI is the managed pod network with its network policy agent; the node groups wait for
 	// it, so that no pod runs before the policies are enforced.
 	VPCCNI *eks.Addon
+	// Karpenter is what Karpenter needs on AWS (karpenter.go), nil without a Karpenter pool.
+	Karpenter *KarpenterAWS
 }
 
 // NewCluster registers the cluster.
@@ -161,6 +171,9 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		if err != nil {
 			return nil, err
 		}
+		if p.Karpenter {
+			continue // no node group: Karpenter's NodePool (karpenter.go)
+		}
 		ng, err := eks.NewNodeGroup(ctx, name+"-"+p.Name, RenderNodeGroup(args, p, cluster.Name, nodeRole.Arn, lt), parent,
 			pulumi.DependsOn(nodeDeps),
 			pulumi.Timeouts(NodeGroupTimeouts),
@@ -184,6 +197,11 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}, parent, pulumi.DependsOn(groups))
 	if err != nil {
 		return nil, fmt.Errorf("eks %q: add-on %q: %w", name, name+"-pod-identity", err)
+	}
+	if KarpenterPools(args.Pools) {
+		if c.Karpenter, err = newKarpenterAWS(ctx, name, args, cluster, parent); err != nil {
+			return nil, fmt.Errorf("eks %q: %w", name, err)
+		}
 	}
 	if args.BlockStorage {
 		if err := c.newEBSCSI(ctx, name, args.Name, append(groups, c.PodIdentity)); err != nil {

@@ -68,6 +68,9 @@ func (c *Cluster) newPoolFabric(ctx *pulumi.Context, name string, a *ClusterArgs
 		}
 		efaSG = c.EFASecurityGroup.ID()
 	}
+	if p.Karpenter {
+		return nil, nil // Karpenter makes its own launch templates from the pool's EC2NodeClass
+	}
 	lt, err := ec2.NewLaunchTemplate(ctx, name+"-"+p.Name, RenderLaunchTemplate(a, p, placement, clusterSG, efaSG), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("eks %q: pool %s: %w", name, p.Name, err)

@@ -33,9 +33,6 @@ var entry = &stacks.Cloud{
 	SpreadZones: spreadZones,
 	// The zones the local cluster's Karpenter offers AWS's instance types in (stacks' autoscale.go).
 	KarpenterZones: []string{"us-east-1a", "us-east-1b", "us-east-1c", "us-west-2a", "us-west-2b"},
-	// An EKS managed node group keeps its desired size: nothing grows it from zero until
-	// Karpenter is installed for EKS (not built yet).
-	NoScaleFromZero: "on aws no autoscaler grows a node group from zero (Karpenter for EKS is not built yet); allowed: 1 or more",
 
 	DevicePlugins:    []string{stacks.DevicePluginKolotoc},
 	DevicePluginsWhy: "the EKS AL2023 NVIDIA AMI runs no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
@@ -101,6 +98,7 @@ func check(c *stacks.Config, v *stacks.Validator) {
 			v.Add(key+".cloudName", p.CloudName, "not an EKS node group name; allowed: 1-63 letters, digits, '-' and '_', starting with a letter or digit")
 		}
 	}
+	checkKarpenterPools(c, v)
 	stacks.CheckPrivateEndpoint(c, v)
 }
 
@@ -200,18 +198,24 @@ func deploy(ctx *pulumi.Context, c *stacks.Config) (pulumi.StringOutput, []pulum
 			// one; with an existing VPC, the first of cluster.subnetIds.
 			Compact: f.Compact, Subnet: max(slices.Index(zones, f.Zone), 0), EFAs: f.EFAs,
 			CloudName: p.CloudName, DeleteFirst: p.Replace == stacks.ReplaceDeleteFirst,
+			// A pool at zero is Karpenter's (karpenter.go): no node group.
+			Karpenter: karpenterPool(p), ScaleDownAfter: p.ScaleDownAfter,
 		}
 	}
-	cl, err := eks.NewCluster(ctx, stacks.CloudClusterName, &eks.ClusterArgs{
+	clusterArgs := &eks.ClusterArgs{
 		Name: k.Name, Region: k.Region, KubernetesVersion: k.KubernetesVersion, SubnetIDs: subnets, VPCID: vpcID, Pools: pools,
 		AuthorizedNetworks: k.AuthorizedNetworks, PrivateEndpoint: k.PrivateEndpoint, Protect: k.Protect,
 		// etcd's members claim block volumes; EKS installs no driver for them.
 		BlockStorage: c.Etcd.Enabled,
-	}, onAWS, track.Option())
+	}
+	cl, err := eks.NewCluster(ctx, stacks.CloudClusterName, clusterArgs, onAWS, track.Option())
 	if err != nil {
 		return pulumi.StringOutput{}, nil, nil, err
 	}
 	res := &stacks.CloudResult{Outputs: pulumi.Map{}, Kube: kubeAccess(c)}
+	if cl.Karpenter != nil {
+		res.InCluster = karpenter(c, cl, clusterArgs, zones)
+	}
 	if s := c.Storage; c.CloudStore() { // an EFS file system, made or existing (efs.go)
 		nodes := []pulumi.Resource{cl.PodIdentity}
 		for _, ng := range cl.NodeGroups {
