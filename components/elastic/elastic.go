@@ -330,11 +330,11 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		replicas = 0
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext:               meta.WorkloadSecurity(a.RunAsUser),
-		NodeSelector:                  a.Labels.PoolSelector(a.Pool),
-		ImagePullSecrets:              a.Labels.ImagePullSecrets(),
-		Tolerations:                   tolerations,
-		AutomountServiceAccountToken:  pulumi.Bool(false),
+		SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
+		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
+		Tolerations:                  tolerations,
+		AutomountServiceAccountToken: pulumi.Bool(false),
 		// SIGTERM to SIGKILL: torchrun passes SIGTERM to the ranks, which checkpoint.
 		TerminationGracePeriodSeconds: pulumi.Int(graceSeconds(a)),
 		Affinity:                      a.Labels.SpreadAcrossNodes(Component),

@@ -106,7 +106,9 @@ const DefaultMaxRestarts = 3
 // NewConfig is the section before the stack file is read: towers on, DefaultTowers of them,
 // DefaultMaxRestarts (set before decoding, since a stack's explicit 0 restarts is valid and must
 // be kept).
-func NewConfig() Config { return Config{Enabled: true, Count: DefaultTowers, MaxRestarts: DefaultMaxRestarts} }
+func NewConfig() Config {
+	return Config{Enabled: true, Count: DefaultTowers, MaxRestarts: DefaultMaxRestarts}
+}
 
 // RunID is the run's id in the contract (KOLOTOC_RUN_ID, the checkpoint directory's name):
 // towers.run, or meta.DefaultRunID when the stack sets none.

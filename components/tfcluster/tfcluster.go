@@ -10,10 +10,10 @@
 package tfcluster
 
 import (
-	"path"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
