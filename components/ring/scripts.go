@@ -83,7 +83,7 @@ const towerRanks = `ranks() {
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
     [ "$pid" != 1 ] && [ "$pid" != $$ ] || continue
-    read -r comm < "$d/comm" 2>/dev/null || continue
+    { read -r comm < "$d/comm"; } 2>/dev/null || continue # it may be gone already
     case "$comm" in sshd|sshd-session|orted|prted|mpirun|mpiexec|orterun|prterun|bash|sh|dash|sleep) continue ;; esac
     kill -0 "$pid" 2>/dev/null && echo "$pid"
   done
