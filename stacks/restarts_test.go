@@ -46,10 +46,10 @@ func TestGraceWithinSpotNotice(t *testing.T) {
 		{"gcp spot: default 30 s", "../Pulumi.prod.yaml", "prod", nil, 30, ""},
 		{"gcp spot: 30 s", "../Pulumi.prod.yaml", "prod", map[string]string{"kolotoc:towers": `{"count":8,"gpusPerTower":8,"pool":"gpu","terminationGracePeriodSeconds":30}`}, 30, ""},
 		{"gcp spot: 60 s refused", "../Pulumi.prod.yaml", "prod", map[string]string{"kolotoc:towers": `{"count":8,"gpusPerTower":8,"pool":"gpu","terminationGracePeriodSeconds":60}`}, 0,
-			`kolotoc:towers.terminationGracePeriodSeconds: "60"`},
+			"kolotoc:towers.terminationGracePeriodSeconds = 60"},
 		{"gcp spot: elastic 45 s refused", "../Pulumi.prod.yaml", "prod", map[string]string{
 			"kolotoc:towers": `{"count":4,"gpusPerTower":8,"pool":"gpu"}`, "kolotoc:elastic": `{"enabled":true,"pool":"gpu","nodes":2,"maxNodes":2,"command":["python","train.py"],"terminationGracePeriodSeconds":45}`}, 0,
-			`kolotoc:elastic.terminationGracePeriodSeconds: "45"`},
+			"kolotoc:elastic.terminationGracePeriodSeconds = 45"},
 		{"aws spot: default 120 s", "../examples/aws/Pulumi.aws.yaml", "aws", nil, 120, ""},
 		{"aws spot: 121 s refused", "../examples/aws/Pulumi.aws.yaml", "aws", map[string]string{"kolotoc:towers": `{"count":2,"gpusPerTower":8,"pool":"gpu","launcherPool":"ops","terminationGracePeriodSeconds":121}`}, 0,
 			"allowed: 1..120"},

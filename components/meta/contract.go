@@ -49,14 +49,14 @@ type SpotNotice struct {
 var SpotNotices = map[string]SpotNotice{
 	// Compute Engine preempts a Spot VM 30 s after its preemption notice (ACPI G2 soft off); GKE
 	// gives the node's pods that 30 s, 15 s of it to non-system pods by default.
-	"gcp": {Cloud: "gcp", Seconds: 30, What: "GCP Spot VMs' preemption notice (30 s)",
+	"gcp": {Cloud: "gcp", Seconds: 30, What: "GCP Spot VMs' preemption notice",
 		Doc: "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms#termination-graceful-shutdown"},
 	// "A Spot Instance interruption notice is a warning that is issued two minutes before Amazon
 	// EC2 stops or terminates your Spot Instance."
-	"aws": {Cloud: "aws", Seconds: 120, What: "EC2 Spot's two-minute interruption notice",
+	"aws": {Cloud: "aws", Seconds: 120, What: "EC2 Spot's interruption notice",
 		Doc: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html"},
 	// Scheduled Events: a Preempt event (Spot eviction) is scheduled at least 30 s ahead.
-	"azure": {Cloud: "azure", Seconds: 30, What: "Azure Spot eviction's 30 s Scheduled Events notice (Preempt)",
+	"azure": {Cloud: "azure", Seconds: 30, What: "Azure Spot eviction's Scheduled Events notice (Preempt)",
 		Doc: "https://learn.microsoft.com/azure/virtual-machines/linux/scheduled-events#event-scheduling"},
 }
 
@@ -79,7 +79,7 @@ func CheckGrace(p Problems, key string, seconds int, cloud string, spot bool, po
 	}
 	if n, ok := SpotNotices[cloud]; ok && spot && seconds > n.Seconds {
 		p.Add(key, strconv.Itoa(seconds), fmt.Sprintf(
-			"pool %q is Spot capacity on %s, whose nodes are reclaimed %d s after notice (%s): a longer grace period is cut short; allowed: 1..%d",
+			"pool %q is Spot capacity on %s, whose nodes are reclaimed %d s after notice (%s): a longer grace period is cut short, and the checkpoint with it; allowed: 1..%d",
 			pool, cloud, n.Seconds, n.What, n.Seconds))
 	}
 }
