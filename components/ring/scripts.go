@@ -178,7 +178,7 @@ state() { # key=value …: record the run's state, for the runState output
   python3 /etc/kolotoc/scripts/runstate.py set "$@" || echo "launcher: could not record the run's state" >&2
 }
 latest_step() { # the step of the program's newest checkpoint, if it says (` + meta.LatestStepFile + `)
-  tr -dc 0-9 < "${KOLOTOC_CHECKPOINT_DIR}/` + meta.LatestStepFile + `" 2>/dev/null
+  { tr -dc 0-9 < "${KOLOTOC_CHECKPOINT_DIR}/` + meta.LatestStepFile + `"; } 2>/dev/null
 }
 watch_steps() { # the state follows the checkpoints while an attempt runs
   local last="" s
