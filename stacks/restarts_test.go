@@ -23,9 +23,32 @@ func withPools(t *testing.T, raw stacks.Raw, change func(name string, p map[stri
 	return raw
 }
 
+// TestSpotNotices: each cloud entry's Spot notice as its documentation says it.
+//   - GCP: after the preemption notice, Compute Engine sends the VM an ACPI G2 soft off, and GKE
+//     gives the node's Pods a 30-second graceful termination by default, the first 15 s to regular
+//     Pods, the next 15 s to critical system Pods (GKE "Spot VMs", terminating and gracefully
+//     shutting down Spot VMs, docs.cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).
+//   - AWS: "A Spot Instance interruption notice is a warning that is issued two minutes before
+//     Amazon EC2 stops or terminates your Spot Instance" (EC2 User Guide, "Spot Instance
+//     interruption notices").
+//   - Azure: Scheduled Events schedule a Preempt event (a Spot eviction) a minimum of 30 seconds
+//     ahead (Azure "Scheduled Events for Linux VMs", event scheduling: "| Preempt | 30 seconds |").
+//   - existing and simulated: none known.
+func TestSpotNotices(t *testing.T) {
+	for cloud, want := range map[string]int{"gcp": 30, "aws": 120, "azure": 30, "existing": 0, "simulated": 0} {
+		n := (&stacks.Config{Cloud: cloud}).CloudEntry().SpotNotice
+		switch {
+		case want == 0 && n != nil:
+			t.Errorf("%s: notice %+v, want none", cloud, *n)
+		case want != 0 && (n == nil || n.Seconds != want || n.Doc == "" || n.What == ""):
+			t.Errorf("%s: notice %+v, want %d s with its name and document", cloud, n, want)
+		}
+	}
+}
+
 // TestGraceWithinSpotNotice: a training pod's grace period on a Spot pool is cut short when the
 // cloud reclaims the node, so a longer one is refused, keyed, and the default is the notice when
-// that is shorter. The notices, as the clouds document them (components/meta/contract.go):
+// that is shorter. The notices, as the clouds document them (each cloud entry's SpotNotice, stacks/clouds/<name>; TestSpotNotices):
 // GKE, "Spot VMs" (docs.cloud.google.com/kubernetes-engine/docs/concepts/spot-vms): the node's
 // Pods get 30 s of graceful termination after the preemption notice; EC2, "Spot Instance interruption
 // notices" (docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html):

@@ -37,50 +37,35 @@ const (
 const DefaultTerminationGraceSeconds = 120
 
 // SpotNotice is how long a cloud's Spot node lives after it is told it will be reclaimed: the
-// most time its pods can have between SIGTERM and the end.
+// most time its pods can have between SIGTERM and the end. Each cloud entry declares its own
+// (stacks.Cloud.SpotNotice); nil where the cloud documents none.
 type SpotNotice struct {
-	Cloud   string // gcp, aws or azure
 	Seconds int
 	What    string // the cloud's name for it, for messages
 	Doc     string // where the cloud documents it
 }
 
-// SpotNotices are the clouds' notices, by cloud (stacks' kolotoc:cloud values).
-var SpotNotices = map[string]SpotNotice{
-	// Compute Engine preempts a Spot VM 30 s after its preemption notice (ACPI G2 soft off); GKE
-	// gives the node's pods that 30 s, 15 s of it to non-system pods by default.
-	"gcp": {Cloud: "gcp", Seconds: 30, What: "GCP Spot VMs' preemption notice",
-		Doc: "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms#termination-graceful-shutdown"},
-	// "A Spot Instance interruption notice is a warning that is issued two minutes before Amazon
-	// EC2 stops or terminates your Spot Instance."
-	"aws": {Cloud: "aws", Seconds: 120, What: "EC2 Spot's interruption notice",
-		Doc: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html"},
-	// Scheduled Events: a Preempt event (Spot eviction) is scheduled at least 30 s ahead.
-	"azure": {Cloud: "azure", Seconds: 30, What: "Azure Spot eviction's Scheduled Events notice (Preempt)",
-		Doc: "https://learn.microsoft.com/azure/virtual-machines/linux/scheduled-events#event-scheduling"},
-}
-
 // GraceDefault is a workload's default grace period on a pool: DefaultTerminationGraceSeconds,
-// or the cloud's Spot notice on a Spot pool when that is shorter.
-func GraceDefault(cloud string, spot bool) int {
-	if n, ok := SpotNotices[cloud]; ok && spot && n.Seconds < DefaultTerminationGraceSeconds {
-		return n.Seconds
+// or the Spot notice of the pool's cloud on a Spot pool when that is shorter.
+func GraceDefault(notice *SpotNotice, spot bool) int {
+	if notice != nil && spot && notice.Seconds < DefaultTerminationGraceSeconds {
+		return notice.Seconds
 	}
 	return DefaultTerminationGraceSeconds
 }
 
 // CheckGrace reports a grace period (key, seconds) that is not positive, or that is longer than
-// the Spot notice of the cloud of the pool its pods run on: the node would be gone before the
+// the Spot notice (of cloud) of the pool its pods run on: the node would be gone before the
 // checkpoint is written.
-func CheckGrace(p Problems, key string, seconds int, cloud string, spot bool, pool string) {
+func CheckGrace(p Problems, key string, seconds int, cloud string, notice *SpotNotice, spot bool, pool string) {
 	if seconds < 1 {
 		p.Add(key, strconv.Itoa(seconds), "must be at least 1 (seconds between SIGTERM and SIGKILL)")
 		return
 	}
-	if n, ok := SpotNotices[cloud]; ok && spot && seconds > n.Seconds {
+	if notice != nil && spot && seconds > notice.Seconds {
 		p.Add(key, strconv.Itoa(seconds), fmt.Sprintf(
 			"pool %q is Spot capacity on %s, whose nodes are reclaimed %d s after notice (%s): a longer grace period is cut short, and the checkpoint with it; allowed: 1..%d",
-			pool, cloud, n.Seconds, n.What, n.Seconds))
+			pool, cloud, notice.Seconds, notice.What, notice.Seconds))
 	}
 }
 

@@ -32,7 +32,7 @@ var entry = &stacks.Workload{
 		c.Elastic.Default() // components/elastic/config.go
 		// The script's time to checkpoint at SIGTERM, within the pool's Spot notice.
 		p := c.Pool(c.Elastic.Pool)
-		meta.Fill(&c.Elastic.TerminationGracePeriodSeconds, meta.GraceDefault(c.Cloud, p != nil && p.Spot))
+		meta.Fill(&c.Elastic.TerminationGracePeriodSeconds, meta.GraceDefault(c.CloudEntry().SpotNotice, p != nil && p.Spot))
 	},
 	OnSuccess: func(c *stacks.Config) *string { return &c.Elastic.OnSuccess },
 	Check:     validateElastic,
@@ -111,7 +111,7 @@ func validateElastic(c *stacks.Config, v *stacks.Validator) {
 			v.GPUPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
 		}
 		v.Fits("elastic", pool, el.CPU, el.Memory)
-		meta.CheckGrace(v, "elastic.terminationGracePeriodSeconds", el.TerminationGracePeriodSeconds, c.Cloud, pool.Spot, pool.Name)
+		meta.CheckGrace(v, "elastic.terminationGracePeriodSeconds", el.TerminationGracePeriodSeconds, c.Cloud, c.CloudEntry().SpotNotice, pool.Spot, pool.Name)
 		// torchrun's restarts resume from the checkpoint every worker must read.
 		if nodes := poolNodes(pool); el.MaxRestarts > 0 && !storage.SharedAcross(c.Storage.Type, nodes) {
 			v.Add("elastic.maxRestarts", strconv.Itoa(el.MaxRestarts), fmt.Sprintf(

@@ -98,7 +98,7 @@ const checkpointsDir = "checkpoints/towers"
 // cut to the cloud's Spot notice on a Spot pool.
 func graceDefault(c *stacks.Config, pool string) int {
 	p := c.Pool(pool)
-	return meta.GraceDefault(c.Cloud, p != nil && p.Spot)
+	return meta.GraceDefault(c.CloudEntry().SpotNotice, p != nil && p.Spot)
 }
 
 // validateRestarts refuses what restarts cannot do: resume from a checkpoint that the towers
@@ -109,7 +109,7 @@ func validateRestarts(c *stacks.Config, v *stacks.Validator, pool *stacks.NodePo
 	if pool == nil {
 		return
 	}
-	meta.CheckGrace(v, "towers.terminationGracePeriodSeconds", t.TerminationGracePeriodSeconds, c.Cloud, pool.Spot, pool.Name)
+	meta.CheckGrace(v, "towers.terminationGracePeriodSeconds", t.TerminationGracePeriodSeconds, c.Cloud, c.CloudEntry().SpotNotice, pool.Spot, pool.Name)
 	if t.MaxRestarts > 0 && !storage.SharedAcross(c.Storage.Type, poolNodes(pool)) {
 		v.Add("towers.maxRestarts", strconv.Itoa(t.MaxRestarts), fmt.Sprintf(
 			"a restart resumes from the checkpoint on the shared store, and storage.type local is a directory of each node, which pool %q's %d nodes do not share; "+
