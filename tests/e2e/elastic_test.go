@@ -202,8 +202,9 @@ func TestElasticResumesFromCheckpoint(t *testing.T) {
 		return false, w.state("elastic-0") + "\n" + tail(w.logs("elastic-0")) + "\n" + w.state("elastic-1") + "\n" + tail(w.logs("elastic-1"))
 	})
 	killed := time.Now()
-	// The worker process torchrun started (python3 -u <script>), not torchrun itself.
-	s.kubectl(t, "", "-n", ns, "exec", "elastic-1", "-c", "worker", "--", "pkill", "-KILL", "-f", "-u /code/train_torch.py")
+	// The worker process torchrun started (python3 -u <script>), not torchrun itself; `--` ends
+	// pkill's options, since the pattern starts with a dash.
+	s.kubectl(t, "", "-n", ns, "exec", "elastic-1", "-c", "worker", "--", "pkill", "-KILL", "-f", "--", "-u /code/train_torch.py")
 	resumed := regexp.MustCompile(`train: rank \d/2: resumed at step (\d+) from \S+ \(attempt [1-9]`)
 	var at time.Duration
 	waitFor(t, "both workers resumed from a checkpoint and done", 6*time.Minute, func() (bool, string) {
