@@ -78,6 +78,9 @@ type Cloud struct {
 	AttachedGPUs func(v *Validator, key string, p NodePool, m MachineType)
 	NoGPUsHint   string
 	SpotLabel    string
+	// SpotNotice is how long its Spot nodes live after their reclaim notice (nil: not known): the
+	// training workloads' grace period is cut to it on a Spot pool, and refused above it.
+	SpotNotice *meta.SpotNotice
 	// Fabric completes a pool's fabric for a machine type of its catalogue (fabric.go): its
 	// compact placement and zone, its fast network; SpreadZones is how many zones a spread pool
 	// of it may land in when the pool names none (0: unknown).

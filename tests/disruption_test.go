@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"sort"
 	"testing"
 
@@ -12,9 +13,10 @@ import (
 
 // TestDisruptionBudgets: the towers, the elastic workers and each task type of the TF cluster
 // spec have a PodDisruptionBudget beside their StatefulSet, selecting exactly that StatefulSet's
-// pods (no other controller's), labelled like every object, with the budget a run survives: no
-// tower and no TF task (a rigid ring, a parameter-server cluster), elastic workers down to
-// minNodes. Unready pods stay evictable, so that a broken pod never holds a drain.
+// pods (no other controller's), labelled like every object, with the budget a run survives: one
+// tower at a time when the ring restarts from its checkpoint (towers.maxRestarts > 0, the default),
+// none without restarts (a rigid ring), no TF task (a parameter-server cluster), elastic workers
+// down to minNodes. Unready pods stay evictable, so that a broken pod never holds a drain.
 func TestDisruptionBudgets(t *testing.T) {
 	check := func(t *testing.T, rec *recorder, pdbName, stsName string, maxUnavailable int) {
 		t.Helper()
@@ -48,8 +50,21 @@ func TestDisruptionBudgets(t *testing.T) {
 	}
 	t.Run("towers", func(t *testing.T) {
 		for i := range layouts {
-			check(t, deploy(t, layoutRaw(t, i)), "towers", "towers", 0)
+			check(t, deploy(t, layoutRaw(t, i)), "towers", "towers", 1)
 		}
+	})
+	t.Run("towers without restarts", func(t *testing.T) {
+		raw := layoutRaw(t, 0)
+		towers := map[string]any{}
+		if s := raw.Values["kolotoc:towers"]; s != "" {
+			if err := json.Unmarshal([]byte(s), &towers); err != nil {
+				t.Fatal(err)
+			}
+		}
+		towers["maxRestarts"] = 0
+		b, _ := json.Marshal(towers)
+		raw.Values["kolotoc:towers"] = string(b)
+		check(t, deploy(t, raw), "towers", "towers", 0)
 	})
 	t.Run("elastic and tfcluster", func(t *testing.T) {
 		rec := deploy(t, workloadsRaw(t, nil)) // elastic minNodes 1, nodes 2

@@ -289,6 +289,7 @@ func TestResourceCountIndependentOfRanks(t *testing.T) {
 			"towers":    fmt.Sprintf(`{"count":%d,"gpusPerTower":8}`, towers),
 			"carriers":  fmt.Sprintf(`{"count":%d}`, carriers),
 			"code":      `{"repository":"https://git.example.com/demo.git"}`, // dev's git:// is for the simulated cloud alone
+			"storage":   `{"type":"nfs","server":"10.0.0.2"}`,                // dev's local store is one node's: no restarts over 512
 		})
 		m := map[string]int{}
 		for _, r := range deploy(t, raw).sorted() {

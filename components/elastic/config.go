@@ -37,6 +37,10 @@ type Config struct {
 	ShmSize     string            `json:"shmSize"`     // memory-backed /dev/shm per worker (NCCL, DataLoader workers) as a quantity, at most memory; default memory
 	OnSuccess   string            `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
 	Env         []meta.EnvSetting `json:"env"`         // environment of the workers (runs.go)
+	// TerminationGracePeriodSeconds is the time a worker gets between SIGTERM (a drain, a Spot
+	// reclaim, a deleted pod) and SIGKILL, for the training script to checkpoint (seconds);
+	// default 120, or the cloud's Spot notice on a Spot pool when shorter.
+	TerminationGracePeriodSeconds int `json:"terminationGracePeriodSeconds"`
 }
 
 // DefaultImage is the workers' image when elastic.image is empty, pinned by a tag that exists

@@ -52,9 +52,6 @@ const (
 	// pythonEtcd is the python-etcd release torch's etcd backends import; the wrapper installs it
 	// when the image lacks it.
 	pythonEtcd = "python-etcd==0.4.5"
-	// terminationGraceSeconds: time a worker gets after SIGTERM (seconds), for the training
-	// script to write a checkpoint to the shared claim before the pod goes.
-	terminationGraceSeconds = 120
 )
 
 // Args are the elastic workers' inputs: their section (kolotoc:elastic, defaulted and
@@ -296,7 +293,10 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 			FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.name")},
 		}},
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RDZV_BACKEND"), Value: pulumi.String(a.RdzvBackend)},
-		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
+		// The contract (meta/contract.go): the checkpoint directory and the run id (rdzvId); the
+		// attempt is torchrun's TORCHELASTIC_RESTART_COUNT, which it gives every rank.
+		corev1.EnvVarArgs{Name: pulumi.String(meta.CheckpointDirEnv), Value: pulumi.String(a.CheckpointDir)},
+		corev1.EnvVarArgs{Name: pulumi.String(meta.RunIDEnv), Value: pulumi.String(a.RdzvID)},
 		corev1.EnvVarArgs{Name: pulumi.String("PYTHONUNBUFFERED"), Value: pulumi.String("1")},
 	}
 	if conf := RdzvConfString(a.RdzvConf); conf != "" {
@@ -330,12 +330,13 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		replicas = 0
 	}
 	spec := &corev1.PodSpecArgs{
-		SecurityContext:               meta.WorkloadSecurity(a.RunAsUser),
-		NodeSelector:                  a.Labels.PoolSelector(a.Pool),
-		ImagePullSecrets:              a.Labels.ImagePullSecrets(),
-		Tolerations:                   tolerations,
-		AutomountServiceAccountToken:  pulumi.Bool(false),
-		TerminationGracePeriodSeconds: pulumi.Int(terminationGraceSeconds),
+		SecurityContext:              meta.WorkloadSecurity(a.RunAsUser),
+		NodeSelector:                 a.Labels.PoolSelector(a.Pool),
+		ImagePullSecrets:             a.Labels.ImagePullSecrets(),
+		Tolerations:                  tolerations,
+		AutomountServiceAccountToken: pulumi.Bool(false),
+		// SIGTERM to SIGKILL: torchrun passes SIGTERM to the ranks, which checkpoint.
+		TerminationGracePeriodSeconds: pulumi.Int(graceSeconds(a)),
 		Affinity:                      a.Labels.SpreadAcrossNodes(Component),
 		InitContainers:                a.Code.InitContainers(),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
@@ -384,6 +385,15 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		set.Ordinals = &appsv1.StatefulSetOrdinalsArgs{Start: pulumi.Int(start)}
 	}
 	return &appsv1.StatefulSetArgs{Metadata: md, Spec: set}
+}
+
+// graceSeconds is the workers' grace period: elastic.terminationGracePeriodSeconds, filled by the
+// stack (meta.DefaultTerminationGraceSeconds, within a Spot pool's notice).
+func graceSeconds(a *Args) int {
+	if a.TerminationGracePeriodSeconds > 0 {
+		return a.TerminationGracePeriodSeconds
+	}
+	return meta.DefaultTerminationGraceSeconds
 }
 
 func cpuLimit(a *Args) string {

@@ -47,6 +47,16 @@ type Config struct {
 	Run       string            `json:"run"`       // run id: a new id starts a new launcher (the old one replaced); default none
 	OnSuccess string            `json:"onSuccess"` // keep | release: release scales the towers to zero when the launcher succeeds; default keep
 	Env       []meta.EnvSetting `json:"env"`       // environment of the towers and the launcher (runs.go)
+
+	// MaxRestarts is how many times a failed run (a rank's process, a tower or its node lost) is
+	// started again over the whole ring from its last checkpoint, once every tower takes ssh
+	// again, before the run ends failed (the MPI operator's backoffLimit, JobSet's
+	// failurePolicy.maxRestarts); 0: a failure ends the run. Default 3.
+	MaxRestarts int `json:"maxRestarts"`
+	// TerminationGracePeriodSeconds is the time a tower and the launcher get between SIGTERM (a
+	// drain, a Spot reclaim, a deleted pod) and SIGKILL, for the ranks to write a checkpoint
+	// (seconds); default 120, or the cloud's Spot notice on a Spot pool when shorter.
+	TerminationGracePeriodSeconds int `json:"terminationGracePeriodSeconds"`
 }
 
 // ManagedResources are the resources the towers' own keys set, which towers.resources may not.
@@ -88,8 +98,26 @@ var DefaultLauncherCommand = []string{
 	"python", "/horovod/examples/tensorflow2/tensorflow2_synthetic_benchmark.py",
 }
 
-// NewConfig is the section before the stack file is read: towers on, DefaultTowers of them.
-func NewConfig() Config { return Config{Enabled: true, Count: DefaultTowers} }
+// DefaultMaxRestarts: whole-ring restarts from the last checkpoint (count) before a run ends
+// failed, as many as elastic.maxRestarts gives torchrun: a Spot reclaim or a node's loss in a
+// day's run, not a crash loop.
+const DefaultMaxRestarts = 3
+
+// NewConfig is the section before the stack file is read: towers on, DefaultTowers of them,
+// DefaultMaxRestarts (set before decoding, since a stack's explicit 0 restarts is valid and must
+// be kept).
+func NewConfig() Config {
+	return Config{Enabled: true, Count: DefaultTowers, MaxRestarts: DefaultMaxRestarts}
+}
+
+// RunID is the run's id in the contract (KOLOTOC_RUN_ID, the checkpoint directory's name):
+// towers.run, or meta.DefaultRunID when the stack sets none.
+func (t Config) RunID() string {
+	if t.Run != "" {
+		return t.Run
+	}
+	return meta.DefaultRunID
+}
 
 // DefaultPools fills what the towers take from the stack's node pools: the first GPU pool, and
 // that pool's GPUs per tower (0 on a CPU pool: CPU towers). Default follows it (slots follow
@@ -117,6 +145,7 @@ func (t *Config) Default() {
 	meta.Fill(&t.LauncherCPU, defaultLauncherCPU)
 	meta.Fill(&t.LauncherMemory, defaultLauncherMemory)
 	meta.Fill(&t.LauncherImage, t.Image)
+	meta.Fill(&t.TerminationGracePeriodSeconds, meta.DefaultTerminationGraceSeconds) // the stack fills a Spot pool's first
 }
 
 // Validate reports what is wrong with the towers' own settings, with their full keys. What
@@ -128,6 +157,9 @@ func (t Config) Validate(p meta.Problems) {
 	}
 	if t.Slots < 1 {
 		p.Add(Key+".slots", strconv.Itoa(t.Slots), "must be at least 1")
+	}
+	if t.MaxRestarts < 0 {
+		p.Add(Key+".maxRestarts", strconv.Itoa(t.MaxRestarts), "must be 0 or more")
 	}
 	if t.SSHPort < 1 || t.SSHPort > 65535 {
 		p.Add(Key+".sshPort", strconv.Itoa(t.SSHPort), "allowed: 1..65535")

@@ -2,11 +2,13 @@ package ring
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"kolotoc/components/meta"
@@ -155,8 +157,10 @@ func TestReleaseTokenOnlyInTheLauncherContainer(t *testing.T) {
 		t.Fatal("no init container: the code clone is missing from the test")
 	}
 	rendertest.ReleaseToken(t, pod, "launcher-release", "launcher")
+	// Without release, the launcher's own account's token (it may patch the run's state only),
+	// in the launcher container alone too.
 	pod = rendertest.Get(rendertest.Inputs(render(t, testArgs(nil)).One(t, "kubernetes:batch/v1:Job", "towers-launcher")), "spec", "template", "spec")
-	rendertest.ReleaseToken(t, pod, "", "")
+	rendertest.ReleaseToken(t, pod, "launcher", "launcher")
 	// The towers never hold one.
 	towers := rendertest.Get(rendertest.Inputs(render(t, a).One(t, "kubernetes:apps/v1:StatefulSet", "towers")), "spec", "template", "spec")
 	rendertest.ReleaseToken(t, towers, "", "")
@@ -185,5 +189,64 @@ func TestTowerReadinessSoonAfterStart(t *testing.T) {
 	}
 	if got := max(p.PeriodSeconds, 1) * max(p.FailureThreshold, 3); got < 15 {
 		t.Errorf("unready after %d s of failed probes; want 15 s or more", got)
+	}
+}
+
+// TestRestartsRender checks what the restarts rely on in the rendered ring: the launcher's Job
+// fails at once on runFailedExit and ignores its own pod's disruptions (Kubernetes, "Handling
+// retriable and non-retriable pod failures with Pod failure policy": rules evaluated in order,
+// Ignore does not count towards backoffLimit, FailJob fails the Job); its environment carries the
+// contract and the restarts; both pods get the grace period; the towers' budget lets a drain
+// evict one tower when the run restarts, none when it cannot; the state ConfigMap's Role may
+// get and patch that ConfigMap alone, bound to the launcher's account.
+func TestRestartsRender(t *testing.T) {
+	a := testArgs(nil)
+	a.CheckpointDir = "/shared/checkpoints/towers/default"
+	rec := render(t, a)
+	job := rendertest.Decode[batchv1.Job](t, rec.One(t, "kubernetes:batch/v1:Job", "towers-launcher"))
+	rules := job.Spec.PodFailurePolicy.Rules
+	if len(rules) != 2 || rules[0].Action != batchv1.PodFailurePolicyActionIgnore || rules[0].OnPodConditions[0].Type != corev1.DisruptionTarget ||
+		rules[1].Action != batchv1.PodFailurePolicyActionFailJob || rules[1].OnExitCodes == nil ||
+		*rules[1].OnExitCodes.ContainerName != LauncherName || rules[1].OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn ||
+		!slices.Equal(rules[1].OnExitCodes.Values, []int32{runFailedExit}) {
+		t.Errorf("pod failure policy %+v: want Ignore on DisruptionTarget, then FailJob on the launcher's exit %d", job.Spec.PodFailurePolicy, runFailedExit)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e
+	}
+	for k, v := range map[string]string{meta.CheckpointDirEnv: "/shared/checkpoints/towers/default", meta.RunIDEnv: meta.DefaultRunID,
+		"KOLOTOC_MAX_RESTARTS": "3", "KOLOTOC_STATE": "launcher-state"} {
+		if env[k].Value != v {
+			t.Errorf("launcher env %s = %q, want %q", k, env[k].Value, v)
+		}
+	}
+	if f := env["KOLOTOC_LAUNCHER_UID"].ValueFrom; f == nil || f.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/controller-uid']" {
+		t.Errorf("KOLOTOC_LAUNCHER_UID: %+v, want the Job's uid from its pod's label", env["KOLOTOC_LAUNCHER_UID"])
+	}
+	sts := rendertest.Decode[appsv1.StatefulSet](t, rec.One(t, "kubernetes:apps/v1:StatefulSet", "towers"))
+	for what, g := range map[string]*int64{"towers": sts.Spec.Template.Spec.TerminationGracePeriodSeconds, "launcher": job.Spec.Template.Spec.TerminationGracePeriodSeconds} {
+		if g == nil || *g != meta.DefaultTerminationGraceSeconds {
+			t.Errorf("%s: terminationGracePeriodSeconds %v, want %d", what, g, meta.DefaultTerminationGraceSeconds)
+		}
+	}
+	for _, tc := range []struct{ restarts, want int }{{3, 1}, {0, 0}} {
+		pdb := rendertest.Inputs(render(t, testArgs(func(c *Config) { c.MaxRestarts = tc.restarts })).One(t, "kubernetes:policy/v1:PodDisruptionBudget", "towers"))
+		if got := rendertest.Get(pdb, "spec", "maxUnavailable"); got != float64(tc.want) {
+			t.Errorf("maxRestarts %d: the towers' budget allows %v unavailable, want %d", tc.restarts, got, tc.want)
+		}
+	}
+	role := rendertest.Inputs(rec.One(t, "kubernetes:rbac.authorization.k8s.io/v1:Role", "towers-state"))
+	want := []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "resourceNames": []any{"launcher-state"}, "verbs": []any{"get", "patch"}}}
+	if d := cmp.Diff(want, rendertest.Get(role, "rules")); d != "" {
+		t.Errorf("state Role rules (-want +got):\n%s", d)
+	}
+	binding := rendertest.Inputs(rec.One(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "towers-state"))
+	if got := rendertest.Get(binding, "subjects", "[0]", "name"); got != "launcher" || job.Spec.Template.Spec.ServiceAccountName != "launcher" {
+		t.Errorf("the state Role is bound to %v, the launcher runs as %q; want both launcher", got, job.Spec.Template.Spec.ServiceAccountName)
+	}
+	rel := render(t, testArgs(func(c *Config) { c.OnSuccess = meta.OnSuccessRelease }))
+	if got := rendertest.Get(rendertest.Inputs(rel.One(t, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "towers-state")), "subjects", "[0]", "name"); got != "launcher-release" {
+		t.Errorf("releasing, the state Role is bound to %v, want launcher-release (the launcher's account then)", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
+	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -27,8 +28,9 @@ const (
 	launcherComponent = LauncherName
 	// sshKeyMode is the mode of the mounted key files (0600): sshd and ssh refuse laxer ones.
 	sshKeyMode = 0o600
-	// launcherBackoffLimit: retries of a failed launcher pod; an MPI job that failed twice needs
-	// a human, not a third identical attempt.
+	// launcherBackoffLimit: new pods for a launcher pod that failed before its run did (its code
+	// clone, ssh set-up, a deleted pod); the run's own failures are retried inside the pod
+	// (towers.maxRestarts, launcherScript) and fail the Job at once past their limit.
 	launcherBackoffLimit = 2
 	// rootHostfilePath, userHostfilePath: where the launcher writes the hostfile for mpirun, as
 	// root and as another user. Root's stays where it was before runAsUser existed: the path is
@@ -95,6 +97,22 @@ type Args struct {
 	// Gang admits the towers and the launcher as one Kueue pod group (kolotoc:queue); nil: each
 	// pod is scheduled as it comes. Its Total is the towers plus the launcher.
 	Gang *meta.Gang
+	// CheckpointDir is the run's checkpoint directory on the shared claim, given to the launcher
+	// (and by mpirun -x to the ranks) as KOLOTOC_CHECKPOINT_DIR.
+	CheckpointDir string
+}
+
+// StateName is the ConfigMap that holds the run's state (launcherScript), of the launcher called
+// launcherName; the output runState prints it.
+func StateName(launcherName string) string { return launcherName + "-state" }
+
+// launcherAccount is the launcher's service account: the release account when it releases the
+// towers, else its own. Either may patch the state ConfigMap (RenderStateRole).
+func launcherAccount(a *Args) string {
+	if a.releases() {
+		return a.LauncherName + "-release"
+	}
+	return a.LauncherName
 }
 
 // Fabric is what the towers take of their pool's fabric: a device each tower requests beside its
@@ -165,7 +183,32 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 			return nil, fmt.Errorf("ring %q: %w", name, err)
 		}
 		launcherDeps = rel.Deps
+	} else {
+		sa, err := corev1.NewServiceAccount(ctx, name+"-launcher", &corev1.ServiceAccountArgs{
+			Metadata: args.Labels.ObjectMeta(args.LauncherName, args.Namespace, launcherComponent),
+			// The launcher mounts its token into its own container only (RenderLauncher).
+			AutomountServiceAccountToken: pulumi.Bool(false),
+		}, pulumi.Parent(r))
+		if err != nil {
+			return nil, fmt.Errorf("ring %q: ServiceAccount %q: %w", name, args.LauncherName, err)
+		}
+		launcherDeps = append(launcherDeps, sa)
 	}
+	// The run's state: the launcher writes its data (IgnoreChanges: not Pulumi's to reset; a new
+	// launcher Job starts a new state, keyed by its uid).
+	stateMap, err := corev1.NewConfigMap(ctx, name+"-state", RenderState(args), pulumi.Parent(r), pulumi.IgnoreChanges([]string{"data"}))
+	if err != nil {
+		return nil, fmt.Errorf("ring %q: ConfigMap %q: %w", name, StateName(args.LauncherName), err)
+	}
+	role, err := rbacv1.NewRole(ctx, name+"-state", RenderStateRole(args), pulumi.Parent(r))
+	if err != nil {
+		return nil, fmt.Errorf("ring %q: Role %q: %w", name, StateName(args.LauncherName), err)
+	}
+	binding, err := rbacv1.NewRoleBinding(ctx, name+"-state", RenderStateRoleBinding(args), pulumi.Parent(r), pulumi.DependsOn(append([]pulumi.Resource{role}, launcherDeps...)))
+	if err != nil {
+		return nil, fmt.Errorf("ring %q: RoleBinding %q: %w", name, StateName(args.LauncherName), err)
+	}
+	launcherDeps = append(launcherDeps, stateMap, role, binding)
 	// Any change of the towers' pods restarts the ring anyway (mpirun ends with its first rank):
 	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
 	// (meta.PodShape). The Service and the pod names stay.
@@ -230,7 +273,41 @@ func RenderScripts(a *Args) *corev1.ConfigMapArgs {
 	if a.releases() {
 		data["release.py"] = pulumi.String(meta.ReleaseScript)
 	}
+	data["runstate.py"] = pulumi.String(runStateScript)
 	return &corev1.ConfigMapArgs{Metadata: a.Labels.ObjectMeta(a.Name+"-scripts", a.Namespace, towerComponent), Data: data}
+}
+
+// RenderState is the run's state ConfigMap, empty until the launcher writes it: job (the
+// launcher Job's uid), run, attempt, restarts, maxRestarts, phase (waiting, running, succeeded,
+// failed), checkpointStep, reasons, updated.
+func RenderState(a *Args) *corev1.ConfigMapArgs {
+	return &corev1.ConfigMapArgs{Metadata: a.Labels.ObjectMeta(StateName(a.LauncherName), a.Namespace, launcherComponent)}
+}
+
+// RenderStateRole may read and patch the state ConfigMap, and nothing else.
+func RenderStateRole(a *Args) *rbacv1.RoleArgs {
+	return &rbacv1.RoleArgs{
+		Metadata: a.Labels.ObjectMeta(StateName(a.LauncherName), a.Namespace, launcherComponent),
+		Rules: rbacv1.PolicyRuleArray{rbacv1.PolicyRuleArgs{
+			ApiGroups:     pulumi.StringArray{pulumi.String("")},
+			Resources:     pulumi.StringArray{pulumi.String("configmaps")},
+			ResourceNames: pulumi.StringArray{pulumi.String(StateName(a.LauncherName))},
+			Verbs:         pulumi.StringArray{pulumi.String("get"), pulumi.String("patch")},
+		}},
+	}
+}
+
+// RenderStateRoleBinding gives RenderStateRole to the launcher's service account.
+func RenderStateRoleBinding(a *Args) *rbacv1.RoleBindingArgs {
+	return &rbacv1.RoleBindingArgs{
+		Metadata: a.Labels.ObjectMeta(StateName(a.LauncherName), a.Namespace, launcherComponent),
+		RoleRef: &rbacv1.RoleRefArgs{
+			ApiGroup: pulumi.String("rbac.authorization.k8s.io"), Kind: pulumi.String("Role"), Name: pulumi.String(StateName(a.LauncherName)),
+		},
+		Subjects: rbacv1.SubjectArray{rbacv1.SubjectArgs{
+			Kind: pulumi.String("ServiceAccount"), Name: pulumi.String(launcherAccount(a)), Namespace: a.Namespace,
+		}},
+	}
 }
 
 // RenderService is the headless Service that gives every tower its DNS name. Not-ready addresses
@@ -300,6 +377,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		Affinity:                     a.Labels.SpreadAcrossNodes(towerComponent),
 		Containers:                   containers,
 		Volumes:                      volumes,
+		// SIGTERM to SIGKILL: the ranks' time to checkpoint (sshdScript passes SIGTERM on).
+		TerminationGracePeriodSeconds: pulumi.Int(a.TerminationGracePeriodSeconds),
 	}
 	if a.HostNetwork {
 		spec.HostNetwork = pulumi.Bool(true)
@@ -336,9 +415,15 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	}
 }
 
-// RenderDisruptionBudget lets no voluntary disruption (a drain, the autoscaler's scale-down, a
-// node upgrade) evict a tower: an MPI ring is rigid, and the run ends with any of its ranks.
+// RenderDisruptionBudget lets voluntary disruptions (a drain, the autoscaler's scale-down, a
+// node upgrade) evict one tower at a time when the run restarts from its checkpoint
+// (towers.maxRestarts > 0): the tower gets its grace period to checkpoint, and the run goes on
+// on its replacement. Without restarts an MPI ring is rigid, the run ends with any of its
+// ranks, and no tower may be evicted.
 func RenderDisruptionBudget(a *Args) *policyv1.PodDisruptionBudgetArgs {
+	if a.MaxRestarts > 0 {
+		return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 1)
+	}
 	return a.Labels.DisruptionBudget(a.Name, a.Namespace, towerComponent, 0)
 }
 
@@ -387,7 +472,16 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		// "tower-0", which no pod can resolve: only the full
 		// <pod>.<service>.<namespace>.svc name exists in cluster DNS.
 		env("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+		// The restarts (launcherScript) and their state, keyed by this Job's uid.
+		env("KOLOTOC_MAX_RESTARTS", fmt.Sprint(a.MaxRestarts)),
+		env("KOLOTOC_STATE", StateName(a.LauncherName)),
+		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_LAUNCHER_UID"), ValueFrom: &corev1.EnvVarSourceArgs{
+			FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.labels['batch.kubernetes.io/controller-uid']")},
+		}},
 	}
+	// The contract (meta/contract.go): the run's checkpoint directory and id; the launcher sets
+	// KOLOTOC_ATTEMPT for each attempt.
+	envs = append(envs, meta.ContractEnv(a.CheckpointDir, a.RunID())...)
 	if a.Run != "" {
 		md.Labels.(pulumi.StringMap)[meta.RunLabel] = pulumi.String(a.Run)
 		podLabels[meta.RunLabel] = a.Run
@@ -403,14 +497,17 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		InitContainers:               a.Code.InitContainers(),
 		Volumes:                      volumes,
+		// SIGTERM to SIGKILL: mpirun passes SIGTERM to the ranks, which checkpoint.
+		TerminationGracePeriodSeconds: pulumi.Int(a.TerminationGracePeriodSeconds),
+		// Its token may patch the run's state (RenderStateRole) and, releasing, scale the towers
+		// (meta.NewReleaser), nothing else. It is mounted into the launcher container only, not
+		// the code clone before it.
+		ServiceAccountName: pulumi.String(launcherAccount(a)),
 	}
+	spec.Volumes = append(volumes, meta.ReleaseTokenVolume())
+	mounts = append(mounts, meta.ReleaseTokenMount())
 	if a.releases() {
-		// Its token may scale the towers, and nothing else (meta.NewReleaser).
 		envs = append(envs, env("KOLOTOC_ON_SUCCESS", meta.OnSuccessRelease), env("KOLOTOC_RELEASE", a.Name))
-		// Its token is mounted into the launcher container only, not the code clone before it.
-		spec.ServiceAccountName = pulumi.String(a.LauncherName + "-release")
-		spec.Volumes = append(volumes, meta.ReleaseTokenVolume())
-		mounts = append(mounts, meta.ReleaseTokenMount())
 	}
 	spec.Containers = corev1.ContainerArray{corev1.ContainerArgs{
 		Name:      pulumi.String(launcherComponent),
@@ -425,6 +522,24 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	}}
 	jobSpec := &batchv1.JobSpecArgs{
 		BackoffLimit: pulumi.Int(launcherBackoffLimit),
+		// Kubernetes "Handling retriable and non-retriable pod failures with Pod failure policy":
+		// a launcher pod disrupted (evicted, preempted, its node gone: condition DisruptionTarget)
+		// is not a failure, and the next pod takes the run's attempts up where they were; a run
+		// failed for good (runFailedExit) fails the Job at once, not in a new pod from attempt 0.
+		PodFailurePolicy: &batchv1.PodFailurePolicyArgs{Rules: batchv1.PodFailurePolicyRuleArray{
+			batchv1.PodFailurePolicyRuleArgs{
+				Action: pulumi.String("Ignore"),
+				OnPodConditions: batchv1.PodFailurePolicyOnPodConditionsPatternArray{batchv1.PodFailurePolicyOnPodConditionsPatternArgs{
+					Type: pulumi.String("DisruptionTarget"), Status: pulumi.String("True"),
+				}},
+			},
+			batchv1.PodFailurePolicyRuleArgs{
+				Action: pulumi.String("FailJob"),
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirementArgs{
+					ContainerName: pulumi.String(launcherComponent), Operator: pulumi.String("In"), Values: pulumi.IntArray{pulumi.Int(runFailedExit)},
+				},
+			},
+		}},
 		Template: &corev1.PodTemplateSpecArgs{
 			Metadata: gangMeta(a, podLabels, a.Labels.KeepNode(a.LauncherPool, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])})),
 			Spec:     spec,

@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,27 @@ import (
 // stdin to the remote command) unless told -n.
 func runLauncher(t *testing.T, hosts []string, command ...string) (log string, out string, err error) {
 	t.Helper()
+	l, o, err, _ := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3}, command...)
+	return l, o, err
+}
+
+// launcherRun is what a test launcher meets: the hosts, towers.maxRestarts, an earlier pod's
+// state (shell assignments runstate.py get would print), and sshDown: how many ssh calls to a
+// host fail after each failed attempt (its tower is being replaced).
+type launcherRun struct {
+	hosts       []string
+	maxRestarts int
+	prevState   string
+	sshDown     map[string]int
+}
+
+// runLauncherWith runs the launcher script with stand-ins for ssh, getent and the run's state
+// (python3 runstate.py: each `set` is appended to the returned state log, one line a call). The
+// command runs in the test's directory, where it may leave files; $DIR names it.
+func runLauncherWith(t *testing.T, r launcherRun, command ...string) (log, out string, err error, state string) {
+	t.Helper()
 	dir := t.TempDir()
-	for _, d := range []string{"etc/kolotoc/scripts", "etc/kolotoc/ssh", "bin"} {
+	for _, d := range []string{"etc/kolotoc/scripts", "etc/kolotoc/ssh", "bin", "ckpt"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -27,26 +47,156 @@ func runLauncher(t *testing.T, hosts []string, command ...string) (log string, o
 		}
 	}
 	var hostfile strings.Builder
-	for _, h := range hosts {
+	for _, h := range r.hosts {
 		hostfile.WriteString(h + " slots=1\n")
 	}
 	write("etc/kolotoc/scripts/hostfile", hostfile.String(), 0o644)
 	write("etc/kolotoc/scripts/ssh_config", sshConfig(22, 0), 0o644)
 	write("etc/kolotoc/ssh/id_ed25519", "key\n", 0o600)
 	calls := filepath.Join(dir, "calls.log")
-	write("bin/ssh", "#!/bin/bash\n[[ \" $* \" == *' -n '* ]] || cat >/dev/null\necho \"ssh $*\" >>"+calls+"\n", 0o755)
+	// ssh: a host listed in down-<host> (a count) fails that many more calls.
+	write("bin/ssh", `#!/bin/bash
+[[ " $* " == *' -n '* ]] || cat >/dev/null
+host=${@: -2:1}
+echo "ssh $*" >>`+calls+`
+f=`+dir+`/down-$host
+if [ -s "$f" ] && [ "$(cat "$f")" -gt 0 ]; then echo $(( $(cat "$f") - 1 )) >"$f"; echo "ssh $host refused" >>`+calls+`; exit 255; fi
+`, 0o755)
 	write("bin/getent", "#!/bin/bash\necho \"getent $*\" >>"+calls+"\necho \"10.0.0.1 $2\"\n", 0o755)
-	script := strings.NewReplacer("/etc/kolotoc/", dir+"/etc/kolotoc/", "/root/", dir+"/root/").Replace(launcherScript)
+	write("bin/sleep", "#!/bin/bash\n", 0o755) // the waits between ssh tries, at once
+	stateLog := filepath.Join(dir, "state.log")
+	write("prev-state", r.prevState, 0o644)
+	write("bin/python3", `#!/bin/bash
+# python3 runstate.py get|set …: the run's state, kept in files
+shift
+case "$1" in
+  get) cat `+dir+`/prev-state ;;
+  set) shift; echo "$*" >>`+stateLog+` ;;
+esac
+`, 0o755)
+	// After each failed attempt, the hosts in sshDown refuse ssh that many times.
+	var down strings.Builder
+	for h, n := range r.sshDown {
+		fmt.Fprintf(&down, "echo %d >%s/down-%s\n", n, dir, h)
+	}
+	script := strings.NewReplacer("/etc/kolotoc/", dir+"/etc/kolotoc/", "/root/", dir+"/root/",
+		"/dev/termination-log", dir+"/termination-log").Replace(launcherScript)
+	if down.Len() > 0 {
+		script = strings.Replace(script, "  restarts=$((restarts + 1)) attempt=$((attempt + 1))\n",
+			"  restarts=$((restarts + 1)) attempt=$((attempt + 1))\n"+down.String(), 1)
+	}
 	write("launcher.sh", script, 0o755)
 
 	cmd := exec.Command("bash", append([]string{filepath.Join(dir, "launcher.sh")}, command...)...)
 	cmd.Env = []string{
-		"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin",
+		"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin", "DIR=" + dir, "CALLS=" + calls,
 		"HOME=" + filepath.Join(dir, "home"), "KOLOTOC_WAIT_SECONDS=5", "KOLOTOC_SSH_PORT=22", "KOLOTOC_HOSTFILE=" + filepath.Join(dir, "hostfile.out"),
+		"KOLOTOC_MAX_RESTARTS=" + fmt.Sprint(r.maxRestarts), "KOLOTOC_RUN_ID=r1", "KOLOTOC_LAUNCHER_UID=uid-1",
+		"KOLOTOC_CHECKPOINT_DIR=" + filepath.Join(dir, "ckpt"),
 	}
 	b, err := cmd.CombinedOutput()
 	l, _ := os.ReadFile(calls)
-	return string(l), string(b), err
+	st, _ := os.ReadFile(stateLog)
+	return string(l), string(b), err, string(st)
+}
+
+// exitCode is a finished command's exit code (0 when err is nil).
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("not an exit: %v", err)
+	}
+	return ee.ExitCode()
+}
+
+// A failed attempt is started again over the whole ring with the next KOLOTOC_ATTEMPT, each time
+// once every tower takes ssh again: here tower-1 refuses ssh twice after each failure (its pod
+// being replaced), and attempt N+1 starts only after it took ssh. The run that then succeeds ends
+// the launcher with 0, its state succeeded. The old launcher ran the command once (exec).
+func TestLauncherRestartsOnceEveryTowerTakesSSH(t *testing.T) {
+	hosts := []string{"tower-0.tower.ns.svc", "tower-1.tower.ns.svc"}
+	// The command fails in attempts 0 and 1, succeeds in 2; it writes the step of its checkpoint.
+	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3, sshDown: map[string]int{hosts[1]: 2}},
+		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"; echo $((KOLOTOC_ATTEMPT * 50 + 50)) >"$KOLOTOC_CHECKPOINT_DIR/latest-step"; [ "$KOLOTOC_ATTEMPT" = 2 ] || exit 9`)
+	if err != nil {
+		t.Fatalf("the launcher failed: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(calls), "\n")
+	var runs []int
+	for i, l := range lines {
+		if n, ok := strings.CutPrefix(l, "run attempt "); ok {
+			runs = append(runs, i)
+			// Before each attempt: the last ssh to tower-1 succeeded.
+			for j := i - 1; j >= 0; j-- {
+				if strings.HasSuffix(lines[j], hosts[1]+" true") {
+					if j+1 < len(lines) && lines[j+1] == "ssh "+hosts[1]+" refused" {
+						t.Errorf("attempt %s started after tower-1 refused ssh:\n%s", n, calls)
+					}
+					break
+				}
+			}
+		}
+	}
+	if len(runs) != 3 {
+		t.Fatalf("want attempts 0, 1, 2; calls:\n%s\noutput:\n%s", calls, out)
+	}
+	if strings.Count(calls, "ssh "+hosts[1]+" refused") != 4 {
+		t.Errorf("tower-1 should have refused ssh twice after each of the two failures:\n%s", calls)
+	}
+	for _, want := range []string{"restart 1 of 3: attempt 1 resumes from the last checkpoint (step 50)", "restart 2 of 3", "succeeded at attempt 2 (2 restarts)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"attempt=0 restarts=0 maxRestarts=3 phase=waiting", "attempt=2 restarts=2", "phase=succeeded checkpointStep=150"} {
+		if !strings.Contains(state, want) {
+			t.Errorf("state lacks %q:\n%s", want, state)
+		}
+	}
+}
+
+// Past towers.maxRestarts the run ends failed: the launcher exits runFailedExit (the Job's pod
+// failure policy fails the Job on it, no new pod from attempt 0), having recorded why each
+// attempt failed.
+func TestLauncherStopsAtTheLimit(t *testing.T) {
+	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 1},
+		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"; echo "mpirun noticed that process rank 1 with PID 0 on node tower-1 exited on signal 9 (Killed)."; exit 7`)
+	if code := exitCode(t, err); code != runFailedExit {
+		t.Fatalf("exit %d, want %d\n%s", code, runFailedExit, out)
+	}
+	if n := strings.Count(calls, "run attempt "); n != 2 {
+		t.Errorf("%d attempts with maxRestarts 1, want 2:\n%s", n, calls)
+	}
+	last := state[strings.LastIndex(strings.TrimSpace(state), "\n")+1:]
+	for _, want := range []string{"phase=failed", "attempt 0: exit 7 (mpirun noticed that process rank 1", "; attempt 1: exit 7"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the final state lacks %q:\n%s", want, state)
+		}
+	}
+	if !strings.Contains(out, "failed after 2 attempts (1 restarts, towers.maxRestarts 1)") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// A new pod of the same launcher Job (the first evicted, its node lost, a suspend resumed) goes on
+// with the next attempt and the restarts so far, not from attempt 0.
+func TestLauncherGoesOnFromAnEarlierPod(t *testing.T) {
+	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 3,
+		prevState: "prev_attempt=1\nprev_restarts=1\nprev_reasons='attempt 0: exit 1'\n"},
+		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"`)
+	if err != nil {
+		t.Fatalf("the launcher failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(calls, "run attempt 2") || strings.Contains(calls, "run attempt 0") {
+		t.Errorf("want attempt 2 only:\n%s", calls)
+	}
+	if !strings.Contains(state, "attempt=2 restarts=1") || !strings.Contains(state, "attempt 1: the launcher's pod ended") {
+		t.Errorf("state:\n%s", state)
+	}
 }
 
 // The launcher must reach every tower before it runs mpirun. Without `ssh -n`, the first ssh

@@ -35,8 +35,9 @@ func Allows() []isolation.Allow {
 // Outputs are the ring's stack outputs, of sizes that do not grow with the towers: the hostname
 // pattern and the count, the command that prints the hostfile itself (for mpirun from a tower or
 // Jupyter's terminal), a shell in and the log of the first tower and of any tower (tower N, with
-// meta.PodIndex), and the launcher's log. kubectl renders a kubectl command line for the stack's
-// cluster.
+// meta.PodIndex), the launcher's log, and the run's state at a glance (runState: its attempt,
+// restarts and why, the last checkpoint's step, its phase). kubectl renders a kubectl command
+// line for the stack's cluster.
 func Outputs(name, launcherName, namespace string, towers int, kubectl func(format string, a ...any) pulumi.StringOutput) pulumi.Map {
 	return pulumi.Map{
 		"towerHostnamePattern": pulumi.String(HostnamePattern(name, namespace, towers)),
@@ -46,5 +47,11 @@ func Outputs(name, launcherName, namespace string, towers int, kubectl func(form
 		"gotoTowerN":           kubectl("-n %s exec -it %s-%s -c %s -- bash", namespace, name, meta.PodIndex, towerComponent),
 		"towerLogsN":           kubectl("-n %s logs -f %s-%s -c %s", namespace, name, meta.PodIndex, towerComponent),
 		"launcherLogs":         kubectl("-n %s logs -f job/%s -c %s", namespace, launcherName, launcherComponent),
+		"runState":             kubectl("-n %s get configmap %s -o %s", namespace, StateName(launcherName), RunStateColumns),
 	}
 }
+
+// RunStateColumns is how runState prints the state ConfigMap (RenderState): one line under a
+// header, the reasons last (they hold spaces).
+const RunStateColumns = "custom-columns=RUN:.data.run,PHASE:.data.phase,ATTEMPT:.data.attempt,RESTARTS:.data.restarts," +
+	"MAX:.data.maxRestarts,STEP:.data.checkpointStep,UPDATED:.data.updated,REASONS:.data.reasons"

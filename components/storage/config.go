@@ -168,3 +168,8 @@ func (s ScratchConfig) Site() meta.Scratch {
 	}
 	return out
 }
+
+// SharedAcross reports whether pods on as many nodes as that share a store of that type: every
+// type but local, which is one node's directory (hostPath), shared only on one node. Restarts
+// from a checkpoint need it (towers.maxRestarts, elastic.maxRestarts).
+func SharedAcross(storageType string, nodes int) bool { return storageType != TypeLocal || nodes <= 1 }

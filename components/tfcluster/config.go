@@ -36,6 +36,10 @@ type Config struct {
 	CheckpointDir string `json:"checkpointDir"`
 	LogDir        string `json:"logDir"`
 	EvalDir       string `json:"evalDir"`
+	// TerminationGracePeriodSeconds is the time every task gets between SIGTERM (a drain, a Spot
+	// reclaim, a deleted pod) and SIGKILL, for the chief to checkpoint (seconds); default 120, or
+	// the shortest Spot notice of the tasks' pools when shorter.
+	TerminationGracePeriodSeconds int `json:"terminationGracePeriodSeconds"`
 }
 
 // Role is one TensorFlow task type (kolotoc:tfcluster.<role>).

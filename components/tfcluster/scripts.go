@@ -31,8 +31,10 @@ exit "$status"
 
 // program is the built-in check, TensorFlow 2's parameter-server architecture at its smallest:
 // workers and parameter servers run a tf.distribute.Server; the chief coordinates a few hundred
-// steps that update a variable living on the parameter servers, then checkpoints it and logs it
-// for TensorBoard; the evaluator follows the checkpoints. It needs a chief and at least one
+// steps that update a variable living on the parameter servers, checkpointing every
+// checkpointEvery steps in the chief's checkpoint directory and resuming from the newest
+// checkpoint there when it starts again (a lost chief or task), then logs it for TensorBoard;
+// the evaluator follows the checkpoints. It needs a chief and at least one
 // parameter server; a program of your own (tfcluster.command) needs neither.
 const program = `"""Kolotoc's TensorFlow check: parameter-server training at its smallest."""
 import json
@@ -43,6 +45,7 @@ os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 import tensorflow as tf  # noqa: E402
 
 STEPS = 200
+CHECKPOINT_EVERY = 50
 
 
 def serve(resolver, task):
@@ -66,11 +69,19 @@ def coordinate(resolver, logdir, ckptdir):
             step.assign_add(1)
         strategy.run(replica_fn)
 
-    for _ in range(STEPS):
-        coordinator.schedule(train_step)
-    coordinator.join()
     checkpoint = tf.train.Checkpoint(total=total, step=step)
-    path = checkpoint.save(os.path.join(ckptdir, "ckpt"))
+    manager = tf.train.CheckpointManager(checkpoint, ckptdir, max_to_keep=3)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint)
+        print(f"chief: resumed from {manager.latest_checkpoint} at step {int(step.numpy())}", flush=True)
+    path = manager.latest_checkpoint
+    while int(step.numpy()) < STEPS:
+        for _ in range(min(CHECKPOINT_EVERY, STEPS - int(step.numpy()))):
+            coordinator.schedule(train_step)
+        coordinator.join()
+        path = manager.save()
+        with open(os.path.join(ckptdir, "latest-step"), "w") as f:
+            f.write(f"{int(step.numpy())}\n")
     with tf.summary.create_file_writer(os.path.join(logdir, "train")).as_default():
         tf.summary.scalar("total", total.read_value(), step=step.read_value())
     print(f"chief: {STEPS} steps on {len(resolver.cluster_spec().job_tasks('worker'))} workers, "

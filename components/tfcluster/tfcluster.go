@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
@@ -268,7 +269,10 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		corev1.EnvVarArgs{Name: pulumi.String(ClusterEnv), Value: pulumi.String(spec)},
 		corev1.EnvVarArgs{Name: pulumi.String(TaskTypeEnv), Value: pulumi.String(t.Type)},
 		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_LOG_DIR"), Value: pulumi.String(a.LogDir)},
-		corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_CHECKPOINT_DIR"), Value: pulumi.String(a.CheckpointDir)},
+		// The contract (meta/contract.go): the checkpoint directory (the TF charts' traindir) and
+		// the run id, the directory's last element.
+		corev1.EnvVarArgs{Name: pulumi.String(meta.CheckpointDirEnv), Value: pulumi.String(a.CheckpointDir)},
+		corev1.EnvVarArgs{Name: pulumi.String(meta.RunIDEnv), Value: pulumi.String(path.Base(a.CheckpointDir))},
 	}
 	if a.EvalDir != "" { // tfcluster.evalDir; without it the template is as before
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_EVAL_DIR"), Value: pulumi.String(a.EvalDir)})
@@ -309,6 +313,8 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		Tolerations:                  tolerations,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 		InitContainers:               a.Code.InitContainers(),
+		// SIGTERM to SIGKILL: the chief's time to checkpoint.
+		TerminationGracePeriodSeconds: pulumi.Int(graceSeconds(a)),
 		Containers: corev1.ContainerArray{corev1.ContainerArgs{
 			Name:    pulumi.String(t.Type),
 			Image:   pulumi.String(t.Image), // the role's, default tfcluster.image
@@ -420,4 +426,13 @@ func RenderTensorBoardService(a *Args) *corev1.ServiceArgs {
 			}},
 		},
 	}
+}
+
+// graceSeconds is every task's grace period: tfcluster.terminationGracePeriodSeconds, filled by
+// the stack (meta.DefaultTerminationGraceSeconds, within the Spot pools' notice).
+func graceSeconds(a *Args) int {
+	if a.TerminationGracePeriodSeconds > 0 {
+		return a.TerminationGracePeriodSeconds
+	}
+	return meta.DefaultTerminationGraceSeconds
 }

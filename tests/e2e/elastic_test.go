@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +166,65 @@ func (w elasticWorkers) uid(pod string) types.UID {
 		return ""
 	}
 	return p.UID
+}
+
+// TestElasticResumesFromCheckpoint runs the demo's data-parallel SGD (train_torch.py from the
+// served repository) on two elastic CPU workers of the real node and kills one worker's training
+// process mid-run: torchrun restarts the worker group (elastic.maxRestarts) and every rank
+// resumes from the newest checkpoint in KOLOTOC_CHECKPOINT_DIR, not from step 0, and finishes.
+func TestElasticResumesFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	lockRealNode(t)
+	rdzv := "resume-" + randomHex(t, 3) // a fresh checkpoint directory: the local store outlives the stack
+	elastic := map[string]any{
+		"enabled": true, "image": localImage(t, "torch"), "pool": "node",
+		"minNodes": 2, "maxNodes": 2, "rdzvBackend": "c10d", "rdzvId": rdzv,
+		"cpu": "200m", "memory": "1536Mi",
+		"command": []any{"/code/train_torch.py", "--idle"},
+		"env": []any{
+			map[string]any{"name": "DEMO_STEPS", "value": "400"},
+			map[string]any{"name": "DEMO_STEP_SECONDS", "value": "0.05"},
+		},
+	}
+	s := newStack(t, "e2e-resume", "dev", workloadOnly(t, "elastic", elastic))
+	ns := "kolotoc-" + s.name
+	requireRealNode(t, s)
+	s.up()
+	w := elasticWorkers{s: s, ns: ns}
+
+	stepRe := regexp.MustCompile(`train: step (\d+) `)
+	waitFor(t, "elastic-0's rank 0 at step 100", 6*time.Minute, func() (bool, string) {
+		for _, m := range stepRe.FindAllStringSubmatch(w.logs("elastic-0"), -1) {
+			if n, _ := strconv.Atoi(m[1]); n >= 100 {
+				return true, ""
+			}
+		}
+		return false, w.state("elastic-0") + "\n" + tail(w.logs("elastic-0")) + "\n" + w.state("elastic-1") + "\n" + tail(w.logs("elastic-1"))
+	})
+	killed := time.Now()
+	// The worker process torchrun started (python3 -u <script>), not torchrun itself; `--` ends
+	// pkill's options, since the pattern starts with a dash.
+	s.kubectl(t, "", "-n", ns, "exec", "elastic-1", "-c", "worker", "--", "pkill", "-KILL", "-f", "--", "-u /code/train_torch.py")
+	resumed := regexp.MustCompile(`train: rank \d/2: resumed at step (\d+) from \S+ \(attempt [1-9]`)
+	var at time.Duration
+	waitFor(t, "both workers resumed from a checkpoint and done", 6*time.Minute, func() (bool, string) {
+		l0, l1 := w.logs("elastic-0"), w.logs("elastic-1")
+		m0, m1 := resumed.FindStringSubmatch(l0), resumed.FindStringSubmatch(l1)
+		if m0 != nil && m1 != nil && at == 0 {
+			at = time.Since(killed)
+		}
+		if m0 == nil || m1 == nil || !strings.Contains(l0, "train: done steps=400 ranks=2") {
+			return false, w.state("elastic-0") + "\n" + tail(l0) + "\n" + w.state("elastic-1") + "\n" + tail(l1)
+		}
+		for _, m := range [][]string{m0, m1} {
+			if n, _ := strconv.Atoi(m[1]); n == 0 {
+				t.Errorf("a rank resumed at step 0: %q", m[0])
+			}
+		}
+		t.Logf("measured: elastic-1's rank killed → both ranks resumed at step %s (seen within %s, polled)", m0[1], at.Round(100*time.Millisecond))
+		return true, ""
+	})
+	if strings.Contains(w.logs("elastic-0"), "starting at step 0 (attempt 1") {
+		t.Errorf("the restarted group started from step 0:\n%s", tail(w.logs("elastic-0")))
+	}
 }

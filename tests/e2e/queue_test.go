@@ -310,8 +310,8 @@ func TestQueueRealNode(t *testing.T) {
 	if job.Status.Succeeded == 0 {
 		t.Fatalf("the queued launcher failed: %+v\n%s", job.Status, tail(logs))
 	}
-	if !strings.Contains(logs, "allreduce: sum=3 expected=3 ranks=2") {
-		t.Fatalf("launcher log has no allreduce over the two towers:\n%s", tail(logs))
+	if !strings.Contains(logs, "train: done steps=300 ranks=2") {
+		t.Fatalf("launcher log has no training over the two towers:\n%s", tail(logs))
 	}
 	waitFor(t, "the towers released and the group finished", 3*time.Minute, func() (bool, string) {
 		w := workload(t, s, ns, "tower-q1")

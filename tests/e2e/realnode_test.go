@@ -95,7 +95,7 @@ func TestDevStackRunsForReal(t *testing.T) {
 		return v
 	}
 
-	t.Run("MPI allreduce over every tower", func(t *testing.T) {
+	t.Run("the demo's training over every tower", func(t *testing.T) {
 		s := s.sub(t)
 		job := s.waitJob(t, ns, "launcher", 6*time.Minute)
 		if job.Status.Succeeded == 0 {
@@ -104,14 +104,15 @@ func TestDevStackRunsForReal(t *testing.T) {
 		// The printed command, as printed.
 		logs := s.shell(t, str("launcherLogs"), "")
 		towers := 2
-		m := regexp.MustCompile(`allreduce: sum=(\d+) expected=(\d+) ranks=(\d+) hosts=(\S+)`).FindStringSubmatch(logs)
+		// train.py (testbed/node/demo-code): data-parallel SGD over every rank, checkpointing.
+		m := regexp.MustCompile(`train: done steps=(\d+) ranks=(\d+) hosts=(\S+) loss=(\S+) digest=([0-9a-f]+)`).FindStringSubmatch(logs)
 		if m == nil {
-			t.Fatalf("launcher log has no allreduce result:\n%s", tail(logs))
+			t.Fatalf("launcher log has no finished training:\n%s", tail(logs))
 		}
-		if m[1] != m[2] || m[3] != fmt.Sprint(towers) {
-			t.Errorf("allreduce: sum=%s expected=%s ranks=%s, want %d ranks and the expected sum", m[1], m[2], m[3], towers)
+		if m[2] != fmt.Sprint(towers) {
+			t.Errorf("training over %s ranks, want %d", m[2], towers)
 		}
-		hosts := strings.Split(m[4], ",")
+		hosts := strings.Split(m[3], ",")
 		for i := 0; i < towers; i++ {
 			if !slices.Contains(hosts, fmt.Sprintf("tower-%d", i)) {
 				t.Errorf("rank hosts %v lack tower-%d", hosts, i)
@@ -161,11 +162,12 @@ func TestDevStackRunsForReal(t *testing.T) {
 				}
 			}
 		}
-		// The claim's root was given to the user, and the rank's result is the user's.
+		// The claim's root was given to the user, and the run's checkpoints and result are the
+		// user's (the run's checkpoint directory: towers.run unset, "default").
 		own := strings.Fields(s.kubectl(t, "", "-n", ns, "exec", "tower-0", "-c", "tower", "--",
-			"stat", "-c", "%u:%g", "/shared", "/shared/allreduce-result.txt"))
+			"stat", "-c", "%u:%g", "/shared", "/shared/checkpoints/towers/default/result.txt"))
 		if len(own) != 2 || own[0] != want+":"+want || own[1] != want+":"+want {
-			t.Errorf("/shared and the rank's result belong to %v, want %s:%s both", own, want, want)
+			t.Errorf("/shared and the run's result belong to %v, want %s:%s both", own, want, want)
 		}
 		job := s.waitJob(t, ns, "shared-owner", time.Minute)
 		if job.Status.Succeeded != 1 {
@@ -560,7 +562,7 @@ func (s *stack) runLifecycle(t *testing.T, ns string, entry map[string]any) {
 	s.up()
 	job = s.waitJob(t, ns, "launcher", 5*time.Minute)
 	logs = s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
-	if job.Status.Succeeded == 0 || job.Labels["kolotoc.dev/run"] != "r3" || !strings.Contains(logs, "allreduce: sum=3 expected=3 ranks=2") {
+	if job.Status.Succeeded == 0 || job.Labels["kolotoc.dev/run"] != "r3" || !strings.Contains(logs, "train: done steps=300 ranks=2") {
 		t.Fatalf("run r3: succeeded %d, labels %v\n%s", job.Status.Succeeded, job.Labels, tail(logs))
 	}
 	waitFor(t, "the towers released by run r3", 2*time.Minute, func() (bool, string) {
@@ -655,9 +657,9 @@ func TestHostNetworkTowersRunForReal(t *testing.T) {
 	if job.Status.Succeeded == 0 {
 		t.Fatalf("the launcher failed over a host-network tower: %+v\n%s", job.Status, tail(logs))
 	}
-	m := regexp.MustCompile(`allreduce: sum=(\d+) expected=(\d+) ranks=(\d+) hosts=(\S+)`).FindStringSubmatch(logs)
-	if m == nil || m[1] != m[2] || m[3] != "1" {
-		t.Fatalf("launcher log has no allreduce over the one tower:\n%s", tail(logs))
+	m := regexp.MustCompile(`train: done steps=\d+ ranks=(\d+) hosts=(\S+)`).FindStringSubmatch(logs)
+	if m == nil || m[1] != "1" || m[2] != "tower-0" {
+		t.Fatalf("launcher log has no training over the one tower:\n%s", tail(logs))
 	}
 	t.Logf("launcher over a host-network tower at %s: %s", nodeIP, m[0])
 }

@@ -27,8 +27,12 @@ var entry = &stacks.Cloud{
 	Name:    stacks.CloudAWS,
 	Creates: true,
 
-	Catalogue:   catalogue(),
-	SpotLabel:   "eks.amazonaws.com/capacityType",
+	Catalogue: catalogue(),
+	SpotLabel: "eks.amazonaws.com/capacityType",
+	// "A Spot Instance interruption notice is a warning that is issued two minutes before Amazon
+	// EC2 stops or terminates your Spot Instance."
+	SpotNotice: &meta.SpotNotice{Seconds: 120, What: "EC2 Spot's interruption notice",
+		Doc: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html"},
 	Fabric:      poolFabric,
 	SpreadZones: spreadZones,
 	// The zones the local cluster's Karpenter offers AWS's instance types in (stacks' autoscale.go).

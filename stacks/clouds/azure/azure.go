@@ -27,7 +27,10 @@ var entry = &stacks.Cloud{
 
 	Catalogue: catalogue(),
 	SpotLabel: "kubernetes.azure.com/scalesetpriority",
-	Fabric:    poolFabric,
+	// Scheduled Events: a Preempt event (Spot eviction) is scheduled at least 30 s ahead.
+	SpotNotice: &meta.SpotNotice{Seconds: 30, What: "Azure Spot eviction's Scheduled Events notice (Preempt)",
+		Doc: "https://learn.microsoft.com/azure/virtual-machines/linux/scheduled-events#event-scheduling"},
+	Fabric: poolFabric,
 	// The zones the local cluster's Karpenter offers Azure's VM sizes in (stacks' autoscale.go).
 	KarpenterZones: []string{"1", "2", "3"},
 

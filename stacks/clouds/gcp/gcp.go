@@ -30,7 +30,11 @@ var entry = &stacks.Cloud{
 	AttachedGPUs: validateAttachedGPUs,
 	NoGPUsHint:   "; GCP attaches GPUs to N1 machine types only (e.g. n1-standard-8 with 1 × " + stacks.GPUT4 + ")",
 	SpotLabel:    "cloud.google.com/gke-spot",
-	Fabric:       poolFabric,
+	// Compute Engine preempts a Spot VM 30 s after its preemption notice (ACPI G2 soft off); GKE
+	// gives the node's pods that 30 s, 15 s of it to non-system pods by default.
+	SpotNotice: &meta.SpotNotice{Seconds: 30, What: "GCP Spot VMs' preemption notice",
+		Doc: "https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms#termination-graceful-shutdown"},
+	Fabric: poolFabric,
 	// The zones the local cluster's Karpenter offers GCP's machine types in (stacks' autoscale.go).
 	KarpenterZones: []string{"us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"},
 

@@ -12,6 +12,7 @@ import (
 	"kolotoc/components/isolation"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
+	"kolotoc/components/storage"
 	"kolotoc/stacks"
 )
 
@@ -29,6 +30,9 @@ var entry = &stacks.Workload{
 			meta.Fill(&c.Elastic.RdzvID, "kolotoc-"+strings.ToLower(c.Stack))
 		}
 		c.Elastic.Default() // components/elastic/config.go
+		// The script's time to checkpoint at SIGTERM, within the pool's Spot notice.
+		p := c.Pool(c.Elastic.Pool)
+		meta.Fill(&c.Elastic.TerminationGracePeriodSeconds, meta.GraceDefault(c.CloudEntry().SpotNotice, p != nil && p.Spot))
 	},
 	OnSuccess: func(c *stacks.Config) *string { return &c.Elastic.OnSuccess },
 	Check:     validateElastic,
@@ -107,10 +111,25 @@ func validateElastic(c *stacks.Config, v *stacks.Validator) {
 			v.GPUPods(pool, "elastic", "elastic.pool", el.Pool, "elastic.gpusPerNode", el.GPUsPerNode, "elastic.nodes", el.Nodes, "workers")
 		}
 		v.Fits("elastic", pool, el.CPU, el.Memory)
+		meta.CheckGrace(v, "elastic.terminationGracePeriodSeconds", el.TerminationGracePeriodSeconds, c.Cloud, c.CloudEntry().SpotNotice, pool.Spot, pool.Name)
+		// torchrun's restarts resume from the checkpoint every worker must read.
+		if nodes := poolNodes(pool); el.MaxRestarts > 0 && !storage.SharedAcross(c.Storage.Type, nodes) {
+			v.Add("elastic.maxRestarts", strconv.Itoa(el.MaxRestarts), fmt.Sprintf(
+				"a restart resumes from the checkpoint on the shared store, and storage.type local is a directory of each node, which pool %q's %d nodes do not share; "+
+					"allowed: 0, or a store every node mounts (storage.type in-cluster-nfs, nfs or the cloud's)", pool.Name, nodes))
+		}
 	}
 	if n := max(el.Nodes, el.MaxNodes); n > 0 {
 		v.Hostname("elastic.maxNodes", strconv.Itoa(el.MaxNodes), fmt.Sprintf("%s-%d", elastic.Name, n-1), elastic.Name, c.Namespace)
 	}
+}
+
+// poolNodes is the most nodes a pool can have: the test bed's real node(s) count as one.
+func poolNodes(p *stacks.NodePool) int {
+	if p.Real {
+		return 1
+	}
+	return max(p.Nodes, p.MaxNodes)
 }
 
 // elasticGang is the elastic workers' pod group when the stack queues them: the first minNodes

@@ -27,6 +27,14 @@ var entry = &stacks.Workload{
 	Defaults: func(c *stacks.Config) {
 		meta.Fill(&c.TFCluster.TensorBoardImage, entrypoint.DefaultTensorBoardImage) // the entrypoint's
 		c.TFCluster.Default()                                                        // components/tfcluster/config.go
+		// The chief's time to checkpoint at SIGTERM, within every task's pool's Spot notice.
+		grace := meta.DefaultTerminationGraceSeconds
+		for _, r := range c.TFCluster.Roles() {
+			if p := c.Pool(r.Role.Pool); r.Role.Count > 0 && p != nil {
+				grace = min(grace, meta.GraceDefault(c.CloudEntry().SpotNotice, p.Spot))
+			}
+		}
+		meta.Fill(&c.TFCluster.TerminationGracePeriodSeconds, grace)
 	},
 	OnSuccess: func(c *stacks.Config) *string { return &c.TFCluster.OnSuccess },
 	Check:     validateTFCluster,
@@ -131,6 +139,7 @@ func validateTFCluster(c *stacks.Config, v *stacks.Validator) {
 				v.GPUPods(pool, r.Key, r.Key+".pool", role.Pool, r.Key+".gpus", role.GPUs, r.Key+".count", role.Count, "tasks")
 			}
 			v.Fits(r.Key, pool, role.CPU, role.Memory)
+			meta.CheckGrace(v, "tfcluster.terminationGracePeriodSeconds", tf.TerminationGracePeriodSeconds, c.Cloud, c.CloudEntry().SpotNotice, pool.Spot, pool.Name)
 		}
 		v.Hostname(r.Key+".count", strconv.Itoa(role.Count), fmt.Sprintf("%s-%d", name, role.Count-1), name, c.Namespace)
 	}

@@ -14,6 +14,7 @@ import (
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
 	"kolotoc/components/ring"
+	"kolotoc/components/storage"
 	"kolotoc/stacks"
 	"kolotoc/stacks/workloads/sentinels"
 )
@@ -29,7 +30,9 @@ var entry = &stacks.Workload{
 	PoolDefaults: func(c *stacks.Config, pools meta.Pools) { c.Towers.DefaultPools(pools) },
 	Defaults: func(c *stacks.Config) {
 		meta.Fill(&c.Towers.LauncherPool, c.Entrypoint.Pool) // the launcher runs beside the scheduler
-		c.Towers.Default()                                   // components/ring/config.go
+		// The ranks' time to checkpoint at SIGTERM, within their pool's Spot notice.
+		meta.Fill(&c.Towers.TerminationGracePeriodSeconds, graceDefault(c, c.Towers.Pool))
+		c.Towers.Default() // components/ring/config.go
 	},
 	OnSuccess: func(c *stacks.Config) *string { return &c.Towers.OnSuccess },
 	Check:     validateTowers,
@@ -49,6 +52,7 @@ var entry = &stacks.Workload{
 			What: fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), Need: c.TowersNeed()}
 	},
 	Image:   func(c *stacks.Config) string { return c.Towers.Image },
+	Dirs:    func(c *stacks.Config) []string { return []string{checkpointsDir} }, // each run's directory is made by its launcher
 	Scratch: true,
 	Deploy:  deployTowers,
 	Allows:  func(*stacks.Config) []isolation.Allow { return ring.Allows() }, // MPI: ssh, then orted and ranks on any port
@@ -81,7 +85,44 @@ func Args(c *stacks.Config) *ring.Args {
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		Fabric:      c.TowerFabric(),
 		Gang:        towersGang(c),
+		// The contract's checkpoint directory: one per run id, on the shared claim.
+		CheckpointDir: strings.TrimRight(c.Storage.MountPath, "/") + "/" + checkpointsDir + "/" + t.RunID(),
 	}
+}
+
+// checkpointsDir holds the towers' runs' checkpoint directories, relative to storage.mountPath:
+// checkpoints/towers/<run id>.
+const checkpointsDir = "checkpoints/towers"
+
+// graceDefault is a workload's default grace period on pool: meta.DefaultTerminationGraceSeconds,
+// cut to the cloud's Spot notice on a Spot pool.
+func graceDefault(c *stacks.Config, pool string) int {
+	p := c.Pool(pool)
+	return meta.GraceDefault(c.CloudEntry().SpotNotice, p != nil && p.Spot)
+}
+
+// validateRestarts refuses what restarts cannot do: resume from a checkpoint that the towers
+// cannot all read (storage.type local is one node's directory, shared only when every tower is
+// on that node), and a grace period longer than the towers' pool's Spot notice.
+func validateRestarts(c *stacks.Config, v *stacks.Validator, pool *stacks.NodePool) {
+	t := c.Towers
+	if pool == nil {
+		return
+	}
+	meta.CheckGrace(v, "towers.terminationGracePeriodSeconds", t.TerminationGracePeriodSeconds, c.Cloud, c.CloudEntry().SpotNotice, pool.Spot, pool.Name)
+	if t.MaxRestarts > 0 && !storage.SharedAcross(c.Storage.Type, poolNodes(pool)) {
+		v.Add("towers.maxRestarts", strconv.Itoa(t.MaxRestarts), fmt.Sprintf(
+			"a restart resumes from the checkpoint on the shared store, and storage.type local is a directory of each node, which pool %q's %d nodes do not share; "+
+				"allowed: 0 (a failure ends the run), or a store every node mounts (storage.type in-cluster-nfs, nfs or the cloud's)", pool.Name, poolNodes(pool)))
+	}
+}
+
+// poolNodes is the most nodes a pool can have: the real node(s) of the test bed count as one.
+func poolNodes(p *stacks.NodePool) int {
+	if p.Real {
+		return 1
+	}
+	return max(p.Nodes, p.MaxNodes)
 }
 
 func validateTowers(c *stacks.Config, v *stacks.Validator) {
@@ -111,6 +152,7 @@ func validateTowers(c *stacks.Config, v *stacks.Validator) {
 		}
 		v.Fits("towers", pool, t.CPU, t.Memory)
 		validateTowerDevices(c, v, pool)
+		validateRestarts(c, v, pool)
 	}
 	c.ValidateHostNetwork(v, pool) // stacks/hostnet.go
 	if lp := validateLauncherPool(c, v); lp != nil {
