@@ -126,3 +126,25 @@ func TestScriptsShareOneLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeKeepsItsImages: the real node's images are imported from the image cache, never pulled
+// (no registry is reachable). The kubelet must never delete them: not by image garbage collection,
+// and not by the eviction manager's disk-pressure reclaim, which deletes every image no running
+// container uses. With `nodefs.available: 1%` a machine whose disk filled up (another build's
+// cache) lost the pause image on both of its nodes, and no pod could start again until the images
+// were imported again by hand.
+func TestNodeKeepsItsImages(t *testing.T) {
+	script, err := os.ReadFile("node/node.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^imageGCHighThresholdPercent: 100$`),
+		regexp.MustCompile(`(?m)^evictionHard: \{[^}]*nodefs\.available: "0%"`),
+		regexp.MustCompile(`(?m)^evictionHard: \{[^}]*imagefs\.available: "0%"`),
+	} {
+		if !want.Match(script) {
+			t.Errorf("testbed/node/node.sh's kubelet configuration does not match %s: the kubelet could delete images it can never pull back", want)
+		}
+	}
+}

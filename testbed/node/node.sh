@@ -193,8 +193,12 @@ podLogsDir: $node_dir/pod-logs
 # The local images are imported, never pulled: image garbage collection must never remove them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-# Evict only when the machine is really out of memory or disk (defaults evict at 10% disk free).
-evictionHard: {memory.available: "200Mi", nodefs.available: "1%", imagefs.available: "1%"}
+# Evict only when the machine is really out of memory; never for disk. Under disk pressure the
+# kubelet reclaims by deleting every image no running container uses, pause included, and this
+# node can pull none of them back: on a shared machine whose disk filled up (a Go build cache of
+# tens of GB), "nodefs.available: 1%" left both of its nodes unable to start any pod ("0%" turns
+# a signal off; kubelet's pkg/kubelet/eviction/helpers.go).
+evictionHard: {memory.available: "200Mi", nodefs.available: "0%", imagefs.available: "0%"}
 serializeImagePulls: false
 maxPods: 110
 EOF
