@@ -15,7 +15,7 @@ import (
 // stdin to the remote command) unless told -n.
 func runLauncher(t *testing.T, hosts []string, command ...string) (log string, out string, err error) {
 	t.Helper()
-	l, o, err, _ := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3}, command...)
+	l, o, _, err := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3}, command...)
 	return l, o, err
 }
 
@@ -32,7 +32,7 @@ type launcherRun struct {
 // runLauncherWith runs the launcher script with stand-ins for ssh, getent and the run's state
 // (python3 runstate.py: each `set` is appended to the returned state log, one line a call). The
 // command runs in the test's directory, where it may leave files; $DIR names it.
-func runLauncherWith(t *testing.T, r launcherRun, command ...string) (log, out string, err error, state string) {
+func runLauncherWith(t *testing.T, r launcherRun, command ...string) (log, out, state string, err error) {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"etc/kolotoc/scripts", "etc/kolotoc/ssh", "bin", "ckpt"} {
@@ -97,7 +97,7 @@ esac
 	b, err := cmd.CombinedOutput()
 	l, _ := os.ReadFile(calls)
 	st, _ := os.ReadFile(stateLog)
-	return string(l), string(b), err, string(st)
+	return string(l), string(b), string(st), err
 }
 
 // exitCode is a finished command's exit code (0 when err is nil).
@@ -120,7 +120,7 @@ func exitCode(t *testing.T, err error) int {
 func TestLauncherRestartsOnceEveryTowerTakesSSH(t *testing.T) {
 	hosts := []string{"tower-0.tower.ns.svc", "tower-1.tower.ns.svc"}
 	// The command fails in attempts 0 and 1, succeeds in 2; it writes the step of its checkpoint.
-	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3, sshDown: map[string]int{hosts[1]: 2}},
+	calls, out, state, err := runLauncherWith(t, launcherRun{hosts: hosts, maxRestarts: 3, sshDown: map[string]int{hosts[1]: 2}},
 		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"; echo $((KOLOTOC_ATTEMPT * 50 + 50)) >"$KOLOTOC_CHECKPOINT_DIR/latest-step"; [ "$KOLOTOC_ATTEMPT" = 2 ] || exit 9`)
 	if err != nil {
 		t.Fatalf("the launcher failed: %v\n%s", err, out)
@@ -163,7 +163,7 @@ func TestLauncherRestartsOnceEveryTowerTakesSSH(t *testing.T) {
 // failure policy fails the Job on it, no new pod from attempt 0), having recorded why each
 // attempt failed.
 func TestLauncherStopsAtTheLimit(t *testing.T) {
-	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 1},
+	calls, out, state, err := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 1},
 		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"; echo "mpirun noticed that process rank 1 with PID 0 on node tower-1 exited on signal 9 (Killed)."; exit 7`)
 	if code := exitCode(t, err); code != runFailedExit {
 		t.Fatalf("exit %d, want %d\n%s", code, runFailedExit, out)
@@ -185,7 +185,7 @@ func TestLauncherStopsAtTheLimit(t *testing.T) {
 // A new pod of the same launcher Job (the first evicted, its node lost, a suspend resumed) goes on
 // with the next attempt and the restarts so far, not from attempt 0.
 func TestLauncherGoesOnFromAnEarlierPod(t *testing.T) {
-	calls, out, err, state := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 3,
+	calls, out, state, err := runLauncherWith(t, launcherRun{hosts: []string{"tower-0.tower.ns.svc"}, maxRestarts: 3,
 		prevState: "prev_attempt=1\nprev_restarts=1\nprev_reasons='attempt 0: exit 1'\n"},
 		"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"`)
 	if err != nil {
