@@ -30,11 +30,12 @@ type Gang struct {
 	Group    string // the pod group's name, unique in the namespace for as long as its Workload lives
 	Total    int    // pods in the group: the Workload is created once that many exist
 	Priority string // a WorkloadPriorityClass; "" for none
-	// Serving: the group never finishes while it has pods; a pod that fails or is drained is
-	// replaced by its StatefulSet and joins the admitted group again (Kueue's serving pod
-	// groups, pkg/controller/jobs/pod: Finished is false for them; with no pod left, the
-	// group's Workload is finalized and its quota freed). For elastic workers, which survive
-	// the loss of a node; a ring's group is not serving (its run ends with its first lost rank).
+	// Serving: the group never finishes while it has pods (Kueue's serving pod groups,
+	// pkg/controller/jobs/pod: Finished is false for them; with no pod left, the group's
+	// Workload is finalized and its quota freed). For elastic workers. Known problem: a pod lost
+	// after admission keeps Kueue's finalizer until Kueue sees a replacement, which its
+	// StatefulSet cannot create under the same name, so the group waits for good
+	// (docs/queueing.md, "A lost pod of a queued group"; the fix is on branch sts-queue).
 	Serving bool
 }
 
