@@ -3,11 +3,11 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/karpenter"
 	"kolotoc/components/meta"
 )
 
@@ -20,8 +20,8 @@ import (
 const (
 	// KarpenterAPIVersion and NodePoolKind: Karpenter's NodePool (karpenter.sh/v1, the API of
 	// Karpenter 1.x; https://karpenter.sh/docs/concepts/nodepools/).
-	KarpenterAPIVersion = "karpenter.sh/v1"
-	NodePoolKind        = "NodePool"
+	KarpenterAPIVersion = karpenter.APIVersion
+	NodePoolKind        = karpenter.NodePoolKind
 	// NodePoolType is the NodePool's Pulumi resource type.
 	NodePoolType = "kubernetes:" + KarpenterAPIVersion + ":" + NodePoolKind
 	// KWOKNodeClassAPIVersion and KWOKNodeClassKind: the node class of Karpenter's kwok provider
@@ -33,11 +33,11 @@ const (
 	KWOKNodeClassType = "kubernetes:" + KWOKNodeClassAPIVersion + ":" + KWOKNodeClassKind
 
 	// Well-known keys Karpenter schedules on (https://karpenter.sh/docs/concepts/scheduling/).
-	InstanceTypeLabel = "node.kubernetes.io/instance-type"
-	CapacityTypeLabel = "karpenter.sh/capacity-type"
+	InstanceTypeLabel = karpenter.InstanceTypeLabel
+	CapacityTypeLabel = karpenter.CapacityTypeLabel
 	// CapacitySpot and CapacityOnDemand are the values of CapacityTypeLabel.
-	CapacitySpot     = "spot"
-	CapacityOnDemand = "on-demand"
+	CapacitySpot     = karpenter.CapacitySpot
+	CapacityOnDemand = karpenter.CapacityOnDemand
 )
 
 // nodePoolName is the NodePool's (and its KWOKNodeClass's) name: the pool name the fixed pools'
@@ -64,8 +64,8 @@ func renderNodeClass(args *SimulatedArgs, p Pool) *apiextensions.CustomResourceA
 // once (a budget of 100%); never expired (expireAfter Never: in Karpenter v1 expiry ignores
 // do-not-disrupt, so a node would be taken from a running rank).
 func renderNodePool(args *SimulatedArgs, p Pool) *apiextensions.CustomResourceArgs {
-	// The labels a fixed pool's nodes carry (renderPool), but the instance type: a requirement
-	// below, which Karpenter sets on the node from the instance type it launched.
+	// The labels a fixed pool's nodes carry (renderPool), but the instance type: a requirement,
+	// which Karpenter sets on the node from the instance type it launched.
 	labels := args.Labels.PodLabels("node")
 	for k, v := range NodeLabels(p) {
 		labels[k] = v
@@ -73,63 +73,17 @@ func renderNodePool(args *SimulatedArgs, p Pool) *apiextensions.CustomResourceAr
 	labels[meta.ClusterLabel] = args.Name
 	labels["type"] = "kwok"
 	delete(labels, InstanceTypeLabel)
-	capacity := CapacityOnDemand
-	if p.Spot {
-		capacity = CapacitySpot
-	}
-	requirement := func(key string, values ...string) pulumi.Map {
-		return pulumi.Map{"key": pulumi.String(key), "operator": pulumi.String("In"), "values": pulumi.ToStringArray(values)}
-	}
-	requirements := pulumi.Array{
-		requirement(InstanceTypeLabel, p.MachineType),
-		requirement(CapacityTypeLabel, capacity),
-	}
+	var zones []string
 	if p.Zone != "" {
-		requirements = append(requirements, requirement(ZoneLabel, p.Zone))
+		zones = []string{p.Zone}
 	}
-	var taints pulumi.Array
-	for _, t := range NodeTaints(p) {
-		taints = append(taints, pulumi.StringMap{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
-	}
-	spec := pulumi.Map{
-		"nodeClassRef": pulumi.StringMap{
-			"group": pulumi.String(KWOKNodeClassGroup), "kind": pulumi.String(KWOKNodeClassKind), "name": pulumi.String(nodePoolName(args, p)),
-		},
-		"requirements": requirements,
-		"expireAfter":  pulumi.String("Never"),
-	}
-	if len(taints) > 0 {
-		spec["taints"] = taints
-	}
-	limits := pulumi.Map{"nodes": pulumi.String(fmt.Sprint(p.MaxNodes))}
-	if p.GPUsPerNode > 0 {
-		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(p.MaxNodes * p.GPUsPerNode))
-	}
-	return &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(KarpenterAPIVersion),
-		Kind:       pulumi.String(NodePoolKind),
-		Metadata: &metav1.ObjectMetaArgs{
-			Name:   pulumi.String(nodePoolName(args, p)),
-			Labels: pulumi.ToStringMap(args.Labels.For("node-pool")),
-			// The provider waits until Karpenter has taken the pool (its class found and ready), so
-			// that no pod of the stack waits on a pool no autoscaler acts on.
-			Annotations: pulumi.StringMap{meta.WaitForAnnotation: pulumi.String("condition=Ready")},
-		},
-		OtherFields: kubernetes.UntypedArgs{
-			"spec": pulumi.Map{
-				"template": pulumi.Map{
-					"metadata": pulumi.Map{"labels": pulumi.ToStringMap(labels)},
-					"spec":     spec,
-				},
-				"limits": limits,
-				"disruption": pulumi.Map{
-					"consolidationPolicy": pulumi.String("WhenEmpty"),
-					"consolidateAfter":    pulumi.String(p.ScaleDownAfter),
-					"budgets":             pulumi.Array{pulumi.StringMap{"nodes": pulumi.String("100%")}},
-				},
-			},
-		},
-	}
+	return karpenter.NodePool(karpenter.Pool{
+		Name: nodePoolName(args, p), ObjectLabels: args.Labels.For("node-pool"),
+		ClassGroup: KWOKNodeClassGroup, ClassKind: KWOKNodeClassKind,
+		InstanceType: p.MachineType, Spot: p.Spot, Zones: zones,
+		NodeLabels: labels, Taints: NodeTaints(p),
+		MaxNodes: p.MaxNodes, GPUsPerNode: p.GPUsPerNode, ScaleDownAfter: p.ScaleDownAfter,
+	})
 }
 
 // registerAutoscaled registers an autoscaled pool's KWOKNodeClass and NodePool under c; the

@@ -10,6 +10,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/karpenter"
 	"kolotoc/components/meta"
 )
 
@@ -35,19 +36,19 @@ const (
 	// The Karpenter kinds Kolotoc writes (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1
 	// EC2NodeClass: https://karpenter.sh/v1.13/concepts/nodepools/,
 	// https://karpenter.sh/v1.13/concepts/nodeclasses/).
-	NodePoolAPIVersion      = "karpenter.sh/v1"
-	NodePoolKind            = "NodePool"
+	NodePoolAPIVersion      = karpenter.APIVersion
+	NodePoolKind            = karpenter.NodePoolKind
 	EC2NodeClassGroup       = "karpenter.k8s.aws"
 	EC2NodeClassAPIVersion  = EC2NodeClassGroup + "/v1"
 	EC2NodeClassKind        = "EC2NodeClass"
-	InstanceTypeLabel       = "node.kubernetes.io/instance-type"
-	CapacityTypeLabel       = "karpenter.sh/capacity-type"
-	ZoneLabel               = "topology.kubernetes.io/zone"
-	CapacitySpot            = "spot"
-	CapacityOnDemand        = "on-demand"
-	KarpenterConsolidation  = "WhenEmpty"
-	KarpenterDisruptBudget  = "100%"
-	KarpenterExpireAfter    = "Never"
+	InstanceTypeLabel       = karpenter.InstanceTypeLabel
+	CapacityTypeLabel       = karpenter.CapacityTypeLabel
+	ZoneLabel               = karpenter.ZoneLabel
+	CapacitySpot            = karpenter.CapacitySpot
+	CapacityOnDemand        = karpenter.CapacityOnDemand
+	KarpenterConsolidation  = karpenter.Consolidation
+	KarpenterDisruptBudget  = karpenter.DisruptBudget
+	KarpenterExpireAfter    = karpenter.ExpireAfter
 	karpenterRootDeviceSize = "100Gi" // nodeDiskGiB, as Karpenter writes a size
 
 	// KarpenterAMIAlias: the EKS-optimized Amazon Linux 2023 AMIs of release v20260520. With an
@@ -231,57 +232,14 @@ func RenderKarpenterNodePool(a *KarpenterArgs, p Pool) *apiextensions.CustomReso
 		labels[k] = v
 	}
 	delete(labels, InstanceTypeLabel) // set by Karpenter from the instance it launched
-	capacity := CapacityOnDemand
 	if p.Spot {
-		capacity = CapacitySpot
 		labels[SpotCapacityLabel] = "SPOT"
 	}
-	requirement := func(key string, values ...string) pulumi.Map {
-		return pulumi.Map{"key": pulumi.String(key), "operator": pulumi.String("In"), "values": pulumi.ToStringArray(values)}
-	}
-	requirements := pulumi.Array{requirement(InstanceTypeLabel, p.InstanceType), requirement(CapacityTypeLabel, capacity)}
-	if zones := KarpenterPoolZones(a, p); len(zones) > 0 {
-		requirements = append(requirements, requirement(ZoneLabel, zones...))
-	}
-	spec := pulumi.Map{
-		"nodeClassRef": pulumi.StringMap{
-			"group": pulumi.String(EC2NodeClassGroup), "kind": pulumi.String(EC2NodeClassKind), "name": pulumi.String(KarpenterPoolName(a.Args, p)),
-		},
-		"requirements": requirements,
-		"expireAfter":  pulumi.String(KarpenterExpireAfter),
-	}
-	var taints pulumi.Array
-	for _, t := range p.Taints {
-		taints = append(taints, pulumi.StringMap{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
-	}
-	if len(taints) > 0 {
-		spec["taints"] = taints
-	}
-	limits := pulumi.Map{"nodes": pulumi.String(fmt.Sprint(p.MaxNodes))}
-	if p.GPUs > 0 {
-		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(p.MaxNodes * p.GPUs))
-	}
-	return &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(NodePoolAPIVersion),
-		Kind:       pulumi.String(NodePoolKind),
-		Metadata: &metav1.ObjectMetaArgs{
-			Name:        pulumi.String(KarpenterPoolName(a.Args, p)),
-			Labels:      pulumi.ToStringMap(a.Labels.For("node-pool")),
-			Annotations: pulumi.StringMap{meta.WaitForAnnotation: pulumi.String("condition=Ready")},
-		},
-		OtherFields: kubernetes.UntypedArgs{
-			"spec": pulumi.Map{
-				"template": pulumi.Map{
-					"metadata": pulumi.Map{"labels": pulumi.ToStringMap(labels)},
-					"spec":     spec,
-				},
-				"limits": limits,
-				"disruption": pulumi.Map{
-					"consolidationPolicy": pulumi.String(KarpenterConsolidation),
-					"consolidateAfter":    pulumi.String(p.ScaleDownAfter),
-					"budgets":             pulumi.Array{pulumi.StringMap{"nodes": pulumi.String(KarpenterDisruptBudget)}},
-				},
-			},
-		},
-	}
+	return karpenter.NodePool(karpenter.Pool{
+		Name: KarpenterPoolName(a.Args, p), ObjectLabels: a.Labels.For("node-pool"),
+		ClassGroup: EC2NodeClassGroup, ClassKind: EC2NodeClassKind,
+		InstanceType: p.InstanceType, Spot: p.Spot, Zones: KarpenterPoolZones(a, p),
+		NodeLabels: labels, Taints: p.Taints,
+		MaxNodes: p.MaxNodes, GPUsPerNode: p.GPUs, ScaleDownAfter: p.ScaleDownAfter,
+	})
 }
