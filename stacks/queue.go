@@ -116,13 +116,12 @@ func (c *Config) QueueQuota() map[string]string {
 	return out
 }
 
-// TowersNeed is what the ring asks its queue for at once: every tower's requests and the
-// launcher's (Kueue sums the pod group's requests).
+// TowersNeed is what the ring asks its queue for at once: every tower's requests (Kueue sums
+// the StatefulSet's replicas; the launcher is not queued, meta.SetGang).
 func (c *Config) TowersNeed() map[string]string {
 	t := c.Towers
 	var n podsNeed
 	n.add(t.Count, t.CPU, t.Memory, t.GPUsPerTower)
-	n.add(1, t.LauncherCPU, t.LauncherMemory, 0)
 	return n.resources()
 }
 

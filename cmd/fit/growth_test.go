@@ -62,13 +62,13 @@ func TestReportGrowth(t *testing.T) {
 			r.Growth.Pools = append(r.Growth.Pools, PoolGrowth{Pool: "cpu", Index: 1, MachineType: "n2-standard-16", MaxNodes: 3, Karpenter: true, GPUPods: []GPUDemand{}})
 		}, want: []string{"pool cpu: no GPU pod to count; from 0 up to 3 nodes of n2-standard-16 for the pods that need them: Karpenter made 1 in this run"}},
 		{name: "the queue within its quota", fits: true, change: func(r *Report) {
-			r.Growth.Queue = []GangGrowth{{What: "the ring (2 towers and the launcher)", Key: "towers.count",
+			r.Growth.Queue = []GangGrowth{{What: "the ring (2 towers)", Key: "towers.count",
 				Need:  map[string]string{"nvidia.com/gpu": "16", "cpu": "9500m", "memory": "41Gi"},
 				Quota: map[string]string{"nvidia.com/gpu": "32", "cpu": "400", "memory": "2784Gi"}, QuotaSource: "the sum of nodePools"}}
-		}, want: []string{"queue: the ring (2 towers and the launcher) asks 16 nvidia.com/gpu, 9500m cpu, 41Gi memory at once; the queue's quota: 32 nvidia.com/gpu, 400 cpu, 2784Gi memory (the sum of nodePools)"},
+		}, want: []string{"queue: the ring (2 towers) asks 16 nvidia.com/gpu, 9500m cpu, 41Gi memory at once; the queue's quota: 32 nvidia.com/gpu, 400 cpu, 2784Gi memory (the sum of nodePools)"},
 			not: []string{"REFUSED"}},
 		{name: "a ring larger than the quota", fits: false, change: func(r *Report) {
-			r.Growth.Queue = []GangGrowth{{What: "the ring (3 towers and the launcher)", Key: "towers.count",
+			r.Growth.Queue = []GangGrowth{{What: "the ring (3 towers)", Key: "towers.count",
 				Need: map[string]string{"nvidia.com/gpu": "24"}, Quota: map[string]string{"nvidia.com/gpu": "16"}, QuotaSource: "queue.quota"}}
 		}, want: []string{"REFUSED: it needs 24 nvidia.com/gpu of the quota's 16; it would wait forever (kolotoc:towers.count)", "DOES NOT FIT"}},
 		{name: "an existing ClusterQueue's quota is unknown", fits: true, change: func(r *Report) {

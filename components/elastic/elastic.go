@@ -64,10 +64,11 @@ type Args struct {
 	CPULimit      string // CPU limit per worker (quantity); default CPU
 	EtcdEndpoint  string // host:port of the etcd client Service (etcd backends)
 	CheckpointDir string // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
-	// Gang admits the first minNodes workers as one Kueue pod group (kolotoc:queue), a serving
-	// group of Total minNodes; nil: not queued. The workers above minNodes are then the extras
+	// Queue admits the first minNodes workers, their StatefulSet, as one unit through Kueue's
+	// StatefulSet integration (kolotoc:queue; meta.SetGang): a lost worker's replacement runs
+	// under the same admission. nil: not queued. The workers above minNodes are then the extras
 	// (ExtraName), each admitted on its own, at ExtraPriority.
-	Gang *meta.Gang
+	Queue *meta.SetGang
 	// ExtraPriority is the extras' WorkloadPriorityClass, below the group's, so that a queue
 	// that preempts takes extras back before it holds a group waiting.
 	ExtraPriority string
@@ -80,7 +81,7 @@ func ExtraName(a *Args) string { return a.Name + "-extra" }
 // extras is how many workers run in the extra set: those above minNodes when queued, else none
 // (one StatefulSet holds them all).
 func extras(a *Args) int {
-	if a.Gang == nil {
+	if a.Queue == nil {
 		return 0
 	}
 	return max(a.Nodes-a.MinNodes, 0)
@@ -144,7 +145,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 		deps = append(deps, rel.Deps...)
 	}
 	e.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(e),
-		pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(meta.PodShape))
+		pulumi.DependsOn(deps), meta.ReplaceOnChangesOf(replaceOn(args)))
 	if err != nil {
 		return nil, fmt.Errorf("elastic %q: StatefulSet %q: %w", name, name, err)
 	}
@@ -245,20 +246,35 @@ const SetLabel = "kolotoc.dev/elastic-set"
 // RenderStatefulSet builds the workers: one per node where the pool allows (preferred
 // anti-affinity), started in parallel, each with its GPUs, the GPU toleration, the shared
 // claim, scratch and a memory-backed /dev/shm. Queued, it holds the first minNodes workers, one
-// Kueue pod group (RenderExtraStatefulSet holds the rest).
+// StatefulSet queued as one unit (meta.SetGang; RenderExtraStatefulSet holds the rest).
 func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	replicas := a.Nodes
 	labels := a.Labels.PodLabels(Component)
-	annotations := a.Labels.KeepNode(a.Pool, nil)
-	if a.Gang != nil {
+	if a.Queue != nil {
 		replicas = a.MinNodes
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		a.Gang.PodLabels(labels)
-		a.Gang.PodAnnotations(annotations)
+		a.Queue.Labels(labels)
 	}
-	return renderSet(a, a.Name, replicas, labels, annotations, a.Labels.Selector(Component), 0)
+	set := renderSet(a, a.Name, replicas, labels, a.Labels.KeepNode(a.Pool, nil), a.Labels.Selector(Component), 0)
+	if a.Queue != nil {
+		md := set.Metadata.(*metav1.ObjectMetaArgs)
+		queued := map[string]string{}
+		a.Queue.Labels(queued)
+		for k, v := range queued {
+			md.Labels.(pulumi.StringMap)[k] = pulumi.String(v)
+		}
+		// Replaced, never updated (meta.SetGang): the old set goes at once, its pods after it.
+		md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
+	}
+	return set
+}
+
+// replaceOn are the first set's paths whose change replaces it: what shapes its pods, and
+// queued, its whole spec and annotations (meta.SetGang).
+func replaceOn(a *Args) []string {
+	if a.Queue != nil {
+		return meta.QueuedSetReplaceOn
+	}
+	return meta.PodShape
 }
 
 // RenderExtraStatefulSet builds the workers above minNodes when the workers are queued: each
@@ -268,7 +284,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 func RenderExtraStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	labels := a.Labels.PodLabels(Component)
 	labels[SetLabel] = "extra"
-	meta.QueuedPodLabels(labels, a.Gang.Queue, a.ExtraPriority)
+	meta.QueuedPodLabels(labels, a.Queue.Queue, a.ExtraPriority)
 	selector := a.Labels.Selector(Component)
 	selector[SetLabel] = "extra"
 	return renderSet(a, ExtraName(a), extras(a), labels, a.Labels.KeepNode(a.Pool, nil), selector, a.MinNodes)
@@ -363,7 +379,7 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		spec.ServiceAccountName = pulumi.String(a.Name + "-release")
 	}
 	md := a.Labels.ObjectMeta(name, a.Namespace, Component)
-	if a.Gang != nil {
+	if a.Queue != nil {
 		// Queued workers may wait for admission for hours, their pods gated: `pulumi up` does not
 		// wait for their readiness (it would fail after awaitTimeout); docs/queueing.md.
 		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")

@@ -127,10 +127,10 @@ func TestReleaseTokenOnlyInTheWorkerContainer(t *testing.T) {
 	rendertest.ReleaseToken(t, pod, "", "")
 }
 
-// queuedArgs are the workers queued at minNodes 2 of 4 running (stacks.elasticGang).
+// queuedArgs are the workers queued at minNodes 2 of 4 running (stacks.elasticQueue).
 func queuedArgs() *Args {
 	a := testArgs(func(c *Config) { c.MinNodes, c.MaxNodes, c.Nodes, c.OnSuccess = 2, 4, 4, meta.OnSuccessRelease })
-	a.Gang = &meta.Gang{Queue: "kolotoc", Group: Name, Total: 2, Serving: true}
+	a.Queue = &meta.SetGang{Queue: "kolotoc"}
 	a.ExtraPriority = "kolotoc-dev-elastic-extra"
 	return a
 }
@@ -170,6 +170,23 @@ func TestQueuedSets(t *testing.T) {
 		if r := rendertest.Get(rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", n)), "spec", "replicas"); r != 0.0 {
 			t.Errorf("suspended: %s has %v replicas", n, r)
 		}
+	}
+	// The first set is queued as one unit by Kueue's StatefulSet integration (the queue on the
+	// set itself, replaced on any change of its spec); the extras are not (each of their pods is
+	// queued alone: the queue on the pods only).
+	rec = render(t, queuedArgs())
+	first := rec.One(t, "kubernetes:apps/v1:StatefulSet", "elastic")
+	if q := rendertest.Get(rendertest.Inputs(first), "metadata", "labels", meta.QueueNameLabel); q != "kolotoc" ||
+		!first.DeleteBeforeReplace || !slices.Equal(first.ReplaceOnChanges, meta.QueuedSetReplaceOn) {
+		t.Errorf("queued first set: queue label %v, deleteBeforeReplace %v, replaceOnChanges %v; want kolotoc, true, %v",
+			q, first.DeleteBeforeReplace, first.ReplaceOnChanges, meta.QueuedSetReplaceOn)
+	}
+	ex := rendertest.Inputs(rec.One(t, "kubernetes:apps/v1:StatefulSet", "elastic-extra"))
+	if q := rendertest.Get(ex, "metadata", "labels", meta.QueueNameLabel); q != nil {
+		t.Errorf("the extras' StatefulSet names queue %v: Kueue would admit them as one unit", q)
+	}
+	if q := rendertest.Get(ex, "spec", "template", "metadata", "labels", meta.QueueNameLabel); q != "kolotoc" {
+		t.Errorf("the extras' pods name queue %v, want kolotoc", q)
 	}
 	if n := len(render(t, testArgs(func(c *Config) { c.MinNodes, c.MaxNodes = 2, 4 })).OfType("kubernetes:apps/v1:StatefulSet")); n != 1 {
 		t.Errorf("unqueued: %d StatefulSets, want 1", n)

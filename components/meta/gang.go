@@ -16,15 +16,15 @@ const (
 	WorkloadPriorityClassLabel = "kueue.x-k8s.io/priority-class"
 )
 
-// Gang makes every pod of one workload (the towers and their launcher; a TF cluster) one Kueue
-// pod group: Kueue's webhook holds each pod behind a scheduling gate until the group's Workload
-// is admitted, which happens only once all Total pods exist and the ClusterQueue has quota for
-// all of them at once. So either every rank is placed, or none is and no GPU is held.
+// Gang makes every pod of one workload (a TF cluster: its Jobs' pods) one Kueue plain pod group:
+// Kueue's webhook holds each pod behind a scheduling gate until the group's Workload is
+// admitted, which happens only once all Total pods exist and the ClusterQueue has quota for all
+// of them at once. So either every task is placed, or none is and no GPU is held.
 //
-// Why plain pod groups and not the StatefulSet or Job integrations: those admit a StatefulSet and
-// a Job as two Workloads, one at a time; a pod group may span both. Neither object carries the
-// queue label (only their pods do), so Kueue's own StatefulSet and Job integrations leave them
-// alone (jobframework.FindAncestorJobManagedByKueue: an owner without a queue is not managed).
+// The towers and the elastic workers' first set are StatefulSets and are queued as such (SetGang):
+// a plain pod group cannot take back a lost pod that its StatefulSet re-creates under the same
+// name (the group waits for good, docs/queueing.md "A lost pod of a queued group"). A TF
+// cluster's tasks are Jobs' pods, whose replacements have new names, so the group takes them.
 type Gang struct {
 	Queue    string // the LocalQueue the pods name
 	Group    string // the pod group's name, unique in the namespace for as long as its Workload lives
@@ -32,10 +32,7 @@ type Gang struct {
 	Priority string // a WorkloadPriorityClass; "" for none
 	// Serving: the group never finishes while it has pods (Kueue's serving pod groups,
 	// pkg/controller/jobs/pod: Finished is false for them; with no pod left, the group's
-	// Workload is finalized and its quota freed). For elastic workers. Known problem: a pod lost
-	// after admission keeps Kueue's finalizer until Kueue sees a replacement, which its
-	// StatefulSet cannot create under the same name, so the group waits for good
-	// (docs/queueing.md, "A lost pod of a queued group"; the fix is on branch sts-queue).
+	// Workload is finalized and its quota freed).
 	Serving bool
 }
 
@@ -89,3 +86,36 @@ func GroupName(workload, run string) string {
 	}
 	return n
 }
+
+// SetGang queues a StatefulSet's pods as one unit through Kueue's StatefulSet integration
+// (sigs.k8s.io/kueue v0.17.0 pkg/controller/jobs/statefulset;
+// https://kueue.sigs.k8s.io/docs/tasks/run/statefulset/): the set names the queue, Kueue's
+// webhook gates every pod it creates, and one Workload per set (named after the set and its
+// uid) is admitted once the ClusterQueue has quota for all its replicas at once. Unlike a plain
+// pod group, a pod lost after admission (its process killed, evicted, its node gone) is simply
+// re-created by the StatefulSet under the same name and runs at once under the same admission:
+// Kueue puts no finalizer on a pod its parent suspends (feature SkipFinalizersForPodsSuspendedByParent,
+// on by default in v0.17) and does not wait for a replacement.
+//
+// What Kueue allows to change in place is narrow (its StatefulSet webhook): the pod spec not at
+// all while queued, the replicas only to zero and back from zero, and the latter only once the
+// Workload of the earlier scale-down is gone. A queued set is therefore replaced on any change
+// of its spec or annotations (QueuedSetReplaceOn; a new run changes an annotation): a new set
+// has a new uid, so a new Workload, and never waits for the old one's deletion.
+type SetGang struct {
+	Queue    string // the LocalQueue the set names
+	Priority string // a WorkloadPriorityClass; "" for none
+}
+
+// Labels adds the set's queue labels: to the StatefulSet's own (what Kueue's StatefulSet
+// integration reads) and its pod template's (what a pod webhook scoped to queued objects, as
+// the test bed's, selects on; Kueue would otherwise add the queue label to the pods itself).
+func (g *SetGang) Labels(labels map[string]string) {
+	if g == nil {
+		return
+	}
+	QueuedPodLabels(labels, g.Queue, g.Priority)
+}
+
+// QueuedSetReplaceOn are the paths of a queued StatefulSet whose change replaces it (SetGang).
+var QueuedSetReplaceOn = []string{"spec", "metadata.annotations"}

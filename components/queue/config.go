@@ -1,7 +1,8 @@
 // Package queue is the stack's queue (kolotoc:queue): Kueue's LocalQueue for the stack, the
 // ClusterQueue and ResourceFlavor behind it (unless the stack names an existing ClusterQueue),
 // a WorkloadPriorityClass per configured workload, and, on the clouds, Kueue itself. The
-// workloads that need all their pods at once join it as pod groups (meta.Gang).
+// workloads that need all their pods at once join it as one unit (meta.SetGang for the towers
+// and the elastic minimum, a plain pod group, meta.Gang, for a TF cluster).
 package queue
 
 import (

@@ -250,3 +250,62 @@ func TestRestartsRender(t *testing.T) {
 		t.Errorf("releasing, the state Role is bound to %v, want launcher-release (the launcher's account then)", got)
 	}
 }
+
+// TestQueuedRingRender: queued, the towers' StatefulSet itself names the queue and the priority
+// (Kueue's StatefulSet integration admits it as one unit, meta.SetGang), its pods carry no plain
+// pod-group keys (a plain group cannot take back a tower re-created under its old name), it is
+// replaced on any change of its spec or annotations and deleted in the background; the launcher
+// is not queued and waits for its towers without a deadline. Unqueued, none of it.
+func TestQueuedRingRender(t *testing.T) {
+	a := testArgs(func(c *Config) { c.Run = "r2" })
+	a.Queue = &meta.SetGang{Queue: "kolotoc", Priority: "kolotoc-dev-towers"}
+	rec := render(t, a)
+	res := rec.One(t, "kubernetes:apps/v1:StatefulSet", "towers")
+	sts := rendertest.Decode[appsv1.StatefulSet](t, res)
+	want := map[string]string{meta.QueueNameLabel: "kolotoc", meta.WorkloadPriorityClassLabel: "kolotoc-dev-towers"}
+	for k, v := range want {
+		if sts.Labels[k] != v || sts.Spec.Template.Labels[k] != v {
+			t.Errorf("label %s: StatefulSet %q, pods %q; want %q on both", k, sts.Labels[k], sts.Spec.Template.Labels[k], v)
+		}
+	}
+	for _, k := range []string{meta.PodGroupNameLabel, meta.PodGroupTotalCountKey, meta.PodGroupRetriableKey, meta.PodGroupServingKey} {
+		if _, ok := sts.Spec.Template.Labels[k]; ok {
+			t.Errorf("the towers' pods carry the plain pod-group label %s", k)
+		}
+		if _, ok := sts.Spec.Template.Annotations[k]; ok {
+			t.Errorf("the towers' pods carry the plain pod-group annotation %s", k)
+		}
+	}
+	if !res.DeleteBeforeReplace || !slices.Equal(res.ReplaceOnChanges, meta.QueuedSetReplaceOn) {
+		t.Errorf("queued towers: deleteBeforeReplace %v, replaceOnChanges %v; want true and %v", res.DeleteBeforeReplace, res.ReplaceOnChanges, meta.QueuedSetReplaceOn)
+	}
+	if p := sts.Annotations["pulumi.com/deletionPropagationPolicy"]; p != "background" {
+		t.Errorf("queued towers deleted with propagation %q, want background", p)
+	}
+	job := rendertest.Decode[batchv1.Job](t, rec.One(t, "kubernetes:batch/v1:Job", "towers-launcher"))
+	if _, ok := job.Spec.Template.Labels[meta.QueueNameLabel]; ok {
+		t.Errorf("the launcher's pod names a queue: %v", job.Spec.Template.Labels)
+	}
+	queuedEnv := func(j batchv1.Job) string {
+		for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "KOLOTOC_QUEUED" {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	if v := queuedEnv(job); v != "true" {
+		t.Errorf("queued launcher: KOLOTOC_QUEUED=%q, want true", v)
+	}
+
+	plain := render(t, testArgs(nil))
+	res = plain.One(t, "kubernetes:apps/v1:StatefulSet", "towers")
+	sts = rendertest.Decode[appsv1.StatefulSet](t, res)
+	if _, ok := sts.Labels[meta.QueueNameLabel]; ok || !slices.Equal(res.ReplaceOnChanges, meta.PodSpec) || sts.Annotations["pulumi.com/deletionPropagationPolicy"] != "" {
+		t.Errorf("unqueued towers: labels %v, replaceOnChanges %v, annotations %v; want no queue, the pod spec only, default propagation",
+			sts.Labels, res.ReplaceOnChanges, sts.Annotations)
+	}
+	if v := queuedEnv(rendertest.Decode[batchv1.Job](t, plain.One(t, "kubernetes:batch/v1:Job", "towers-launcher"))); v != "false" {
+		t.Errorf("unqueued launcher: KOLOTOC_QUEUED=%q, want false", v)
+	}
+}

@@ -94,9 +94,10 @@ type Args struct {
 	// ShareProcesses puts the tower and its sidecars in one process namespace (sentinels.watchProcesses).
 	ShareProcesses bool
 	Fabric         Fabric // the towers' pool's fast network between nodes; zero: none
-	// Gang admits the towers and the launcher as one Kueue pod group (kolotoc:queue); nil: each
-	// pod is scheduled as it comes. Its Total is the towers plus the launcher.
-	Gang *meta.Gang
+	// Queue admits the towers as one unit through Kueue's StatefulSet integration (kolotoc:queue;
+	// meta.SetGang); nil: each pod is scheduled as it comes. The launcher is not queued: a small
+	// CPU pod, it waits for the towers' admission as long as that takes (KOLOTOC_QUEUED).
+	Queue *meta.SetGang
 	// CheckpointDir is the run's checkpoint directory on the shared claim, given to the launcher
 	// (and by mpirun -x to the ranks) as KOLOTOC_CHECKPOINT_DIR.
 	CheckpointDir string
@@ -213,7 +214,7 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	// it is rolled as a whole, never rank by rank, which on a full GPU pool can stall for good
 	// (meta.PodShape). The Service and the pod names stay.
 	r.StatefulSet, err = appsv1.NewStatefulSet(ctx, name, RenderStatefulSet(args), pulumi.Parent(r), deps, pulumi.DependsOn(args.PodDeps),
-		meta.ReplaceOnChangesOf(meta.PodSpec))
+		meta.ReplaceOnChangesOf(replaceOn(args)))
 	if err != nil {
 		return nil, fmt.Errorf("ring %q: StatefulSet %q: %w", name, name, err)
 	}
@@ -229,6 +230,15 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	}
 	r.HostnamePattern = HostnamePattern(args.Name, args.NamespaceDNS, args.Count)
 	return r, meta.RegisterOutputs(ctx, r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
+}
+
+// replaceOn are the towers' paths whose change replaces their StatefulSet: its pod spec, and
+// queued, also its replicas and annotations (meta.SetGang).
+func replaceOn(a *Args) []string {
+	if a.Queue != nil {
+		return meta.QueuedSetReplaceOn
+	}
+	return meta.PodSpec
 }
 
 // HostnamePattern is the towers' hostnames as one bash brace expansion,
@@ -388,11 +398,22 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		spec.ShareProcessNamespace = pulumi.Bool(true)
 	}
 	md := a.Labels.ObjectMeta(a.Name, a.Namespace, towerComponent)
-	if a.Gang != nil {
+	podLabels := a.Labels.PodLabels(towerComponent)
+	if a.Queue != nil {
 		// A queued ring may wait for admission for hours, its pods gated: `pulumi up` does not
 		// wait for the towers' readiness (it would fail after awaitTimeout), the stack's outputs
 		// say how to follow the admission (docs/queueing.md).
 		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
+		// Replaced, never updated (meta.SetGang): the old set goes at once and its pods after it,
+		// so the new set (a new uid, a new Workload) is created without waiting for the old
+		// towers' grace periods; its pods take their names as the old ones free them.
+		md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
+		labels := map[string]string{}
+		a.Queue.Labels(labels)
+		a.Queue.Labels(podLabels)
+		for k, v := range labels {
+			md.Labels.(pulumi.StringMap)[k] = pulumi.String(v)
+		}
 	}
 	if a.releases() && a.Run != "" {
 		// The launcher scales the towers to zero when its run succeeds; a new run changes this
@@ -410,7 +431,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 			ServiceName:         pulumi.String(a.Name),
 			PodManagementPolicy: pulumi.String("Parallel"),
 			Selector:            &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(a.Labels.Selector(towerComponent))},
-			Template:            &corev1.PodTemplateSpecArgs{Metadata: gangMeta(a, a.Labels.PodLabels(towerComponent), a.Labels.KeepNode(a.Pool, nil)), Spec: spec},
+			Template:            &corev1.PodTemplateSpecArgs{Metadata: podMeta(podLabels, a.Labels.KeepNode(a.Pool, nil)), Spec: spec},
 		},
 	}
 }
@@ -468,6 +489,9 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 		env("KOLOTOC_HOSTFILE", hostfilePath(a)),
 		env("KOLOTOC_SSH_PORT", fmt.Sprint(a.SSHPort)),
 		env("KOLOTOC_WAIT_SECONDS", fmt.Sprint(waitSeconds(a))),
+		// Queued, the towers may wait for admission (and their nodes) for hours: the launcher
+		// waits for them without a deadline (launcherScript).
+		env("KOLOTOC_QUEUED", fmt.Sprint(a.Queue != nil)),
 		// Open MPI cuts hostfile names at the first dot and then ssh-es to
 		// "tower-0", which no pod can resolve: only the full
 		// <pod>.<service>.<namespace>.svc name exists in cluster DNS.
@@ -541,7 +565,7 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 			},
 		}},
 		Template: &corev1.PodTemplateSpecArgs{
-			Metadata: gangMeta(a, podLabels, a.Labels.KeepNode(a.LauncherPool, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])})),
+			Metadata: podMeta(podLabels, a.Labels.KeepNode(a.LauncherPool, map[string]string{"kolotoc.dev/hostfile-sha256": hex.EncodeToString(hash[:])})),
 			Spec:     spec,
 		},
 	}
@@ -551,16 +575,8 @@ func RenderLauncher(a *Args) *batchv1.JobArgs {
 	return &batchv1.JobArgs{Metadata: md, Spec: jobSpec}
 }
 
-// gangMeta is a pod template's metadata: its labels and annotations, and the gang's (none
-// without a queue: the template stays as it was, and so do the ring's pods).
-func gangMeta(a *Args, labels, annotations map[string]string) *metav1.ObjectMetaArgs {
-	a.Gang.PodLabels(labels)
-	if a.Gang != nil {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		a.Gang.PodAnnotations(annotations)
-	}
+// podMeta is a pod template's metadata: its labels and annotations (none: nil).
+func podMeta(labels, annotations map[string]string) *metav1.ObjectMetaArgs {
 	md := &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(labels)}
 	if annotations != nil {
 		md.Annotations = pulumi.ToStringMap(annotations)

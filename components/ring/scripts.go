@@ -193,7 +193,9 @@ wait_towers() {
     [ -n "$host" ] || continue
     # -n: ssh must not read the loop's standard input, the rest of the hostfile.
     until getent hosts "$host" >/dev/null && ssh -n -o BatchMode=yes -o ConnectTimeout=5 "$host" true 2>/dev/null; do
-      if (( SECONDS > deadline )); then
+      # Queued, the towers wait for their admission (and their nodes) as long as the queue
+      # takes: no deadline (KOLOTOC_QUEUED, meta.SetGang).
+      if [ "${KOLOTOC_QUEUED:-false}" != true ] && (( SECONDS > deadline )); then
         echo "launcher: $host did not resolve or accept ssh on port ${KOLOTOC_SSH_PORT} within ${KOLOTOC_WAIT_SECONDS}s" >&2
         return 1
       fi

@@ -27,6 +27,11 @@ type launcherRun struct {
 	maxRestarts int
 	prevState   string
 	sshDown     map[string]int
+	// downAtStart: how many ssh calls to a host fail before the first attempt (its tower not
+	// admitted yet); waitSeconds: KOLOTOC_WAIT_SECONDS (default 5); queued: KOLOTOC_QUEUED=true.
+	downAtStart map[string]int
+	waitSeconds string
+	queued      bool
 }
 
 // runLauncherWith runs the launcher script with stand-ins for ssh, getent and the run's state
@@ -86,11 +91,18 @@ esac
 			"  restarts=$((restarts + 1)) attempt=$((attempt + 1))\n"+down.String(), 1)
 	}
 	write("launcher.sh", script, 0o755)
+	for h, n := range r.downAtStart {
+		write("down-"+h, fmt.Sprint(n), 0o644)
+	}
+	wait := r.waitSeconds
+	if wait == "" {
+		wait = "5"
+	}
 
 	cmd := exec.Command("bash", append([]string{filepath.Join(dir, "launcher.sh")}, command...)...)
 	cmd.Env = []string{
 		"PATH=" + filepath.Join(dir, "bin") + ":/usr/bin:/bin", "DIR=" + dir, "CALLS=" + calls,
-		"HOME=" + filepath.Join(dir, "home"), "KOLOTOC_WAIT_SECONDS=5", "KOLOTOC_SSH_PORT=22", "KOLOTOC_HOSTFILE=" + filepath.Join(dir, "hostfile.out"),
+		"HOME=" + filepath.Join(dir, "home"), "KOLOTOC_WAIT_SECONDS=" + wait, "KOLOTOC_QUEUED=" + fmt.Sprint(r.queued), "KOLOTOC_SSH_PORT=22", "KOLOTOC_HOSTFILE=" + filepath.Join(dir, "hostfile.out"),
 		"KOLOTOC_MAX_RESTARTS=" + fmt.Sprint(r.maxRestarts), "KOLOTOC_RUN_ID=r1", "KOLOTOC_LAUNCHER_UID=uid-1",
 		"KOLOTOC_CHECKPOINT_DIR=" + filepath.Join(dir, "ckpt"),
 	}
@@ -266,6 +278,25 @@ func TestSSHDConfigFollowsTheUser(t *testing.T) {
 		client := sshConfig(2222, tc.uid)
 		if hasRoot := strings.Contains(client, "User root"); hasRoot != (tc.uid == 0) {
 			t.Errorf("runAsUser %d: ssh_config says User root: %v\n%s", tc.uid, hasRoot, client)
+		}
+	}
+}
+
+// A queued ring's launcher waits for its towers' admission without a deadline: a tower that
+// refuses ssh past KOLOTOC_WAIT_SECONDS (here already past: -1) fails an unqueued run at once,
+// while the queued run waits until it takes ssh, then runs.
+func TestQueuedLauncherWaitsWithoutDeadline(t *testing.T) {
+	hosts := []string{"tower-0.tower.ns.svc", "tower-1.tower.ns.svc"}
+	for _, queued := range []bool{false, true} {
+		calls, out, _, err := runLauncherWith(t, launcherRun{hosts: hosts, downAtStart: map[string]int{hosts[1]: 6}, waitSeconds: "-1", queued: queued},
+			"bash", "-c", `echo "run attempt $KOLOTOC_ATTEMPT" >>"$CALLS"`)
+		ran := strings.Contains(calls, "run attempt 0")
+		refused := strings.Count(calls, "ssh "+hosts[1]+" refused")
+		switch {
+		case queued && (err != nil || !ran || refused != 6):
+			t.Errorf("queued: exit %v, ran %v after %d refusals, want a run after all 6:\n%s\n%s", err, ran, refused, calls, out)
+		case !queued && (exitCode(t, err) != runFailedExit || ran || !strings.Contains(out, "did not resolve or accept ssh")):
+			t.Errorf("unqueued: exit %v, ran %v, want the run failed (%d) on the deadline:\n%s", err, ran, runFailedExit, out)
 		}
 	}
 }

@@ -18,18 +18,19 @@ import (
 )
 
 // TestQueueGangAdmission: two stacks on simulated GPU pools share one Kueue ClusterQueue (the real
-// Kueue, run by testbed/cluster/cluster.sh). Stack A's ring (2 towers × 8 GPUs and its launcher)
-// takes the whole quota of 16 GPUs, which A's ClusterQueue derives from A's pools; stack B names
-// A's ClusterQueue (queue.clusterQueue), and its ring does not fit beside A's. B's `pulumi up` ends
-// (its towers are not awaited), and B's ring is held as one unit: every pod of it gated, none bound
-// to a node, A's pods untouched. When A's run ends with onSuccess: release (the launcher's release
-// account scales A's towers to zero), A's pod group is finished, B is admitted, and B's launcher
-// succeeds.
+// Kueue, run by testbed/cluster/cluster.sh). Stack A's ring (2 towers × 8 GPUs) takes the whole
+// quota of 16 GPUs, which A's ClusterQueue derives from A's pools; stack B names A's ClusterQueue
+// (queue.clusterQueue), and its ring does not fit beside A's. B's `pulumi up` ends (its towers are
+// not awaited), and B's ring is held as one unit: its towers' StatefulSet's Workload not
+// admitted, every tower gated, none bound to a node, A's pods untouched. When A's run ends with
+// onSuccess: release (the launcher's release account scales A's towers to zero), A's Workload
+// ends, B is admitted and its towers run.
 //
 // On kwok nodes nothing runs: a Job's pod succeeds as soon as it runs
 // (testbed/cluster/kwokctl.yaml's pod-complete stage), so the launcher's release step, a scale of
 // the towers to zero by the launcher's own account, is done here with that account (impersonated),
-// as the launcher's release.py does it. TestQueueRealNode runs the whole ring for real.
+// as the launcher's release.py does it. (The launcher is not queued, meta.SetGang: on kwok its
+// pod ends at once, so B's launcher tells nothing here.) TestQueueRealNode runs the whole ring for real.
 func TestQueueGangAdmission(t *testing.T) {
 	suffix := randomHex(t, 3)
 	quiet := map[string]any{
@@ -57,12 +58,12 @@ func TestQueueGangAdmission(t *testing.T) {
 	a.up()
 	t.Logf("stack A up in %s", time.Since(start).Round(time.Second))
 	waitFor(t, "A's ring admitted and running", 3*time.Minute, func() (bool, string) {
-		w := workload(t, a, aNS, "tower-a1")
+		w := setWorkload(t, a, aNS, "tower")
 		pods := podsOf(t, a, aNS)
 		return w.admitted() && len(pods) == 2 && pods.bound() == 2 && pods.running() == 2,
 			fmt.Sprintf("workload %s; %d tower pods, %d bound, %d running", w, len(pods), pods.bound(), pods.running())
 	})
-	t.Logf("A's Workload admitted %s after its creation", workload(t, a, aNS, "tower-a1").latency)
+	t.Logf("A's Workload admitted %s after its creation", setWorkload(t, a, aNS, "tower").latency)
 	a.waitJob(t, aNS, "launcher", 2*time.Minute)
 	// The queue's objects read back as written: a second up would change nothing. (The check of
 	// Kueue's CRD is a read at every preview, which changes nothing: `pulumi preview
@@ -92,17 +93,17 @@ func TestQueueGangAdmission(t *testing.T) {
 	b.up() // ends although B's towers are held: they are not awaited
 	t.Logf("stack B up (held) in %s", time.Since(start).Round(time.Second))
 	waitFor(t, "B's ring held as one unit", 2*time.Minute, func() (bool, string) {
-		w := workload(t, b, bNS, "tower")
+		w := setWorkload(t, b, bNS, "tower")
 		all := allQueued(t, b, bNS)
-		return w.exists() && !w.admitted() && len(all) == 2 && all.gated() == 2,
+		return w.exists() && !w.admitted() && len(all) == 1 && all.gated() == 1,
 			fmt.Sprintf("workload %s; %d queued pods, %d gated", w, len(all), all.gated())
 	})
 	// Held a while: still no pod of B on a node, A's pods where they were.
 	time.Sleep(10 * time.Second)
-	if all := allQueued(t, b, bNS); all.bound() != 0 || len(all) != 2 {
+	if all := allQueued(t, b, bNS); all.bound() != 0 || len(all) != 1 {
 		t.Errorf("B held: %d of its %d pods bound to a node, want none", all.bound(), len(all))
 	}
-	if w := workload(t, b, bNS, "tower"); w.admitted() {
+	if w := setWorkload(t, b, bNS, "tower"); w.admitted() {
 		t.Errorf("B's ring admitted beside A's: %s", w)
 	}
 	if now := podsOf(t, a, aNS); !samePlacement(aPods, now) {
@@ -123,22 +124,24 @@ func TestQueueGangAdmission(t *testing.T) {
 		t.Fatalf("A's release: %v", err)
 	}
 	waitFor(t, "B admitted after A's release", 3*time.Minute, func() (bool, string) {
-		w := workload(t, b, bNS, "tower")
+		w := setWorkload(t, b, bNS, "tower")
 		all := allQueued(t, b, bNS)
 		return w.admitted() && all.gated() == 0, fmt.Sprintf("workload %s; A's %s; %d of B's pods gated",
-			w, workload(t, a, aNS, "tower-a1"), all.gated())
+			w, setWorkload(t, a, aNS, "tower"), all.gated())
 	})
 	t.Logf("B admitted %s after A's release", time.Since(released).Round(100*time.Millisecond))
-	if job := b.waitJob(t, bNS, "launcher", 3*time.Minute); job.Status.Succeeded == 0 {
-		t.Errorf("B's launcher did not succeed: %+v", job.Status)
-	}
-	if w := workload(t, a, aNS, "tower-a1"); !w.finished() {
-		t.Errorf("A's workload after its release: %s, want finished", w)
+	waitFor(t, "B's tower running", 2*time.Minute, func() (bool, string) {
+		pods := podsOf(t, b, bNS)
+		return pods.running() == 1, pods.String()
+	})
+	if w := setWorkload(t, a, aNS, "tower"); !w.released() {
+		t.Errorf("A's workload after its release: %s, want finished or gone", w)
 	}
 }
 
 // kueueWorkload is what the test reads of a Kueue Workload.
 type kueueWorkload struct {
+	name       string // set by setWorkload
 	found      bool
 	conditions map[string]string
 	// latency: from the Workload's creation (once all the group's pods exist) to its Admitted
@@ -154,7 +157,7 @@ func (w kueueWorkload) String() string {
 	if !w.found {
 		return "(none)"
 	}
-	return fmt.Sprint(w.conditions)
+	return w.name + fmt.Sprint(w.conditions)
 }
 
 // workload reads the Workload of a pod group (its name is the group's).
@@ -185,6 +188,46 @@ func workload(t *testing.T, s *stack, ns, name string) kueueWorkload {
 	}
 	return w
 }
+
+// setWorkload reads the Workload Kueue's StatefulSet integration made for the StatefulSet of
+// that name (statefulset-<name>-<hash of name and uid>): the newest of those whose owner
+// annotations name it; none if there is none (a released set's ends).
+func setWorkload(t *testing.T, s *stack, ns, name string) kueueWorkload {
+	t.Helper()
+	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(context.Background())
+	if err != nil {
+		return kueueWorkload{}
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name              string
+				CreationTimestamp time.Time
+				Annotations       map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatal(err)
+	}
+	newest, at := "", time.Time{}
+	for _, wl := range list.Items {
+		a := wl.Metadata.Annotations
+		if a["kueue.x-k8s.io/job-owner-name"] == name && strings.Contains(a["kueue.x-k8s.io/job-owner-gvk"], "StatefulSet") &&
+			!wl.Metadata.CreationTimestamp.Before(at) {
+			newest, at = wl.Metadata.Name, wl.Metadata.CreationTimestamp
+		}
+	}
+	if newest == "" {
+		return kueueWorkload{}
+	}
+	w := workload(t, s, ns, newest)
+	w.name = newest
+	return w
+}
+
+// released: a released set's Workload is finished or already gone.
+func (w kueueWorkload) released() bool { return !w.found || w.finished() }
 
 type podList []corev1.Pod
 
@@ -300,11 +343,11 @@ func TestQueueRealNode(t *testing.T) {
 	s.up()
 	t.Logf("up in %s", time.Since(start).Round(time.Second))
 	waitFor(t, "the ring admitted", 2*time.Minute, func() (bool, string) {
-		w := workload(t, s, ns, "tower-q1")
+		w := setWorkload(t, s, ns, "tower")
 		return w.admitted(), w.String()
 	})
 	t.Logf("ring admitted %s after the up began; its Workload %s after its creation", time.Since(start).Round(100*time.Millisecond),
-		workload(t, s, ns, "tower-q1").latency)
+		setWorkload(t, s, ns, "tower").latency)
 	job := s.waitJob(t, ns, "launcher", 6*time.Minute)
 	logs := s.kubectl(t, "", "-n", ns, "logs", "job/launcher")
 	if job.Status.Succeeded == 0 {
@@ -313,15 +356,15 @@ func TestQueueRealNode(t *testing.T) {
 	if !strings.Contains(logs, "train: done steps=300 ranks=2") {
 		t.Fatalf("launcher log has no training over the two towers:\n%s", tail(logs))
 	}
-	waitFor(t, "the towers released and the group finished", 3*time.Minute, func() (bool, string) {
-		w := workload(t, s, ns, "tower-q1")
+	waitFor(t, "the towers released and their Workload ended", 3*time.Minute, func() (bool, string) {
+		w := setWorkload(t, s, ns, "tower")
 		n := len(podsOf(t, s, ns))
-		return n == 0 && w.finished(), fmt.Sprintf("%d tower pods, workload %s", n, w)
+		return n == 0 && w.released(), fmt.Sprintf("%d tower pods, workload %s", n, w)
 	})
 
 	t.Run("elastic workers queued at minNodes, the extra admitted alone, one rendezvous", func(t *testing.T) {
 		waitFor(t, "the elastic group and the extra worker admitted", 3*time.Minute, func() (bool, string) {
-			g, x := workload(t, s, ns, "elastic"), podWorkload(t, s, ns, "elastic-extra-1")
+			g, x := setWorkload(t, s, ns, "elastic"), podWorkload(t, s, ns, "elastic-extra-1")
 			return g.admitted() && x.admitted(), fmt.Sprintf("group %s, extra %s", g, x)
 		})
 		w := elasticWorkers{s: s, ns: ns}
@@ -386,7 +429,7 @@ func TestQueueElasticExtrasYield(t *testing.T) {
 	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", aCfg)
 	a.up()
 	waitFor(t, "A's elastic group and its extra worker admitted and running", 3*time.Minute, func() (bool, string) {
-		g, x := workload(t, a, aNS, "elastic"), podWorkload(t, a, aNS, "elastic-extra-1")
+		g, x := setWorkload(t, a, aNS, "elastic"), podWorkload(t, a, aNS, "elastic-extra-1")
 		pods := elasticPods(t, a, aNS)
 		return g.admitted() && x.admitted() && pods.running() == 2, fmt.Sprintf("group %s, extra %s, %d of %d running", g, x, pods.running(), len(pods))
 	})
@@ -405,16 +448,17 @@ func TestQueueElasticExtrasYield(t *testing.T) {
 	start := time.Now()
 	b.up()
 	waitFor(t, "B's ring admitted, A's extra preempted", 3*time.Minute, func() (bool, string) {
-		w := workload(t, b, bNS, "tower")
+		w := setWorkload(t, b, bNS, "tower")
 		all := allQueued(t, b, bNS)
 		return w.admitted() && all.gated() == 0, fmt.Sprintf("B's workload %s, %d of B's pods gated; A's extra %s",
 			w, all.gated(), podWorkload(t, a, aNS, "elastic-extra-1"))
 	})
 	t.Logf("B admitted %s after its up began, by preempting A's extra worker", time.Since(start).Round(100*time.Millisecond))
-	if job := b.waitJob(t, bNS, "launcher", 3*time.Minute); job.Status.Succeeded == 0 {
-		t.Errorf("B's launcher did not succeed: %+v", job.Status)
-	}
-	if g := workload(t, a, aNS, "elastic"); !g.admitted() {
+	waitFor(t, "B's tower running", 2*time.Minute, func() (bool, string) {
+		pods := podsOf(t, b, bNS)
+		return pods.running() == 1, pods.String()
+	})
+	if g := setWorkload(t, a, aNS, "elastic"); !g.admitted() {
 		t.Errorf("A's group after B's admission: %s, want still admitted (its priority is B's)", g)
 	}
 	if now := elasticPods(t, a, aNS).only("elastic-0"); !samePlacement(group, now) {
@@ -434,4 +478,41 @@ func elasticPods(t *testing.T, s *stack, ns string) podList {
 		t.Fatal(err)
 	}
 	return podList(pods.Items)
+}
+
+// TestQueueTowerReplaced: a tower of an admitted queued ring whose pod is deleted (as a drain, an
+// eviction or a lost node would) is re-created by its StatefulSet under the same name and runs
+// at once under the same Workload, which stays admitted and never waits for a replacement. With
+// the towers in one Kueue plain pod group (before), the deleted pod kept Kueue's finalizer and
+// its group waited for a replacement pod of another name that the StatefulSet never makes
+// (WaitingForReplacementPods), holding its quota and nodes (docs/queueing.md).
+func TestQueueTowerReplaced(t *testing.T) {
+	name := "qr-" + randomHex(t, 3)
+	ns := "kolotoc-" + name
+	s := newStack(t, name, "examples/gpu-dev/Pulumi.gpu-dev.yaml", withQuiet(map[string]any{
+		"queue":  map[string]any{"type": "kueue"},
+		"towers": map[string]any{"count": 2, "gpusPerTower": 8, "pool": "gpu", "onSuccess": "release", "maxRestarts": 2},
+	}))
+	s.up()
+	waitFor(t, "the ring admitted and running", 3*time.Minute, func() (bool, string) {
+		w := setWorkload(t, s, ns, "tower")
+		pods := podsOf(t, s, ns)
+		return w.admitted() && pods.running() == 2, fmt.Sprintf("workload %s; towers %s", w, pods)
+	})
+	before := setWorkload(t, s, ns, "tower")
+	old := podsOf(t, s, ns).only("tower-1")
+	if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "tower-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	waitFor(t, "tower-1 re-created and running under the same admission", 2*time.Minute, func() (bool, string) {
+		now := podsOf(t, s, ns).only("tower-1")
+		w := setWorkload(t, s, ns, "tower")
+		return len(now) == 1 && now[0].UID != old[0].UID && now.running() == 1 && now.gated() == 0 && w.name == before.name && w.admitted(),
+			fmt.Sprintf("tower-1 %v (old uid %s); workload %s", now, old[0].UID, w)
+	})
+	t.Logf("tower-1 running again %s after its deletion", time.Since(deleted).Round(100*time.Millisecond))
+	if w := setWorkload(t, s, ns, "tower"); w.conditions["WaitingForReplacementPods"] == "True" {
+		t.Errorf("the Workload waits for replacement pods: %s", w)
+	}
 }

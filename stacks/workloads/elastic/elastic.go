@@ -86,7 +86,7 @@ func Args(c *stacks.Config) *elastic.Args {
 		CPULimit:      stacks.GPUShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
 	}
-	a.Gang, a.ExtraPriority = elasticGang(c)
+	a.Queue, a.ExtraPriority = elasticQueue(c)
 	if el.RdzvBackend != elastic.BackendC10d {
 		a.EtcdEndpoint = etcd.ClientEndpoint(etcd.Name, c.Namespace)
 	}
@@ -132,15 +132,15 @@ func poolNodes(p *stacks.NodePool) int {
 	return max(p.Nodes, p.MaxNodes)
 }
 
-// elasticGang is the elastic workers' pod group when the stack queues them: the first minNodes
-// workers, a serving group (a lost worker's replacement rejoins it), and the priority class of
-// the workers above minNodes, each admitted on its own below the group's priority ("" when
-// there are none).
-func elasticGang(c *stacks.Config) (*meta.Gang, string) {
+// elasticQueue queues the elastic workers when the stack has a queue: the first minNodes
+// workers' StatefulSet as one unit (meta.SetGang; a lost worker's replacement rejoins under the
+// same admission), and the priority class of the workers above minNodes, each admitted on its
+// own below the set's priority ("" when there are none).
+func elasticQueue(c *stacks.Config) (*meta.SetGang, string) {
 	if !c.Queue.On() {
 		return nil, ""
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(elastic.Name, ""), Total: c.Elastic.MinNodes, Serving: true}
+	g := &meta.SetGang{Queue: c.Queue.LocalQueue}
 	if _, ok := c.Queue.Priorities["elastic"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "elastic")
 	}

@@ -49,7 +49,7 @@ var entry = &stacks.Workload{
 			return nil
 		}
 		return &stacks.GangNeed{Key: "towers.count", Value: fmt.Sprint(c.Towers.Count),
-			What: fmt.Sprintf("the ring (%d towers and the launcher)", c.Towers.Count), Need: c.TowersNeed()}
+			What: fmt.Sprintf("the ring (%d towers)", c.Towers.Count), Need: c.TowersNeed()}
 	},
 	Image:   func(c *stacks.Config) string { return c.Towers.Image },
 	Dirs:    func(c *stacks.Config) []string { return []string{checkpointsDir} }, // each run's directory is made by its launcher
@@ -84,7 +84,7 @@ func Args(c *stacks.Config) *ring.Args {
 		CPULimit:    stacks.GPUShareCPULimit(t.CPU, c.Pool(t.Pool), t.GPUsPerTower),
 		WaitSeconds: int(c.AwaitDuration().Seconds()), // the launcher waits for its towers as long as Pulumi does
 		Fabric:      c.TowerFabric(),
-		Gang:        towersGang(c),
+		Queue:       towersQueue(c),
 		// The contract's checkpoint directory: one per run id, on the shared claim.
 		CheckpointDir: strings.TrimRight(c.Storage.MountPath, "/") + "/" + checkpointsDir + "/" + t.RunID(),
 	}
@@ -263,13 +263,13 @@ func validateCPUTowers(c *stacks.Config, v *stacks.Validator, pool *stacks.NodeP
 	}
 }
 
-// towersGang is the ring's pod group when the stack queues it: the towers and the launcher, one
-// group per run.
-func towersGang(c *stacks.Config) *meta.Gang {
+// towersQueue queues the towers' StatefulSet when the stack has a queue (meta.SetGang), at the
+// towers' priority if the queue gives them one.
+func towersQueue(c *stacks.Config) *meta.SetGang {
 	if !c.Queue.On() {
 		return nil
 	}
-	g := &meta.Gang{Queue: c.Queue.LocalQueue, Group: meta.GroupName(ring.Name, c.Towers.Run), Total: c.Towers.Count + 1}
+	g := &meta.SetGang{Queue: c.Queue.LocalQueue}
 	if _, ok := c.Queue.Priorities["towers"]; ok {
 		g.Priority = queue.PriorityClass(c.Namespace, "towers")
 	}
