@@ -280,11 +280,17 @@ cmd_down() {
 
 # cmd_secret KEY: sets a secret of the stack from stdin (never argv, never the terminal's echo)
 # into its secrets file, beside the generated ones, so the committed stack file keeps no secure
-# values; KEY may be a path (kolotoc:registryPasswords.ghcr.io). The next up or preview uses it.
+# values; KEY may be a path (kolotoc:registryPasswords.ghcr.io, the server taken whole, or
+# Pulumi's own kolotoc:registryPasswords["ghcr.io"]). The next up or preview uses it.
 cmd_secret() {
   local key=${1:-}
   [ -n "$key" ] || die "usage: printf %s VALUE | [STACK=name] $0 secret kolotoc:<key>"
   case $key in kolotoc:*) ;; *) die "$key: secrets of this program are kolotoc:<key>" ;; esac
+  # Pulumi splits a --path at every dot, and a registry server has dots: everything after
+  # registryPasswords. is one key of that map (kolotoc:registryPasswords["ghcr.io"]).
+  case $key in
+    kolotoc:registryPasswords.*) key="kolotoc:registryPasswords[\"${key#kolotoc:registryPasswords.}\"]" ;;
+  esac
   need_pulumi
   ensure_stack
   [ -f "$secrets_file" ] || { mkdir -p "$shadow"; : >"$secrets_file"; }

@@ -167,3 +167,44 @@ func TestPreviewReusesPreparedConfig(t *testing.T) {
 		t.Errorf("a stack gone from the state did not prepare it again: %v", calls)
 	}
 }
+
+// TestSecretTakesADottedServerWhole: `stack.sh secret kolotoc:registryPasswords.ghcr.io` (as
+// docs/using/configuration.md shows it) sets the password of server "ghcr.io", Pulumi's path
+// kolotoc:registryPasswords["ghcr.io"]; passed through as written, Pulumi splits the path at
+// every dot and writes {ghcr: {io: …}}, which the program refuses. Pulumi's own bracket form and
+// an undotted key pass unchanged; the value goes by stdin, never argv.
+func TestSecretTakesADottedServerWhole(t *testing.T) {
+	root := t.TempDir()
+	fakeCheckout(t, root, map[string]string{
+		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
+		".kolotoc/passphrase": "test-passphrase",
+		filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json"): "{}",
+	})
+	for key, want := range map[string]string{
+		"kolotoc:registryPasswords.ghcr.io":                      `--path kolotoc:registryPasswords["ghcr.io"] `,
+		"kolotoc:registryPasswords.europe-docker.pkg.dev":        `--path kolotoc:registryPasswords["europe-docker.pkg.dev"] `,
+		`kolotoc:registryPasswords["registry.example.com:5000"]`: `--path kolotoc:registryPasswords["registry.example.com:5000"] `,
+		"kolotoc:storage.accountKey":                             `--path kolotoc:storage.accountKey `,
+	} {
+		log := filepath.Join(root, "calls.log")
+		_ = os.Remove(log)
+		cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "secret", key)
+		cmd.Dir = root
+		cmd.Stdin = strings.NewReader("s3cret-token")
+		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS=[]", "KOLOTOC_KUBECONFIG=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("stack.sh secret %s: %v\n%s", key, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		var set string
+		for _, c := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(c, "pulumi config set --secret") {
+				set = c
+			}
+		}
+		if !strings.Contains(set+" ", want) || strings.Contains(string(b), "s3cret-token") {
+			t.Errorf("secret %s: pulumi called as %q, want %q (and the value never in argv)", key, set, want)
+		}
+	}
+}
