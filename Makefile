@@ -25,7 +25,7 @@ GO_FILES = $(shell git ls-files --cached --others --exclude-standard -- '*.go')
 # backend, KOLOTOC_KUBECONFIG (testbed/stack/stack.sh env prints it).
 STACK_ENV = eval "$$(testbed/stack/stack.sh env)"
 
-.PHONY: help tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop bench-queue bench-autoscale unit e2e test fmt lint workflows
+.PHONY: help preflight tools stack-tools cluster cluster-down up down preview fit outputs bench-scale bench-loop bench-queue bench-autoscale unit e2e test fmt lint workflows
 
 help:
 	@echo "make up | preview | outputs | down       the dev stack (STACK=name for another) on the local cluster"
@@ -38,7 +38,13 @@ help:
 	@echo "make unit | e2e | test                     unit tests (and actionlint), end-to-end tests, both (what CI runs)"
 	@echo "make workflows                             actionlint on .github/workflows"
 	@echo "make fmt | lint                            gofmt; gofmt check, go vet, go mod tidy in every module, staticcheck (+ shellcheck if installed)"
+	@echo "make preflight                             what the test bed needs of this machine (root, disk, …), checked in seconds (make up, cluster, test and e2e run it first)"
 	@echo "make tools                                 build the pinned CLI, control plane, node and kwok (once per machine)"
+
+# What the test bed needs of the machine (root, cgroups, disk, Debian's packages, network
+# namespaces, overlayfs, no Docker containerd to displace), in seconds, before any build.
+preflight:
+	@testbed/preflight.sh $(firstword $(MAKECMDGOALS) up)
 
 tools:
 	@echo "==> tools: building what is missing (cold: about 21 min on 2 cores, once per machine; docs/measured.md)"
@@ -48,7 +54,7 @@ tools:
 # (the autoscaler of simulated pools at zero), and the real node's kubelet, kube-proxy and CoreDNS.
 CLUSTER_TOOLS = etcd kube kwok coredns nsbridge simpool kueue karpenter
 
-cluster:
+cluster: preflight
 	@echo "==> cluster: the local cluster (control plane, kwok, the real node) in its own network namespace"
 	testbed/tools/tools.sh $(CLUSTER_TOOLS)
 	testbed/cluster/cluster.sh up
@@ -66,7 +72,7 @@ STACK_TOOLS = pulumi langhost kubernetes
 stack-tools:
 	testbed/tools/tools.sh $(STACK_TOOLS)
 
-up: stack-tools cluster
+up: preflight stack-tools cluster
 	@echo "==> up: pulumi up of stack $(STACK)"
 	testbed/stack/stack.sh up
 
@@ -151,7 +157,7 @@ workflows:
 E2E_CLUSTER_NAME ?= e2e
 E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME)
 
-e2e: tools
+e2e: preflight tools
 	testbed/tools/tools.sh $(CLUSTER_TOOLS) flowcheck
 	$(E2E_CLUSTER) testbed/cluster/cluster.sh up
 	@echo "==> e2e: go test -tags e2e ./tests/... against $$($(E2E_CLUSTER) testbed/cluster/cluster.sh kubeconfig)"
@@ -159,7 +165,7 @@ e2e: tools
 
 # The suite's cluster is put back afterwards, even when a test fails: left running if it ran
 # before, stopped if it was stopped, deleted if there was none (the usual case).
-test:
+test: preflight
 	@echo "==> test: unit tests, then the end-to-end suite (the cluster is restored afterwards)"
 	@# The real node's images build from Debian packages (mostly unpacking, little CPU) while
 	@# the Go code compiles; testbed/node/node.sh's build waits for this one (a lock) and reuses it.

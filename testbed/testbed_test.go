@@ -148,3 +148,59 @@ func TestNodeKeepsItsImages(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflight: testbed/preflight.sh, which make up, cluster, test and e2e run before any build,
+// fails at once for a user who is not root, naming the cause and the sudo line that keeps Go's
+// caches; fails on too little disk, naming the filesystem; and passes on this machine as root
+// (the suite's). Every check runs, so one run lists every problem. make's targets run it first.
+func TestPreflight(t *testing.T) {
+	run := func(asNobody bool, env ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command("bash", "preflight.sh", "up")
+		if asNobody {
+			cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", "preflight.sh", "up")
+		}
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if os.Getuid() != 0 {
+		out, err := run(false)
+		if err == nil || !strings.Contains(out, "not root") {
+			t.Errorf("as uid %d: %v\n%s; want a failure naming root", os.Getuid(), err, out)
+		}
+		return
+	}
+	if out, err := run(false); err != nil {
+		t.Errorf("as root on the suite's machine: %v\n%s", err, out)
+	}
+	out, err := run(true, "HOME="+t.TempDir())
+	if err == nil || !strings.Contains(out, "not root (uid 65534)") || !strings.Contains(out, `sudo env PATH="$PATH" HOME="$HOME"`) ||
+		!strings.Contains(out, "make up") {
+		t.Errorf("as nobody: %v\n%s; want a failure naming root and the sudo line for make up", err, out)
+	}
+	out, err = run(false, "KOLOTOC_PREFLIGHT_MIN_GB=100000000")
+	if err == nil || !strings.Contains(out, "want at least 100000000 GB") || strings.Count(out, "FAIL:") < 1 {
+		t.Errorf("with too little disk: %v\n%s; want a failure naming the filesystem and the need", err, out)
+	}
+	// The targets that build or start anything run it first.
+	// (make -n test would run test's recursive make for real: its rule is read instead.)
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^test: preflight\b`).Match(mk) {
+		t.Error("the Makefile's test target does not run the preflight first")
+	}
+	for _, target := range []string{"up", "cluster", "e2e"} {
+		cmd := exec.Command("make", "--no-print-directory", "-n", target)
+		cmd.Dir = ".."
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n %s: %v", target, err)
+		}
+		if first, _, _ := strings.Cut(string(b), "\n"); first != "testbed/preflight.sh "+target {
+			t.Errorf("make -n %s: first command %q, want the preflight", target, first)
+		}
+	}
+}
