@@ -72,7 +72,7 @@ func (c *Config) Pool(name string) *NodePool {
 func (c *Config) pools() meta.Pools {
 	out := make(meta.Pools, 0, len(c.NodePools))
 	for _, p := range c.NodePools {
-		out = append(out, meta.Pool{Name: p.Name, GPUsPerNode: p.GPUsPerNode, CPUs: p.CPUs})
+		out = append(out, meta.Pool{Name: p.Name, GPUsPerNode: p.GPUsPerNode, CPUs: p.CPUs, Memory: p.Memory})
 	}
 	return out
 }

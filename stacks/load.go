@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,6 +112,13 @@ func decodeObject(field func(*Config) any) func(*Config, string, string) []Field
 			name, uerr := strconv.Unquote(quoted)
 			if uerr != nil {
 				name = strings.Trim(quoted, `"`)
+			}
+			// encoding/json names the field, not where it is: find it in the value.
+			var raw any
+			if json.Unmarshal([]byte(v), &raw) == nil {
+				if path, allowed, ok := unknownField(reflect.TypeOf(field(c)), raw, key, name); ok {
+					return []FieldError{{Key: path, Value: "(set)", Msg: "unknown field; allowed: " + strings.Join(allowed, ", ")}}
+				}
 			}
 			return []FieldError{{Key: fieldKey(key, name), Value: "(set)",
 				Msg: "unknown field; allowed: " + strings.Join(jsonFields(field(c)), ", ")}}

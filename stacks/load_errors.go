@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -74,4 +75,111 @@ func jsonFields(v any) []string {
 		}
 	}
 	return out
+}
+
+// unknownField finds the field name that encoding/json reported unknown in raw (the value
+// decoded into t): its key path below key and the fields allowed there. Like encoding/json it
+// matches field names case-insensitively and looks into embedded structs; it does not look into
+// a type that decodes itself (json.Unmarshaler), which reports its own errors.
+func unknownField(t reflect.Type, raw any, key, name string) (string, []string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return "", nil, false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			return "", nil, false
+		}
+		fields := structFields(t)
+		allowed := make([]string, 0, len(fields))
+		for _, f := range fields {
+			allowed = append(allowed, f.name)
+		}
+		for k, v := range obj {
+			f, found := lookupField(fields, k)
+			if !found {
+				if k == name {
+					return fieldKey(key, k), allowed, true
+				}
+				continue
+			}
+			if path, a, ok := unknownField(f.typ, v, fieldKey(key, k), name); ok {
+				return path, a, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		list, ok := raw.([]any)
+		if !ok {
+			return "", nil, false
+		}
+		for i, v := range list {
+			if path, a, ok := unknownField(t.Elem(), v, fmt.Sprintf("%s[%d]", key, i), name); ok {
+				return path, a, true
+			}
+		}
+	case reflect.Map:
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			return "", nil, false
+		}
+		for k, v := range obj {
+			if path, a, ok := unknownField(t.Elem(), v, fieldKey(key, k), name); ok {
+				return path, a, true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// jsonField is a struct field as encoding/json decodes it: its name and type.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// structFields are t's fields by json name, with those of its embedded structs.
+func structFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			out = append(out, structFields(ft)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{name: name, typ: f.Type})
+	}
+	return out
+}
+
+// lookupField is the field a JSON key decodes into: an exact match first, then encoding/json's
+// case-insensitive one.
+func lookupField(fields []jsonField, key string) (jsonField, bool) {
+	for _, f := range fields {
+		if f.name == key {
+			return f, true
+		}
+	}
+	for _, f := range fields {
+		if strings.EqualFold(f.name, key) {
+			return f, true
+		}
+	}
+	return jsonField{}, false
 }

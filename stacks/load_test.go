@@ -211,6 +211,9 @@ func TestBadConfigs(t *testing.T) {
 		{name: "data-in path escapes", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"path":"../etc"}`}, wantKey: "dataIn.path", wantMsg: "a relative directory under storage.mountPath"},
 		{name: "data-in path over checkpoints", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"path":"checkpoints/x"}`}, wantKey: "dataIn.path", wantMsg: "under checkpoints/, which Kolotoc's workloads write"},
 		{name: "data-in on a GPU pool", set: map[string]string{"dataIn": `{"enabled":true,"image":"amazon/aws-cli:2.22.0","command":["true"],"pool":"gpu"}`}, wantKey: "dataIn.pool", wantMsg: "needs a CPU pool"},
+		// An unknown key below the top level is named at its own path (it was named at its parent's).
+		{name: "unknown field two levels down", set: map[string]string{"tfcluster": `{"enabled":true,"evaluator":{"enabled":true}}`}, wantKey: "tfcluster.evaluator.enabled", wantMsg: "unknown field; allowed: count, "},
+		{name: "unknown field of a list item", set: map[string]string{"nodePools": `[{"name":"gpu","gpusPerNode":8,"gpuType":"a","nodes":2},{"name":"cpu","zone":"x"}]`}, wantKey: "nodePools[1].zone", wantMsg: "unknown field; allowed: name, "},
 		{name: "data-in unknown field", set: map[string]string{"dataIn": `{"enabled":true,"source":"s3://x"}`}, wantKey: "dataIn.source", wantMsg: "allowed: enabled, image, command, path"},
 		{name: "TF log dir escapes", set: map[string]string{"tfcluster": `{"enabled":true,"logDir":"../logs"}`}, wantKey: "tfcluster.logDir", wantMsg: "a relative directory under storage.mountPath"},
 		{name: "TF checkpoint dir absolute", set: map[string]string{"tfcluster": `{"enabled":true,"checkpointDir":"/mnt/ckpt"}`}, wantKey: "tfcluster.checkpointDir", wantMsg: "a relative directory under storage.mountPath"},

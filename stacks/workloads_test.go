@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"kolotoc/components/dask"
@@ -159,5 +160,32 @@ func TestWorkloadsRegisteredOnce(t *testing.T) {
 	}
 	if now := stacks.Registered(); !slices.Equal(now, saved) {
 		t.Errorf("a refused registration changed the workloads: %d entries, want %d", len(now), len(saved))
+	}
+}
+
+// TestElasticDefaultsFollowThePool: the torchelastic seed's own machine, a p3.2xlarge (8 vCPUs,
+// 61 GiB), holds no elastic worker of the defaults (8 CPUs, 64Gi): the defaults are cut to what
+// its node gives a pod (7 cores, 45Gi) and the stack loads; on a large GPU machine they stand,
+// and a worker size the stack sets is kept and checked as before (refused when too large).
+func TestElasticDefaultsFollowThePool(t *testing.T) {
+	load := func(pool, el string) (*stacks.Config, error) {
+		raw := gpuRaw(t)
+		raw.Values["kolotoc:nodePools"] = `[{"name":"gpu","nodes":2,"machineType":"` + pool + `"},{"name":"cpu","machineType":"n2-standard-16"}]`
+		raw.Values["kolotoc:towers"] = `{"count":1,"pool":"gpu"}`
+		raw.Values["kolotoc:elastic"] = el
+		return stacks.Load(raw)
+	}
+	c, err := load("p3.2xlarge", `{"enabled":true,"pool":"gpu"}`)
+	if err != nil {
+		t.Fatalf("elastic with its defaults on p3.2xlarge: %v", err)
+	}
+	if c.Elastic.CPU != "7" || c.Elastic.Memory != "45Gi" {
+		t.Errorf("elastic on p3.2xlarge: cpu %s, memory %s; want 7 and 45Gi", c.Elastic.CPU, c.Elastic.Memory)
+	}
+	if c, err = load("a2-highgpu-8g", `{"enabled":true,"pool":"gpu"}`); err != nil || c.Elastic.CPU != "8" || c.Elastic.Memory != "64Gi" {
+		t.Errorf("elastic on a2-highgpu-8g: %v, cpu %s memory %s; want the defaults 8 and 64Gi", err, c.Elastic.CPU, c.Elastic.Memory)
+	}
+	if _, err = load("p3.2xlarge", `{"enabled":true,"pool":"gpu","memory":"64Gi"}`); err == nil || !strings.Contains(err.Error(), "kolotoc:elastic.memory = 64Gi: more than a node of pool \"gpu\" has (61Gi)") {
+		t.Errorf("elastic with memory 64Gi set on p3.2xlarge: %v; want it refused, keyed", err)
 	}
 }

@@ -108,6 +108,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fit: %v\n", err)
 		return exitCannot
 	}
+	// The stack as its own cloud would take it, before anything is mirrored: a stack that `pulumi
+	// up` would refuse does not fit anywhere (the mirror, simulated, would not refuse it).
+	if err := validateAsItsCloud(root, source, stack, stderr); err != nil {
+		fmt.Fprintf(stderr, "fit: %s: %v\n", source, err)
+		return exitCannot
+	}
 	m, err := NewMirror(stack, src, kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "fit: %s: %v\n", source, err)
@@ -359,4 +365,17 @@ func configProblems(out string) string {
 		return strings.Join(problems, "\n")
 	}
 	return ""
+}
+
+// validateAsItsCloud runs the program's validate mode (main.go; stacks.ValidateStackFile) on the
+// stack file: its problems, as `pulumi up` of the stack itself would report them (its secrets
+// aside), go to stderr, and the error says the stack was refused.
+func validateAsItsCloud(root, source, stack string, stderr io.Writer) error {
+	cmd := exec.Command("go", "run", ".", "validate", filepath.Join(root, source), stack)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("refused as `pulumi up` of stack %s would refuse it (above), so nothing was mirrored: %w", stack, err)
+	}
+	return nil
 }

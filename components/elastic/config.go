@@ -32,8 +32,8 @@ type Config struct {
 	RdzvPort    int               `json:"rdzvPort"`    // port of worker 0's c10d store; default 29400
 	RdzvConf    RdzvConf          `json:"rdzvConf"`    // torchrun --rdzv_conf options (map, or list of key=value), joined to the wrapper's is_host; default none
 	MaxRestarts int               `json:"maxRestarts"` // --max_restarts of the worker group; default 3
-	CPU         string            `json:"cpu"`         // CPU request per worker as a quantity; default 8
-	Memory      string            `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi
+	CPU         string            `json:"cpu"`         // CPU request per worker as a quantity; default 8, or all cores but one of the pool's node when smaller
+	Memory      string            `json:"memory"`      // memory request and limit per worker as a quantity; default 64Gi, or three quarters of the pool's node when smaller
 	ShmSize     string            `json:"shmSize"`     // memory-backed /dev/shm per worker (NCCL, DataLoader workers) as a quantity, at most memory; default memory
 	OnSuccess   string            `json:"onSuccess"`   // keep | release: release scales the workers to zero once torchrun succeeds; default keep
 	Env         []meta.EnvSetting `json:"env"`         // environment of the workers (runs.go)
@@ -73,11 +73,17 @@ var rdzvIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // decoding since a stack's explicit 0 restarts is valid and must be kept.
 func NewConfig() Config { return Config{MaxRestarts: DefaultMaxRestarts} }
 
-// DefaultPools fills what the workers take from the stack's node pools: the first GPU pool, and
-// that pool's GPUs per worker.
+// DefaultPools fills what the workers take from the stack's node pools: the first GPU pool,
+// that pool's GPUs per worker, and a worker's CPU and memory when the defaults (8 cores, 64Gi)
+// would not fit one of its nodes (meta.Pool.FitDefaults: a p3.2xlarge, 8 vCPUs and 61 GiB, gets
+// 7 cores and 45Gi).
 func (el *Config) DefaultPools(p meta.Pools) {
 	meta.Fill(&el.Pool, p.First(true))
-	meta.Fill(&el.GPUsPerNode, p.Get(el.Pool).GPUsPerNode)
+	pool := p.Get(el.Pool)
+	meta.Fill(&el.GPUsPerNode, pool.GPUsPerNode)
+	cpu, memory := pool.FitDefaults(defaultCPU, defaultMemory)
+	meta.Fill(&el.CPU, cpu)
+	meta.Fill(&el.Memory, memory)
 }
 
 // Default fills the zero values the workers decide alone; maxNodes follows minNodes and nodes

@@ -72,3 +72,24 @@ func TestPoolsFirstOfEachKind(t *testing.T) {
 		t.Errorf("Get(missing) = %+v, want the zero pool", got)
 	}
 }
+
+// TestFitDefaults: a workload's default requests are cut to what one node of its pool gives a
+// pod (all cores but one, three quarters of the memory) only when they would not fit; a pool of
+// unknown size keeps them.
+func TestFitDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		pool         Pool
+		cpu, memory  string
+		wantC, wantM string
+	}{
+		{Pool{CPUs: 8, Memory: "61Gi"}, "8", "64Gi", "7", "45Gi"},   // p3.2xlarge: the torchelastic seed's own machine
+		{Pool{CPUs: 96, Memory: "680Gi"}, "8", "64Gi", "8", "64Gi"}, // a2-highgpu-8g: the defaults fit
+		{Pool{CPUs: 16, Memory: "64Gi"}, "8", "64Gi", "8", "48Gi"},  // n2-standard-16: the memory is cut
+		{Pool{CPUs: 1, Memory: "1Gi"}, "8", "64Gi", "1", "1Gi"},     // at least one core and 1Gi
+		{Pool{}, "8", "64Gi", "8", "64Gi"},                          // size unknown: kept
+	} {
+		if c, m := tc.pool.FitDefaults(tc.cpu, tc.memory); c != tc.wantC || m != tc.wantM {
+			t.Errorf("%+v: %s, %s; want %s, %s", tc.pool, c, m, tc.wantC, tc.wantM)
+		}
+	}
+}

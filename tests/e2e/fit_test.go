@@ -73,6 +73,10 @@ func TestFit(t *testing.T) {
 			"  pool gpu: grows 0 → 2 nodes of a2-highgpu-8g (max 4): towers 2×8 GPUs; Karpenter made 2 in this run",
 			"FITS: all ",
 		}},
+		{name: "refused as its cloud refuses it", file: "tests/e2e/testdata/Pulumi.uncatalogued.yaml", mirror: "fit-uncatalogued", code: 2, want: []string{
+			`kolotoc:nodePools[1].machineType = Standard_D4s_v3: not in Kolotoc's azure catalogue`,
+			"refused as `pulumi up` of stack uncatalogued would refuse it",
+		}},
 		{name: "does not fit", file: "tests/e2e/testdata/Pulumi.short.yaml", mirror: "fit-short", code: 1, want: []string{
 			"  gpu   1 (max 2)  a2-highgpu-8g  8/8 ",
 			"  StatefulSet/tower               2     1       1        8 GPU, 4 CPU, 16Gi    gpu-0",
@@ -104,7 +108,7 @@ func TestFit(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s", code, tc.code, tail(stderr.String()))
 			}
 			// Columns are as wide as their widest cell: compare with runs of spaces as one.
-			report := squash(stdout.String())
+			report := squash(stdout.String() + stderr.String())
 			for _, w := range tc.want {
 				if !strings.Contains(report, squash(w)) {
 					t.Errorf("report lacks %q", w)
