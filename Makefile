@@ -72,6 +72,9 @@ STACK_TOOLS = pulumi langhost kubernetes
 stack-tools:
 	testbed/tools/tools.sh $(STACK_TOOLS)
 
+# The real node's images: only those the stack runs (its file names them) for make up's cluster;
+# make test's builds them all (testbed/images/images.sh needs, testbed/node/node.sh).
+up: export KOLOTOC_NODE_IMAGES = $(shell testbed/images/images.sh needs Pulumi.$(STACK).yaml 2>/dev/null)
 up: preflight stack-tools cluster
 	@echo "==> up: pulumi up of stack $(STACK)"
 	testbed/stack/stack.sh up

@@ -204,3 +204,43 @@ func TestPreflight(t *testing.T) {
 		}
 	}
 }
+
+// TestUpBuildsOnlyItsStacksImages: make up's cluster builds and imports only the local images its
+// stack's file names, and pause (the dev stack: dask, mpi, pause; not prometheus, torch, tfprobe,
+// etcd, which took minutes of a cold make up); a stack file naming another image adds it; make
+// test's cluster (no KOLOTOC_NODE_IMAGES) builds them all; stack.sh up brings what a later stack
+// needs.
+func TestUpBuildsOnlyItsStacksImages(t *testing.T) {
+	// A prerequisite of up that shows, under make -n, what up exports to its prerequisites.
+	cmd := exec.Command("make", "--no-print-directory", "-n", "up",
+		"--eval", "up: show-images", "--eval", "show-images: ; @echo images: $(KOLOTOC_NODE_IMAGES)")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make -n up: %v", err)
+	}
+	if !strings.Contains(string(out), "echo images: dask mpi pause\n") {
+		t.Errorf("make -n up: %s; want KOLOTOC_NODE_IMAGES dask mpi pause (the dev stack's)", out)
+	}
+	stack := filepath.Join(t.TempDir(), "Pulumi.x.yaml")
+	if err := os.WriteFile(stack, []byte("config:\n  kolotoc:elastic:\n    image: kolotoc.local/torch:0123456789ab\n  kolotoc:x: kolotoc.local/nosuchrecipe:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("bash", "images/images.sh", "needs", stack).Output(); err != nil || string(b) != "pause\ntorch\n" {
+		t.Errorf("images.sh needs: %q (%v), want pause and torch (a name without a recipe left out)", b, err)
+	}
+	node, err := os.ReadFile("node/node.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(node), `read -r -a images <<<"${KOLOTOC_NODE_IMAGES:-}"`) {
+		t.Error("node.sh up does not read KOLOTOC_NODE_IMAGES")
+	}
+	st, err := os.ReadFile("stack/stack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?s)cmd_up\(\) \{\n  prepare\n  local_images\n`).Match(st) {
+		t.Error("stack.sh up does not bring the stack's images to the node before pulumi up")
+	}
+}

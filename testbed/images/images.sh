@@ -6,6 +6,8 @@
 #   ref NAME                 print the image reference, kolotoc.local/NAME:TAG
 #   path NAME                print the image's tarball path in the cache
 #   list                     print "NAME REF PATH" per image
+#   needs FILE...            print the images the stack files name (kolotoc.local/NAME:…), with
+#                            pause (the node's own), one a line: what a stack's real pods run
 #   import SOCKET [NAME...]  import the built images into the containerd at unix socket SOCKET
 #                            (namespace k8s.io), skipping those present
 #
@@ -240,6 +242,17 @@ cmd_import() {
   return "$missing"
 }
 
+# cmd_needs FILE...: pause, and each recipe a stack file names as kolotoc.local/NAME:TAG.
+cmd_needs() {
+  [ $# -gt 0 ] || die "usage: testbed/images/images.sh needs FILE..."
+  {
+    echo pause
+    sed -n "s|.*$registry/\([a-z0-9][a-z0-9_-]*\):.*|\1|p" "$@"
+  } | sort -u | while read -r name; do
+    if [ -f "$recipes/$name/config.json" ]; then echo "$name"; fi
+  done
+}
+
 main() {
   case ${1:-} in
     build) shift; cmd_build "$@" ;;
@@ -250,7 +263,8 @@ main() {
         t=$(tag "$name"); printf '%s %s %s\n' "$name" "$(ref "$name" "$t")" "$(path "$name" "$t")"
       done ;;
     import) shift; cmd_import "$@" ;;
-    *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    needs) shift; cmd_needs "$@" ;;
+    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 

@@ -9,6 +9,8 @@
 #   down      stop every process of the node, its containers, mounts and cgroups
 #   status    exit 0 when the node's processes run, 1 otherwise
 #   packages  install the Debian packages the node needs (apt; once per machine)
+#   images NAME...  build the named local images if missing and import them into the running
+#             node (what a stack deployed later needs: testbed/stack/stack.sh up runs it)
 #
 # Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh
 # creates it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods'
@@ -19,7 +21,9 @@
 # the node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
 # `down` finds every process to stop and every cgroup to remove.
 #
-# Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh.
+# Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh;
+# KOLOTOC_NODE_IMAGES, the local images up builds and imports (names, space-separated; default
+# every image): make up names only those its stack runs (testbed/images/images.sh needs).
 set -euo pipefail
 
 log_tag=node
@@ -334,7 +338,9 @@ cmd_up() {
   kubelet=$(tool kubelet)
   kube_proxy=$(tool kube-proxy)
   coredns=$(tool coredns)
-  "$testbed/images/images.sh" build
+  local images=()
+  read -r -a images <<<"${KOLOTOC_NODE_IMAGES:-}"
+  "$testbed/images/images.sh" build "${images[@]}"
   write_configs "$("$testbed/images/images.sh" ref pause)"
   # Forwarding and bridged traffic through iptables (kube-proxy's ClusterIPs between pods on one
   # bridge): both settings are the namespace's own.
@@ -342,7 +348,7 @@ cmd_up() {
   start containerd containerd --config "$node_dir/containerd.toml"
   wait_for 30 "containerd's socket" test -S "$run_dir/containerd.sock"
   wait_for 30 "containerd to serve" ctr --address "$run_dir/containerd.sock" version
-  "$testbed/images/images.sh" import "$run_dir/containerd.sock"
+  "$testbed/images/images.sh" import "$run_dir/containerd.sock" "${images[@]}"
   start coredns "$coredns" -conf "$node_dir/Corefile"
   make_pod_cgroup_root
   start kubelet "$kubelet" --config "$node_dir/kubelet.yaml" --kubeconfig "$node_dir/kubeconfig" \
@@ -417,10 +423,20 @@ cmd_status() {
   return $ok
 }
 
+# cmd_images NAME...: the named images built if missing and imported into the running node.
+cmd_images() {
+  [ $# -gt 0 ] || return 0
+  "$testbed/images/images.sh" build "$@"
+  if [ -S "$run_dir/containerd.sock" ] && alive containerd; then
+    "$testbed/images/images.sh" import "$run_dir/containerd.sock" "$@"
+  fi
+}
+
 case ${1:-} in
   up) cmd_up ;;
+  images) shift; cmd_images "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   packages) cmd_packages ;;
-  *) echo "usage: $0 up|down|status|packages" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|packages|images NAME..." >&2; exit 2 ;;
 esac

@@ -218,8 +218,19 @@ forget_old_cluster() {
   fi
 }
 
+# local_images: the local images the stack file names (kolotoc.local/NAME:TAG), built if missing
+# and imported into the real node when it runs: make up's cluster built only those of the stack
+# it was started for (KOLOTOC_NODE_IMAGES, the Makefile), and a stack deployed later may run others.
+local_images() {
+  [ -f "$committed" ] || return 0
+  local names=()
+  mapfile -t names < <("$testbed/images/images.sh" needs "$committed")
+  "$testbed/node/node.sh" images "${names[@]}"
+}
+
 cmd_up() {
   prepare
+  local_images
   forget_old_cluster
   log "pulumi up (stack $stack)"
   pulumi up --yes --skip-preview=false --stack "$stack" --config-file "$effective"
