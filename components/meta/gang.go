@@ -23,7 +23,7 @@ const (
 //
 // The towers and the elastic workers' first set are StatefulSets and are queued as such (SetGang):
 // a plain pod group cannot take back a lost pod that its StatefulSet re-creates under the same
-// name (the group waits for good, docs/queueing.md "A lost pod of a queued group"). A TF
+// name (the group waits for good; docs/queueing.md "Why not one Kueue plain pod group"). A TF
 // cluster's tasks are Jobs' pods, whose replacements have new names, so the group takes them.
 type Gang struct {
 	Queue    string // the LocalQueue the pods name
