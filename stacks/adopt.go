@@ -59,8 +59,10 @@ func clusterNamespaces(c *Config) lookupNamespace {
 
 // checkNamespaceAdoption decides whether the stack may register its namespaces (kolotoc:namespace,
 // and the GPU agents' one when it has it): retain reports that it adopts one it did not create
-// (kept on destroy). warn receives what could not be checked.
-func checkNamespaceAdoption(c *Config, lookup lookupNamespace, warn func(string)) (retain bool, err error) {
+// (kept on destroy). A namespace that cannot be looked at (a cluster that refuses the read) is
+// warned about in a preview (a preview identity may lack the right) and refused in an update
+// (dryRun false): the update would take it over unseen.
+func checkNamespaceAdoption(c *Config, lookup lookupNamespace, dryRun bool, warn func(string)) (retain bool, err error) {
 	if cl := c.CloudEntry(); !cl.Local && !cl.Given() { // a cluster Kolotoc creates holds no namespace it did not make
 		return false, nil
 	}
@@ -70,10 +72,15 @@ func checkNamespaceAdoption(c *Config, lookup lookupNamespace, warn func(string)
 	}
 	for i, name := range names {
 		labels, exists, err := lookup(name)
+		if err != nil && !dryRun && !c.AdoptNamespace {
+			return false, &ConfigError{Stack: c.Stack, Errors: []FieldError{{Key: "namespace", Value: name, Msg: fmt.Sprintf(
+				"could not check whether it already exists (%v), and a namespace that exists and is not this stack's would be taken over, "+
+					"its pods put under the stack's deny-all ingress and deleted on destroy; allowed: a kubeconfig that may get namespaces, "+
+					"or set kolotoc:adoptNamespace: true to take it as it is (it is then kept on destroy)", err)}}}
+		}
 		if err != nil {
-			// The provider reports an unreachable cluster itself; one that refuses a read of
-			// the namespace (a preview identity without it) leaves the check to the next up.
-			warn(fmt.Sprintf("could not check whether namespace %s already exists (%v): a namespace that is not this stack's would be taken over", name, err))
+			// In a preview (a preview identity may lack the right) the check is left to the up.
+			warn(fmt.Sprintf("could not check whether namespace %s already exists (%v): pulumi up refuses to deploy until it can, or with kolotoc:adoptNamespace: true", name, err))
 			continue
 		}
 		if !exists || c.AdoptNamespace || namespaceMarked(labels, c.Stack) {

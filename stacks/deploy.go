@@ -64,7 +64,7 @@ func deployTo(ctx *pulumi.Context, c *Config, export func(string, pulumi.Input))
 	if err := guardStorage(ctx, c); err != nil {
 		return err
 	}
-	retain, err := checkNamespaceAdoption(c, clusterNamespaces(c), func(msg string) { _ = ctx.Log.Warn(msg, nil) })
+	retain, err := checkNamespaceAdoption(c, clusterNamespaces(c), ctx.DryRun(), func(msg string) { _ = ctx.Log.Warn(msg, nil) })
 	if err != nil {
 		return err
 	}
