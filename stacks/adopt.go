@@ -72,7 +72,9 @@ func checkNamespaceAdoption(c *Config, lookup lookupNamespace, dryRun bool, warn
 	}
 	for i, name := range names {
 		labels, exists, err := lookup(name)
-		if err != nil && !dryRun && !c.AdoptNamespace {
+		// A cluster that answers and refuses the read (no right to get namespaces) fails the
+		// update closed; one that does not answer fails it anyway, at the provider.
+		if err != nil && !dryRun && !c.AdoptNamespace && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
 			return false, &ConfigError{Stack: c.Stack, Errors: []FieldError{{Key: "namespace", Value: name, Msg: fmt.Sprintf(
 				"could not check whether it already exists (%v), and a namespace that exists and is not this stack's would be taken over, "+
 					"its pods put under the stack's deny-all ingress and deleted on destroy; allowed: a kubeconfig that may get namespaces, "+

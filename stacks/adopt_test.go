@@ -2,6 +2,9 @@ package stacks
 
 import (
 	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"testing"
 )
@@ -12,6 +15,7 @@ func TestNamespaceAdoption(t *testing.T) {
 	ours := map[string]string{"app.kubernetes.io/name": "kolotoc", "app.kubernetes.io/instance": "dev"}
 	other := map[string]string{"app.kubernetes.io/name": "kolotoc", "app.kubernetes.io/instance": "prod"}
 	team := map[string]string{"team": "vision"}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "kolotoc-dev", errors.New("no get"))
 	for _, tc := range []struct {
 		name    string
 		cloud   string
@@ -31,8 +35,10 @@ func TestNamespaceAdoption(t *testing.T) {
 		{name: "the agents' namespace taken", cloud: CloudSimulated, exists: map[string]map[string]string{"kolotoc-dev-gpu-agents": team}, wantErr: "GPU agents' namespace kolotoc-dev-gpu-agents"},
 		{name: "unreadable in a preview: warned, not refused", cloud: CloudExisting, lookErr: errors.New("forbidden")},
 		// An update fails closed: the namespace it cannot see may be someone else's.
-		{name: "unreadable in an update: refused", cloud: CloudExisting, lookErr: errors.New("forbidden"), update: true, wantErr: "could not check whether it already exists (forbidden)"},
-		{name: "unreadable in an update, adopt set", cloud: CloudExisting, lookErr: errors.New("forbidden"), update: true, adopt: true, retain: true},
+		{name: "refused the read in an update: refused", cloud: CloudExisting, lookErr: forbidden, update: true, wantErr: "could not check whether it already exists (namespaces \"kolotoc-dev\" is forbidden"},
+		{name: "refused the read in an update, adopt set", cloud: CloudExisting, lookErr: forbidden, update: true, adopt: true, retain: true},
+		// A cluster that does not answer fails the update at the provider: warned here.
+		{name: "unreachable in an update: warned", cloud: CloudExisting, lookErr: errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), update: true},
 		{name: "a cloud's own cluster is not looked at", cloud: "gcp", lookErr: errors.New("must not be called")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
