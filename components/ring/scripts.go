@@ -241,8 +241,14 @@ while :; do
   state phase=running
   watch_steps &
   watcher=$!
-  "$@" > >(tee "$out") 2>&1 &
+  # The run's output goes to the launcher's log and to $out, whose lines say why it failed; tee
+  # is waited for after the run, so $out is complete before it is read (under load, tee in a
+  # process substitution of the run itself had not written the last lines yet).
+  exec {logfd}> >(tee "$out")
+  teepid=$!
+  "$@" >&"$logfd" 2>&1 &
   child=$!
+  exec {logfd}>&-
   while :; do
     wait "$child"
     status=$?
@@ -250,6 +256,7 @@ while :; do
   done
   child=""
   kill "$watcher" 2>/dev/null
+  wait "$teepid" 2>/dev/null
   step=$(latest_step)
   if [ -n "$stopping" ]; then
     echo "launcher: stopped during attempt $attempt; this Job's next launcher pod starts attempt $((attempt + 1))" >&2

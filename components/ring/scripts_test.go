@@ -69,6 +69,9 @@ if [ -s "$f" ] && [ "$(cat "$f")" -gt 0 ]; then echo $(( $(cat "$f") - 1 )) >"$f
 `, 0o755)
 	write("bin/getent", "#!/bin/bash\necho \"getent $*\" >>"+calls+"\necho \"10.0.0.1 $2\"\n", 0o755)
 	write("bin/sleep", "#!/bin/bash\n", 0o755) // the waits between ssh tries, at once
+	// A tee that starts late, as on a loaded machine: the launcher must wait for it before it
+	// reads what the run said (the reason of a failed attempt).
+	write("bin/tee", "#!/bin/bash\n/bin/sleep 0.3\nexec /usr/bin/tee \"$@\"\n", 0o755)
 	stateLog := filepath.Join(dir, "state.log")
 	write("prev-state", r.prevState, 0o644)
 	write("bin/python3", `#!/bin/bash
