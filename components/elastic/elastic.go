@@ -268,13 +268,13 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 	return set
 }
 
-// replaceOn are the first set's paths whose change replaces it: what shapes its pods, and
-// queued, its whole spec and annotations (meta.SetGang).
+// replaceOn are the first set's paths whose change replaces it: what shapes its pods and its
+// queue label, and queued, its whole spec and annotations (meta.SetGang).
 func replaceOn(a *Args) []string {
 	if a.Queue != nil {
 		return meta.QueuedSetReplaceOn
 	}
-	return meta.PodShape
+	return append(append([]string{}, meta.PodShape...), meta.QueueLabelPath)
 }
 
 // RenderExtraStatefulSet builds the workers above minNodes when the workers are queued: each

@@ -119,3 +119,9 @@ func (g *SetGang) Labels(labels map[string]string) {
 
 // QueuedSetReplaceOn are the paths of a queued StatefulSet whose change replaces it (SetGang).
 var QueuedSetReplaceOn = []string{"spec", "metadata.annotations"}
+
+// QueueLabelPath is the queue label of a StatefulSet: an unqueued set is replaced when it gains
+// one (turning the queue on), and a queued one when it loses it (turning the queue off), which
+// Kueue's StatefulSet webhook refuses in place while the set has ready pods ("queue-name is
+// immutable").
+var QueueLabelPath = `metadata.labels["` + QueueNameLabel + `"]`

@@ -301,8 +301,9 @@ func TestQueuedRingRender(t *testing.T) {
 	plain := render(t, testArgs(nil))
 	res = plain.One(t, "kubernetes:apps/v1:StatefulSet", "towers")
 	sts = rendertest.Decode[appsv1.StatefulSet](t, res)
-	if _, ok := sts.Labels[meta.QueueNameLabel]; ok || !slices.Equal(res.ReplaceOnChanges, meta.PodSpec) || sts.Annotations["pulumi.com/deletionPropagationPolicy"] != "" {
-		t.Errorf("unqueued towers: labels %v, replaceOnChanges %v, annotations %v; want no queue, the pod spec only, default propagation",
+	if _, ok := sts.Labels[meta.QueueNameLabel]; ok || !slices.Equal(res.ReplaceOnChanges, append(append([]string{}, meta.PodSpec...), meta.QueueLabelPath)) ||
+		sts.Annotations["pulumi.com/deletionPropagationPolicy"] != "" {
+		t.Errorf("unqueued towers: labels %v, replaceOnChanges %v, annotations %v; want no queue, the pod spec and the queue label, default propagation",
 			sts.Labels, res.ReplaceOnChanges, sts.Annotations)
 	}
 	if v := queuedEnv(rendertest.Decode[batchv1.Job](t, plain.One(t, "kubernetes:batch/v1:Job", "towers-launcher"))); v != "false" {

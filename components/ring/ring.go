@@ -232,13 +232,13 @@ func New(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOp
 	return r, meta.RegisterOutputs(ctx, r, pulumi.Map{"hostnamePattern": pulumi.String(r.HostnamePattern)})
 }
 
-// replaceOn are the towers' paths whose change replaces their StatefulSet: its pod spec, and
-// queued, also its replicas and annotations (meta.SetGang).
+// replaceOn are the towers' paths whose change replaces their StatefulSet: its pod spec and its
+// queue label, and queued, its whole spec and annotations (meta.SetGang).
 func replaceOn(a *Args) []string {
 	if a.Queue != nil {
 		return meta.QueuedSetReplaceOn
 	}
-	return meta.PodSpec
+	return append(append([]string{}, meta.PodSpec...), meta.QueueLabelPath)
 }
 
 // HostnamePattern is the towers' hostnames as one bash brace expansion,

@@ -41,6 +41,10 @@ var demoCommand = []any{"mpirun", "-np", "$(KOLOTOC_NP)", "--hostfile", "$(KOLOT
 //     budget now admits one tower at a time): the tower passes SIGTERM to its rank, which writes a
 //     checkpoint of a later step than the newest before it; the StatefulSet recreates the pod
 //     and the run resumes at that step on it, with the uninterrupted result;
+//   - the same ring queued (kolotoc:queue, its towers a StatefulSet Kueue admits as one unit), a
+//     tower's pod deleted: re-created under the same admission (a plain pod group waited for
+//     good), the run resumes from its checkpoint with the uninterrupted result; turning the
+//     queue off again replaces the towers (Kueue refuses the queue label's removal in place);
 //   - a run failing more often than towers.maxRestarts: the Job fails, and the printed runState
 //     command says failed, the attempt count and why.
 func TestRingRestartsFromCheckpoint(t *testing.T) {
@@ -127,6 +131,41 @@ func TestRingRestartsFromCheckpoint(t *testing.T) {
 			sigterm, before, resumed.step, resumed.at.Sub(evicted).Round(100*time.Millisecond))
 		r.assertResult(t, logs)
 		r.assertState(t, runState, "succeeded", 1, 1)
+	})
+
+	t.Run("queued: a tower's pod deleted is re-created under the same admission, and the run restarts from its checkpoint", func(t *testing.T) {
+		s := s.sub(t)
+		towers["run"] = "queued-" + suffix
+		overrides["queue"] = map[string]any{"type": "kueue"}
+		defer delete(overrides, "queue") // the next case turns the queue off again: its set is replaced
+		s.reconfigure("dev", overrides)
+		s.up()
+		r.waitStep(t, 100)
+		admitted := setWorkload(t, s, ns, "tower")
+		if !admitted.admitted() {
+			t.Fatalf("the queued ring runs, but its Workload is %s", admitted)
+		}
+		old := r.uid(t, "tower-1")
+		deleted := time.Now()
+		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "tower-1", metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting tower-1: %v", err)
+		}
+		waitFor(t, "tower-1 recreated", 3*time.Minute, func() (bool, string) {
+			u := r.uid(t, "tower-1")
+			return u != "" && u != old, "the old pod is still there"
+		})
+		job := s.waitJob(t, ns, "launcher", 5*time.Minute)
+		logs := r.logs(t)
+		if job.Status.Succeeded != 1 {
+			t.Fatalf("the queued run did not complete after tower-1's deletion: %+v\n%s", job.Status, tail(logs))
+		}
+		resumed := r.assertResumed(t, logs, 1)
+		t.Logf("measured (queued): tower-1 deleted → training again on its replacement at step %d in %s",
+			resumed.step, resumed.at.Sub(deleted).Round(100*time.Millisecond))
+		r.assertResult(t, logs)
+		if w := setWorkload(t, s, ns, "tower"); w.name != admitted.name || !w.admitted() || w.conditions["WaitingForReplacementPods"] == "True" {
+			t.Errorf("after the replacement the ring's Workload is %s, want %s still admitted", w, admitted.name)
+		}
 	})
 
 	t.Run("a run failing more often than towers.maxRestarts ends failed; runState says why and how often", func(t *testing.T) {
