@@ -516,3 +516,44 @@ func TestQueueTowerReplaced(t *testing.T) {
 		t.Errorf("the Workload waits for replacement pods: %s", w)
 	}
 }
+
+// TestQueueTFClusterAdmittedWhole: a queued TF cluster on simulated GPU pools (the real Kueue) is one plain
+// pod group across its task types: stack A's TF cluster (a chief, a parameter server, an
+// evaluator and 2 workers × 8 GPUs: the whole quota of A's two 8-GPU nodes) is admitted as one
+// Workload `tfcluster` and every task is placed; stack B's TF cluster (one 8-GPU worker) in A's
+// ClusterQueue is held whole: its Workload not admitted, every task gated, none bound to a node.
+// (docs/queueing.md said a queued TF cluster had run; only mocks had queued one.)
+func TestQueueTFClusterAdmittedWhole(t *testing.T) {
+	suffix := randomHex(t, 3)
+	aName, bName := "qta-"+suffix, "qtb-"+suffix
+	aNS, bNS := "kolotoc-"+aName, "kolotoc-"+bName
+	tf := func(workers int) map[string]any {
+		return map[string]any{"enabled": true, "tensorboard": false,
+			"chief": map[string]any{"count": 1}, "ps": map[string]any{"count": 1}, "evaluator": map[string]any{"count": 1},
+			"workers": map[string]any{"count": workers, "gpus": 8, "pool": "gpu"}}
+	}
+	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", withQuiet(map[string]any{
+		"queue": map[string]any{"type": "kueue"}, "towers": map[string]any{"enabled": false}, "tfcluster": tf(2),
+	}))
+	a.up()
+	waitFor(t, "A's TF cluster admitted as one group, every task placed", 3*time.Minute, func() (bool, string) {
+		w := workload(t, a, aNS, "tfcluster")
+		all := allQueued(t, a, aNS)
+		return w.admitted() && len(all) == 5 && all.bound() == 5 && all.gated() == 0,
+			fmt.Sprintf("workload %s; %d queued tasks, %d bound, %d gated", w, len(all), all.bound(), all.gated())
+	})
+	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", withQuiet(map[string]any{
+		"queue": map[string]any{"type": "kueue", "clusterQueue": aNS}, "towers": map[string]any{"enabled": false}, "tfcluster": tf(1),
+	}))
+	b.up()
+	waitFor(t, "B's TF cluster held whole", 2*time.Minute, func() (bool, string) {
+		w := workload(t, b, bNS, "tfcluster")
+		all := allQueued(t, b, bNS)
+		return w.exists() && !w.admitted() && len(all) == 4 && all.gated() == 4,
+			fmt.Sprintf("workload %s; %d queued tasks, %d gated", w, len(all), all.gated())
+	})
+	time.Sleep(10 * time.Second)
+	if all := allQueued(t, b, bNS); all.bound() != 0 {
+		t.Errorf("B held: %d of its tasks bound to a node, want none", all.bound())
+	}
+}
