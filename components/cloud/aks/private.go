@@ -13,7 +13,7 @@ import (
 // the privatelink zone linked to the subnet's virtual network.
 //
 // These four resources are azure-native's network module, registered by their type tokens: the
-// module's Go package takes 5.6 GB and minutes to compile (toolchain.md), for four resources. Their
+// module's Go package takes 5.6 GB and minutes to compile (measured on the build machine), for four resources. Their
 // input names are those of pulumi-azure-native-sdk/network/v2 v2.90.0 (privateEndpoint.go,
 // privateZone.go, virtualNetworkLink.go, privateDnsZoneGroup.go); tests/clouds_access_test.go
 // checks each registration.
