@@ -255,16 +255,7 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		a.Queue.Labels(labels)
 	}
 	set := renderSet(a, a.Name, replicas, labels, a.Labels.KeepNode(a.Pool, nil), a.Labels.Selector(Component), 0)
-	if a.Queue != nil {
-		md := set.Metadata.(*metav1.ObjectMetaArgs)
-		queued := map[string]string{}
-		a.Queue.Labels(queued)
-		for k, v := range queued {
-			md.Labels.(pulumi.StringMap)[k] = pulumi.String(v)
-		}
-		// Replaced, never updated (meta.SetGang): the old set goes at once, its pods after it.
-		md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
-	}
+	a.Queue.MarkSet(set.Metadata.(*metav1.ObjectMetaArgs))
 	return set
 }
 

@@ -3,6 +3,9 @@ package meta
 import (
 	"fmt"
 	"strings"
+
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // Kueue's pod-group keys (sigs.k8s.io/kueue v0.17.0 pkg/controller/jobs/pod/constants and
@@ -115,6 +118,23 @@ func (g *SetGang) Labels(labels map[string]string) {
 		return
 	}
 	QueuedPodLabels(labels, g.Queue, g.Priority)
+}
+
+// MarkSet marks a queued StatefulSet's own metadata: the queue labels (what Kueue's StatefulSet
+// integration reads) and deletion in the background, since the set is replaced, never updated
+// (QueuedSetReplaceOn): the old set goes at once and its pods after it, so the new set (a new
+// uid, a new Workload) is created without waiting for the old pods' grace periods; its pods take
+// their names as the old ones free them. The metadata's Labels and Annotations are StringMaps.
+func (g *SetGang) MarkSet(md *metav1.ObjectMetaArgs) {
+	if g == nil {
+		return
+	}
+	labels := map[string]string{}
+	g.Labels(labels)
+	for k, v := range labels {
+		md.Labels.(pulumi.StringMap)[k] = pulumi.String(v)
+	}
+	md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
 }
 
 // QueuedSetReplaceOn are the paths of a queued StatefulSet whose change replaces it (SetGang).

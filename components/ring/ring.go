@@ -404,16 +404,8 @@ func RenderStatefulSet(a *Args) *appsv1.StatefulSetArgs {
 		// wait for the towers' readiness (it would fail after awaitTimeout), the stack's outputs
 		// say how to follow the admission (docs/queueing.md).
 		md.Annotations.(pulumi.StringMap)[meta.SkipAwaitAnnotation] = pulumi.String("true")
-		// Replaced, never updated (meta.SetGang): the old set goes at once and its pods after it,
-		// so the new set (a new uid, a new Workload) is created without waiting for the old
-		// towers' grace periods; its pods take their names as the old ones free them.
-		md.Annotations.(pulumi.StringMap)["pulumi.com/deletionPropagationPolicy"] = pulumi.String("background")
-		labels := map[string]string{}
-		a.Queue.Labels(labels)
+		a.Queue.MarkSet(md)
 		a.Queue.Labels(podLabels)
-		for k, v := range labels {
-			md.Labels.(pulumi.StringMap)[k] = pulumi.String(v)
-		}
 	}
 	if a.releases() && a.Run != "" {
 		// The launcher scales the towers to zero when its run succeeds; a new run changes this

@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // TestQueueGangAdmission: two stacks on simulated GPU pools share one Kueue ClusterQueue (the real
@@ -33,24 +31,9 @@ import (
 // pod ends at once, so B's launcher tells nothing here.) TestQueueRealNode runs the whole ring for real.
 func TestQueueGangAdmission(t *testing.T) {
 	suffix := randomHex(t, 3)
-	quiet := map[string]any{
-		"carriers":   map[string]any{"enabled": false},
-		"sentinels":  map[string]any{"enabled": false},
-		"entrypoint": map[string]any{"jupyter": false, "tensorboard": false, "daskDashboard": false},
-	}
-	with := func(extra map[string]any) map[string]any {
-		o := map[string]any{}
-		for k, v := range quiet {
-			o[k] = v
-		}
-		for k, v := range extra {
-			o[k] = v
-		}
-		return o
-	}
 	aName, bName := "qa-"+suffix, "qb-"+suffix
 	aNS, bNS := "kolotoc-"+aName, "kolotoc-"+bName
-	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", with(map[string]any{
+	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", withQuiet(map[string]any{
 		"queue":  map[string]any{"type": "kueue"},
 		"towers": map[string]any{"count": 2, "gpusPerTower": 8, "pool": "gpu", "run": "a1", "onSuccess": "release"},
 	}))
@@ -85,7 +68,7 @@ func TestQueueGangAdmission(t *testing.T) {
 	}
 
 	// B: its own pools (room on its nodes), A's ClusterQueue (no quota left).
-	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", with(map[string]any{
+	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", withQuiet(map[string]any{
 		"queue":  map[string]any{"type": "kueue", "clusterQueue": aNS},
 		"towers": map[string]any{"count": 1, "gpusPerTower": 8, "pool": "gpu"},
 	}))
@@ -111,18 +94,8 @@ func TestQueueGangAdmission(t *testing.T) {
 	}
 
 	// A's run ends: its release account scales its towers to zero (onSuccess: release).
-	_, restCfg := localCluster(t)
-	asAccount := rest.CopyConfig(restCfg)
-	asAccount.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + aNS + ":launcher-release"}
-	release, err := kubernetes.NewForConfig(asAccount)
-	if err != nil {
-		t.Fatal(err)
-	}
 	released := time.Now()
-	if _, err := release.AppsV1().StatefulSets(aNS).Patch(context.Background(), "tower", types.MergePatchType,
-		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}, "scale"); err != nil {
-		t.Fatalf("A's release: %v", err)
-	}
+	releaseTowers(t, aNS)
 	waitFor(t, "B admitted after A's release", 3*time.Minute, func() (bool, string) {
 		w := setWorkload(t, b, bNS, "tower")
 		all := allQueued(t, b, bNS)
@@ -194,24 +167,9 @@ func workload(t *testing.T, s *stack, ns, name string) kueueWorkload {
 // annotations name it; none if there is none (a released set's ends).
 func setWorkload(t *testing.T, s *stack, ns, name string) kueueWorkload {
 	t.Helper()
-	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(context.Background())
-	if err != nil {
-		return kueueWorkload{}
-	}
-	var list struct {
-		Items []struct {
-			Metadata struct {
-				Name              string
-				CreationTimestamp time.Time
-				Annotations       map[string]string
-			}
-		}
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatal(err)
-	}
+	list := workloadsIn(t, s, ns)
 	newest, at := "", time.Time{}
-	for _, wl := range list.Items {
+	for _, wl := range list {
 		a := wl.Metadata.Annotations
 		if a["kueue.x-k8s.io/job-owner-name"] == name && strings.Contains(a["kueue.x-k8s.io/job-owner-gvk"], "StatefulSet") &&
 			!wl.Metadata.CreationTimestamp.Before(at) {
@@ -224,6 +182,30 @@ func setWorkload(t *testing.T, s *stack, ns, name string) kueueWorkload {
 	w := workload(t, s, ns, newest)
 	w.name = newest
 	return w
+}
+
+// listedWorkload is what the tests read of a Workload in a list.
+type listedWorkload struct {
+	Metadata struct {
+		Name              string
+		CreationTimestamp time.Time
+		Annotations       map[string]string
+		OwnerReferences   []struct{ Kind, Name string }
+	}
+}
+
+// workloadsIn lists the namespace's Kueue Workloads (none if the list fails).
+func workloadsIn(t *testing.T, s *stack, ns string) []listedWorkload {
+	t.Helper()
+	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(context.Background())
+	if err != nil {
+		return nil
+	}
+	var list struct{ Items []listedWorkload }
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
 
 // released: a released set's Workload is finished or already gone.
@@ -376,22 +358,8 @@ func TestQueueRealNode(t *testing.T) {
 // the pod owns.
 func podWorkload(t *testing.T, s *stack, ns, pod string) kueueWorkload {
 	t.Helper()
-	out, err := s.kube.CoreV1().RESTClient().Get().AbsPath("/apis/kueue.x-k8s.io/v1beta2/namespaces", ns, "workloads").DoRaw(context.Background())
-	if err != nil {
-		return kueueWorkload{}
-	}
-	var list struct {
-		Items []struct {
-			Metadata struct {
-				Name            string
-				OwnerReferences []struct{ Kind, Name string }
-			}
-		}
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, wl := range list.Items {
+	list := workloadsIn(t, s, ns)
+	for _, wl := range list {
 		for _, o := range wl.Metadata.OwnerReferences {
 			if o.Kind == "Pod" && o.Name == pod {
 				return workload(t, s, ns, wl.Metadata.Name)
@@ -411,21 +379,13 @@ func podWorkload(t *testing.T, s *stack, ns, pod string) kueueWorkload {
 // priority or the ClusterQueue's preemption, B would wait for as long as A's extra runs.
 func TestQueueElasticExtrasYield(t *testing.T) {
 	suffix := randomHex(t, 3)
-	quiet := map[string]any{
-		"towers":     map[string]any{"enabled": false},
-		"carriers":   map[string]any{"enabled": false},
-		"sentinels":  map[string]any{"enabled": false},
-		"entrypoint": map[string]any{"jupyter": false, "tensorboard": false, "daskDashboard": false},
-	}
 	aName, bName := "qea-"+suffix, "qeb-"+suffix
 	aNS, bNS := "kolotoc-"+aName, "kolotoc-"+bName
-	aCfg := map[string]any{
+	aCfg := withQuiet(map[string]any{
 		"queue":   map[string]any{"type": "kueue"},
+		"towers":  map[string]any{"enabled": false},
 		"elastic": map[string]any{"enabled": true, "pool": "gpu", "minNodes": 1, "maxNodes": 2, "nodes": 2, "cpu": "2", "memory": "8Gi"},
-	}
-	for k, v := range quiet {
-		aCfg[k] = v
-	}
+	})
 	a := newStack(t, aName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", aCfg)
 	a.up()
 	waitFor(t, "A's elastic group and its extra worker admitted and running", 3*time.Minute, func() (bool, string) {
@@ -435,15 +395,10 @@ func TestQueueElasticExtrasYield(t *testing.T) {
 	})
 	group := elasticPods(t, a, aNS).only("elastic-0")
 
-	bCfg := map[string]any{
+	bCfg := withQuiet(map[string]any{
 		"queue":  map[string]any{"type": "kueue", "clusterQueue": aNS},
 		"towers": map[string]any{"count": 1, "gpusPerTower": 8, "pool": "gpu"},
-	}
-	for k, v := range quiet {
-		if k != "towers" {
-			bCfg[k] = v
-		}
-	}
+	})
 	b := newStack(t, bName, "examples/gpu-dev/Pulumi.gpu-dev.yaml", bCfg)
 	start := time.Now()
 	b.up()

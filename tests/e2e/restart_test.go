@@ -106,15 +106,7 @@ func TestRingRestartsFromCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatalf("evicting tower-1 as a drain does: %v", err)
 		}
-		waitFor(t, "tower-1 recreated", 3*time.Minute, func() (bool, string) {
-			u := r.uid(t, "tower-1")
-			return u != "" && u != old, "the old pod is still there"
-		})
-		job := s.waitJob(t, ns, "launcher", 5*time.Minute)
-		logs := r.logs(t)
-		if job.Status.Succeeded != 1 {
-			t.Fatalf("the run did not complete after the eviction: %+v\n%s", job.Status, tail(logs))
-		}
+		logs := r.completesOnReplacement(t, "tower-1", old, "the eviction")
 		m := regexp.MustCompile(`train: rank 1: SIGTERM at step (\d+): checkpoint (\S+)`).FindStringSubmatch(logs)
 		if m == nil {
 			t.Fatalf("the evicted tower's rank wrote no checkpoint at SIGTERM (newest before: step %d):\n%s", before, tail(logs))
@@ -150,15 +142,7 @@ func TestRingRestartsFromCheckpoint(t *testing.T) {
 		if err := s.kube.CoreV1().Pods(ns).Delete(context.Background(), "tower-1", metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("deleting tower-1: %v", err)
 		}
-		waitFor(t, "tower-1 recreated", 3*time.Minute, func() (bool, string) {
-			u := r.uid(t, "tower-1")
-			return u != "" && u != old, "the old pod is still there"
-		})
-		job := s.waitJob(t, ns, "launcher", 5*time.Minute)
-		logs := r.logs(t)
-		if job.Status.Succeeded != 1 {
-			t.Fatalf("the queued run did not complete after tower-1's deletion: %+v\n%s", job.Status, tail(logs))
-		}
+		logs := r.completesOnReplacement(t, "tower-1", old, "tower-1's deletion (queued)")
 		resumed := r.assertResumed(t, logs, 1)
 		t.Logf("measured (queued): tower-1 deleted → training again on its replacement at step %d in %s",
 			resumed.step, resumed.at.Sub(deleted).Round(100*time.Millisecond))
@@ -211,6 +195,22 @@ func (r ringRun) logs(t *testing.T) string {
 		return ""
 	}
 	return string(b)
+}
+
+// completesOnReplacement waits until the StatefulSet has recreated pod (its uid no longer old)
+// and the launcher's run has completed after the loss (what), and returns the launcher's log.
+func (r ringRun) completesOnReplacement(t *testing.T, pod string, old types.UID, what string) string {
+	t.Helper()
+	waitFor(t, pod+" recreated", 3*time.Minute, func() (bool, string) {
+		u := r.uid(t, pod)
+		return u != "" && u != old, "the old pod is still there"
+	})
+	job := r.s.waitJob(t, r.ns, "launcher", 5*time.Minute)
+	logs := r.logs(t)
+	if job.Status.Succeeded != 1 {
+		t.Fatalf("the run did not complete after %s: %+v\n%s", what, job.Status, tail(logs))
+	}
+	return logs
 }
 
 // waitStep waits until rank 0 has reported step n of the current run (a checkpoint).
