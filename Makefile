@@ -157,11 +157,16 @@ workflows:
 # most of the real node's two CPUs, and the suite's pods would stay Pending. The user's cluster
 # and stacks are not touched. (tests/e2e refuses to run on the default cluster.)
 # E2E_CLUSTER_NAME names it otherwise (two checkouts testing at once on one machine).
+# Its real node's network is Cilium (testbed/node/node.sh, KOLOTOC_NETWORK): every NetworkPolicy
+# the workloads meet is enforced, as on GKE Dataplane V2 and AKS, and the suite refuses to start
+# when a canary policy is not (tests/e2e). E2E_NETWORK=bridge runs it without an enforcer, for a
+# machine that cannot run Cilium: the suite then refuses to start.
 E2E_CLUSTER_NAME ?= e2e
-E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME)
+E2E_NETWORK ?= cilium
+E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME) KOLOTOC_NETWORK=$(E2E_NETWORK)
 
 e2e: preflight tools
-	testbed/tools/tools.sh $(CLUSTER_TOOLS) flowcheck
+	testbed/tools/tools.sh $(CLUSTER_TOOLS) $(E2E_NETWORK:bridge=) flowcheck
 	$(E2E_CLUSTER) testbed/cluster/cluster.sh up
 	@echo "==> e2e: go test -tags e2e ./tests/... against $$($(E2E_CLUSTER) testbed/cluster/cluster.sh kubeconfig)"
 	export $(E2E_CLUSTER); $(STACK_ENV); go test -tags e2e -count=1 -timeout 60m ./tests/...
@@ -174,7 +179,7 @@ test: preflight
 	@# the Go code compiles; testbed/node/node.sh's build waits for this one (a lock) and reuses it.
 	mkdir -p .kolotoc && testbed/images/images.sh build >.kolotoc/images-build.log 2>&1 &
 	$(MAKE) --no-print-directory unit
-	testbed/tools/tools.sh $(CLUSTER_TOOLS) flowcheck
+	testbed/tools/tools.sh $(CLUSTER_TOOLS) $(E2E_NETWORK:bridge=) flowcheck
 	$(E2E_CLUSTER) testbed/cluster/cluster.sh with $(MAKE) --no-print-directory e2e
 
 fmt:

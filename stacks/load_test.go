@@ -270,7 +270,7 @@ func TestBadConfigs(t *testing.T) {
 		{name: "code over http:// on an existing cluster", set: map[string]string{"cloud": "existing", "cluster": `{"kubeconfig":"/tmp/kubeconfig"}`, "code": `{"repository":"http://git.example.com/train.git","ref":"v1.2"}`}, wantKey: "code.repository", wantMsg: "on cloud existing the clone must authenticate its server"},
 		{name: "code URL with a token in its query", set: map[string]string{"code": `{"repository":"https://example.com/r.git?private_token=glpat-abc"}`}, wantKey: "code.repository", wantMsg: "a query string (where tokens travel) would sit in plain text"},
 		{name: "code ssh URL with a password", set: map[string]string{"code": `{"repository":"ssh://git:hunter2@example.com/r.git"}`}, wantKey: "code.repository", wantMsg: "credentials in the URL"},
-		{name: "code credentials over git://", set: map[string]string{"code": `{"repository":"git://10.213.0.1/demo.git","credentialsSecret":"git-token"}`}, wantKey: "code.credentialsSecret", wantMsg: "a username and password are given to git over https only"},
+		{name: "code credentials over git://", set: map[string]string{"code": `{"repository":"git://10.213.0.2/demo.git","credentialsSecret":"git-token"}`}, wantKey: "code.credentialsSecret", wantMsg: "a username and password are given to git over https only"},
 		{name: "code over the shared claim", set: map[string]string{"code": `{"repository":"https://example.com/r.git","path":"/shared/code"}`}, wantKey: "code.path", wantMsg: "overlaps /shared"},
 		{name: "code image not pinned", set: map[string]string{"code": `{"repository":"https://example.com/r.git","image":"alpine/git"}`}, wantKey: "code.image", wantMsg: "not pinned"},
 		{name: "sentinels without towers", set: map[string]string{"towers": `{"enabled":false}`}, wantKey: "sentinels.enabled", wantMsg: "enable towers"},
@@ -557,7 +557,7 @@ func TestCodeTransportsAccepted(t *testing.T) {
 		{stacks.CloudAWS, "ssh://git@github.com/team/train.git", "main"},
 		{stacks.CloudAzure, "git@github.com:team/train.git", "v1.2"},
 		{stacks.CloudExisting, "git://git.example.com/train.git", "0123456789abcdef0123456789abcdef01234567"},
-		{stacks.CloudSimulated, "git://10.213.0.1/demo.git", "main"},
+		{stacks.CloudSimulated, "git://10.213.0.2/demo.git", "main"},
 	} {
 		c := &stacks.Config{Cloud: tc.cloud, Code: stacks.Code{Repository: tc.repo, Ref: tc.ref}}
 		v := &stacks.Validator{}

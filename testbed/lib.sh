@@ -86,7 +86,7 @@ stop_pid() {
 path_without() { printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$1" | paste -sd: -; }
 
 # cluster_env: the local cluster's names (KOLOTOC_CLUSTER, default kolotoc) and its addresses
-# (testbed/cluster/local.env: NODE_IP, POD_SUBNET, SERVICE_CIDR).
+# (testbed/cluster/local.env: NODE_IP, OUTSIDE_IP, POD_SUBNET, SERVICE_CIDR).
 #   name         the cluster's name
 #   netns        its network namespace, kolotoc-<name>, at netns_path
 #   KWOK_WORKDIR kwokctl's files (exported: kwokctl reads it), .kolotoc/kwok

@@ -47,7 +47,7 @@ set -euo pipefail
 log_tag=cluster
 # shellcheck source=testbed/lib.sh
 . "$(dirname "$0")/../lib.sh"
-# name, netns, netns_path, KWOK_WORKDIR, cluster_dir; NODE_IP, POD_SUBNET, SERVICE_CIDR
+# name, netns, netns_path, KWOK_WORKDIR, cluster_dir; NODE_IP, OUTSIDE_IP, POD_SUBNET, SERVICE_CIDR
 cluster_env
 logs=$cluster_dir/logs  # named when a wait times out
 template=$testbed/cluster/kwokctl.yaml
@@ -130,12 +130,13 @@ check_loopback() {
   [ -z "$bad" ] || die "nsbridge listens beyond 127.0.0.1:"$'\n'"$bad"
 }
 
-# ensure_netns: the cluster's network namespace, with its loopback up and the node's address on
-# it. Nothing else: no veth to the machine, no route out.
+# ensure_netns: the cluster's network namespace, with its loopback up and the node's address and
+# the outside's on it. Nothing else: no veth to the machine, no route out.
 ensure_netns() {
   [ -e "$netns_path" ] || { ip netns add "$netns" || die "could not create network namespace $netns (root is needed)"; }
   nsenter --net="$netns_path" -- ip link set lo up
   nsenter --net="$netns_path" -- ip addr replace "$NODE_IP/32" dev lo
+  nsenter --net="$netns_path" -- ip addr replace "$OUTSIDE_IP/32" dev lo
 }
 
 api_port() { kwokctl get kubeconfig 2>/dev/null | sed -n 's#^ *server: https\{0,1\}://127\.0\.0\.1:\([0-9]*\).*#\1#p' | head -n1; }
@@ -320,7 +321,7 @@ render_config() {
   local net=${SERVICE_CIDR%/*}
   local api_service_ip=${net%.*}.$((${net##*.} + 1))
   mkdir -p "$KWOK_WORKDIR"
-  sed -e "s#@CLUSTER_DIR@#$cluster_dir#g" -e "s#@NODE_IP@#$NODE_IP#g" -e "s#@SERVICE_CIDR@#$SERVICE_CIDR#g" \
+  sed -e "s#@CLUSTER_DIR@#$cluster_dir#g" -e "s#@NODE_IP@#$NODE_IP#g" -e "s#@OUTSIDE_IP@#$OUTSIDE_IP#g" -e "s#@SERVICE_CIDR@#$SERVICE_CIDR#g" \
     -e "s#@API_SERVICE_IP@#$api_service_ip#g" \
     "$template" >"$config.tmp" && mv "$config.tmp" "$config"
 }

@@ -11,6 +11,7 @@
 #   packages  install the Debian packages the node needs (apt; once per machine)
 #   images NAME...  build the named local images if missing and import them into the running
 #             node (what a stack deployed later needs: testbed/stack/stack.sh up runs it)
+#   enforcer stop|start  stop or start Cilium's agent alone (KOLOTOC_NETWORK=cilium)
 #
 # Confinement: everything runs inside the cluster's network namespace (testbed/cluster/cluster.sh
 # creates it; see there). The node's address (NODE_IP) sits on that namespace's loopback, the pods'
@@ -21,9 +22,20 @@
 # the node's own (kolotoc-<cluster>-node, and kubelet's cgroupRoot /kolotoc-<cluster>), which is how
 # `down` finds every process to stop and every cgroup to remove.
 #
+# The pods' network (KOLOTOC_NETWORK): `bridge` (the default), Debian's bridge CNI plugin, which
+# enforces no NetworkPolicy; or `cilium`, Cilium's agent and CNI plugin (testbed/tools/tools.sh
+# cilium), the enforcer of GKE Dataplane V2 and AKS, which enforces every NetworkPolicy on the
+# node's pods (make test's cluster runs it). The agent runs in the cluster's network namespace and
+# in a private mount namespace of its own: its BPF filesystem, its cgroup2 and a sysfs of the
+# namespace are mounted there only, and the machine-wide kernel sysctls it would tune are
+# read-only to it (it goes on without them). It routes the pods natively on the node's podCIDR
+# (the Node's spec.podCIDR, set to POD_SUBNET), masquerades nothing, and leaves Services to
+# kube-proxy. It is stopped after kubelet and containerd (their pods' endpoints are its to delete).
+#
 # Environment: KOLOTOC_CLUSTER (default kolotoc), as testbed/cluster/cluster.sh;
 # KOLOTOC_NODE_IMAGES, the local images up builds and imports (names, space-separated; default
-# every image): make up names only those its stack runs (testbed/images/images.sh needs).
+# every image): make up names only those its stack runs (testbed/images/images.sh needs);
+# KOLOTOC_NETWORK, bridge or cilium (above).
 set -euo pipefail
 
 log_tag=node
@@ -58,6 +70,17 @@ DAEMON_CGROUP=kolotoc-$name-node
 POD_CGROUP_ROOT=kolotoc-$name
 # Seconds to wait for the node to become Ready, for a daemon's socket or health port.
 READY_TIMEOUT=120
+# The pods' network: bridge or cilium (above).
+network=${KOLOTOC_NETWORK:-bridge}
+case $network in
+  bridge | cilium) ;;
+  *) die "KOLOTOC_NETWORK=$network: allowed are bridge (no NetworkPolicy enforced) and cilium (every NetworkPolicy enforced)" ;;
+esac
+# Cilium's agent: its state and API socket (the CNI plugin finds it through CILIUM_SOCK), and the
+# health port it serves on the namespace's loopback.
+CILIUM_DIR=$run_dir/cilium
+CILIUM_SOCK=$CILIUM_DIR/cilium.sock
+CILIUM_HEALTH_PORT=9879
 
 # The Debian packages of the node (bookworm): the CRI runtime and its OCI runtime, CNI plugins, the
 # packet filter kube-proxy programs, conntrack (kube-proxy clears stale UDP flows with it),
@@ -66,6 +89,8 @@ READY_TIMEOUT=120
 # and openssh-server, whose sshd the ring's tests run on loopback with the towers' own configuration
 # (components/ring/sshd_test.go; its service is never started, as for every package here).
 PACKAGES=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap jq openssh-server)
+# Cilium compiles its datapath at run time, with clang >= 18.1: bookworm's clang-19.
+if [ "$network" = cilium ]; then PACKAGES+=(clang-19); fi
 
 in_ns() { nsenter --net="$netns_path" -- "$@"; }
 
@@ -110,6 +135,15 @@ put() {
 write_configs() {
   local pause_ref=$1
   mkdir -p "$node_dir"/{cni,kubelet,logs,pod-logs,ipam} "$run_dir" "$containerd_root"
+  # containerd takes one directory of CNI plugins: Debian's, or for Cilium one of the node's own
+  # holding cilium-cni beside links to Debian's (containerd runs loopback in every pod).
+  local cni_bin=/usr/lib/cni
+  if [ "$network" = cilium ]; then
+    cni_bin=$node_dir/cni-bin
+    mkdir -p "$cni_bin"
+    ln -sfn /usr/lib/cni/* "$cni_bin/"
+    ln -sfn "$(tool cilium-cni)" "$cni_bin/cilium-cni"
+  fi
   (umask 077 && put kubeconfig kubelet kube-proxy coredns <"$cluster_dir/kubeconfig.yaml")
   put containerd.toml containerd <<EOF
 # containerd of the local real node (testbed/node/node.sh). Everything under the node's own paths.
@@ -133,7 +167,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   # exec / attach / port-forward: served inside the namespace, reached by the kubelet only.
   stream_server_address = "127.0.0.1"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$cni_bin"
     conf_dir = "$node_dir/cni"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -143,9 +177,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
 EOF
-  # One bridge inside the namespace, pods on POD_SUBNET, the bridge as their gateway. No ipMasq:
-  # there is nowhere to masquerade to.
-  put cni/10-kolotoc.conflist <<EOF
+  if [ "$network" = cilium ]; then
+    rm -f "$node_dir/cni/10-kolotoc.conflist"
+    put cni/05-cilium.conflist <<EOF
+{
+  "cniVersion": "0.3.1",
+  "name": "cilium",
+  "plugins": [{"type": "cilium-cni", "log-file": "$node_dir/logs/cilium-cni.log"}]
+}
+EOF
+  else
+    rm -f "$node_dir/cni/05-cilium.conflist"
+    # One bridge inside the namespace, pods on POD_SUBNET, the bridge as their gateway. No ipMasq:
+    # there is nowhere to masquerade to.
+    put cni/10-kolotoc.conflist <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "kolotoc",
@@ -166,6 +211,7 @@ EOF
   ]
 }
 EOF
+  fi
   # Pods resolve cluster names only: no upstream resolvers leak in from the machine.
   put resolv.conf kubelet </dev/null
   put kubelet.yaml kubelet <<EOF
@@ -190,7 +236,9 @@ failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: /$POD_CGROUP_ROOT
 failSwapOn: false
-clusterDNS: [$NODE_IP]
+# The cluster DNS at the outside's address (testbed/cluster/local.env): CoreDNS runs on the node,
+# not as pods, and pods must reach it as on a cloud, where no pod's egress policy reaches a node.
+clusterDNS: [$OUTSIDE_IP]
 clusterDomain: cluster.local
 resolvConf: $node_dir/resolv.conf
 podLogsDir: $node_dir/pod-logs
@@ -296,9 +344,9 @@ node_ready() {
 }
 
 # serve_code: the demo repository (testbed/node/demo-code, one commit on branch main, the same
-# commit id on every machine) served read-only by git daemon as git://$NODE_IP/demo.git, for
-# kolotoc:code. git daemon runs as nobody, inside the namespace, on the node's address: pods reach
-# it, nothing outside does.
+# commit id on every machine) served read-only by git daemon as git://$OUTSIDE_IP/demo.git, for
+# kolotoc:code. git daemon runs as nobody, inside the namespace, on the outside's address (a git
+# host is outside the cluster): pods reach it, nothing outside the namespace does.
 serve_code() {
   local git_dir=$run_dir/git work
   rm -rf "$git_dir"
@@ -317,8 +365,69 @@ serve_code() {
   rm -rf "$work"
   chown -R nobody:nogroup "$git_dir"
   start git-daemon env HOME="$git_dir" git daemon --reuseaddr --export-all --user=nobody --group=nogroup \
-    --base-path="$git_dir" --listen="$NODE_IP" --port="$GIT_PORT" --informative-errors
-  wait_for 30 "git daemon on $NODE_IP:$GIT_PORT" in_ns bash -c "exec 3<>/dev/tcp/$NODE_IP/$GIT_PORT"
+    --base-path="$git_dir" --listen="$OUTSIDE_IP" --port="$GIT_PORT" --informative-errors
+  wait_for 30 "git daemon on $OUTSIDE_IP:$GIT_PORT" in_ns bash -c "exec 3<>/dev/tcp/$OUTSIDE_IP/$GIT_PORT"
+}
+
+# ---- Cilium (KOLOTOC_NETWORK=cilium) -----------------------------------------------------------
+
+# cilium_crds: Cilium's CRDs from its module, which its operator would register (the agent waits
+# for them; the operator is not run: one node needs none of its work).
+cilium_crds() {
+  local mod crds
+  mod=$("$testbed/tools/tools.sh" --cilium-module)
+  [ -n "$mod" ] || die "Cilium's module is missing: run 'testbed/tools/tools.sh cilium'"
+  crds=$mod/pkg/k8s/apis/cilium.io/client/crds
+  kubectl apply --server-side --force-conflicts -f "$crds/v2" -f "$crds/v2alpha1" >/dev/null
+}
+
+# node_pod_cidr: the Node's spec.podCIDR, once the kubelet has registered it: POD_SUBNET, from which
+# Cilium's kubernetes IPAM gives the pods their addresses (the field can be set once only).
+node_pod_cidr() {
+  local cidr
+  wait_for 60 "node $NODE_NAME to register" kubectl get node "$NODE_NAME"
+  cidr=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
+  if [ -z "$cidr" ]; then
+    kubectl patch node "$NODE_NAME" --type merge \
+      -p "{\"spec\":{\"podCIDR\":\"$POD_SUBNET\",\"podCIDRs\":[\"$POD_SUBNET\"]}}" >/dev/null
+    cidr=$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
+  fi
+  [ "$cidr" = "$POD_SUBNET" ] || die "node $NODE_NAME has podCIDR $cidr, not POD_SUBNET $POD_SUBNET (testbed/cluster/local.env)"
+}
+
+# start_cilium: the agent, in the namespace and in a mount namespace of its own (see the top).
+# Flags: native routing on the pods' subnet, no masquerading, no IPv6; Services stay kube-proxy's
+# (no kube-proxy replacement, no socket load-balancing); no L7 proxy, Hubble or health probing
+# (one node, no Envoy); identities as CRDs (no kvstore); per-endpoint routes, as GKE Dataplane V2
+# and AKS run it (cilium/cilium#28324), and the host's legacy routing: every pod's packets pass the
+# namespace's routing and netfilter (kube-proxy's rules, and the conntrack events the e2e suite
+# records flows from), and each pod's ingress policy is enforced on its own interface.
+start_cilium() {
+  local agent clang=/usr/lib/llvm-19/bin
+  agent=$(tool cilium-agent)
+  [ -x "$clang/clang" ] || die "clang-19 is missing: run 'testbed/node/node.sh packages' with KOLOTOC_NETWORK=cilium"
+  mkdir -p "$CILIUM_DIR/cgroup2"
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  start cilium-agent env K8S_NODE_NAME="$NODE_NAME" PATH="$clang:$PATH" \
+    unshare --mount --propagation private -- bash -c '
+      set -e
+      mount -t sysfs sysfs /sys
+      mount -t bpf bpf /sys/fs/bpf
+      mount -t cgroup2 cgroup2 "$1"
+      mount --bind /proc/sys/kernel /proc/sys/kernel
+      mount -o remount,bind,ro /proc/sys/kernel
+      shift
+      exec "$@"' cilium-agent "$CILIUM_DIR/cgroup2" \
+    "$agent" --k8s-kubeconfig-path="$node_dir/kubeconfig" \
+    --state-dir="$CILIUM_DIR" --socket-path="$CILIUM_SOCK" --lib-dir="$(dirname "$agent")/lib" \
+    --bpf-root=/sys/fs/bpf --cgroup-root="$CILIUM_DIR/cgroup2" \
+    --routing-mode=native --ipv4-native-routing-cidr="$POD_SUBNET" --enable-ipv4-masquerade=false \
+    --enable-ipv6=false --ipam=kubernetes --kube-proxy-replacement=false --bpf-lb-sock=false \
+    --enable-host-legacy-routing=true --enable-endpoint-routes=true --install-iptables-rules=true \
+    --enable-l7-proxy=false --enable-hubble=false --enable-health-checking=false \
+    --enable-endpoint-health-checking=false --identity-allocation-mode=crd \
+    --agent-health-port="$CILIUM_HEALTH_PORT"
+  wait_for "$READY_TIMEOUT" "Cilium's agent (first start compiles its datapath)" http_ok "$CILIUM_HEALTH_PORT" /healthz
 }
 
 cmd_up() {
@@ -345,7 +454,7 @@ cmd_up() {
   # Forwarding and bridged traffic through iptables (kube-proxy's ClusterIPs between pods on one
   # bridge): both settings are the namespace's own.
   in_ns sysctl -q -w net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
-  start containerd containerd --config "$node_dir/containerd.toml"
+  start containerd env CILIUM_SOCK="$CILIUM_SOCK" containerd --config "$node_dir/containerd.toml"
   wait_for 30 "containerd's socket" test -S "$run_dir/containerd.sock"
   wait_for 30 "containerd to serve" ctr --address "$run_dir/containerd.sock" version
   "$testbed/images/images.sh" import "$run_dir/containerd.sock" "${images[@]}"
@@ -355,12 +464,17 @@ cmd_up() {
     --root-dir "$node_dir/kubelet" --cert-dir "$node_dir/kubelet/pki" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --node-labels "$REAL_NODE_LABEL=true" --v=1
   start kube-proxy "$kube_proxy" --config "$node_dir/kube-proxy.yaml"
+  if [ "$network" = cilium ]; then
+    cilium_crds
+    node_pod_cidr
+    start_cilium
+  fi
   serve_code
   wait_for "$READY_TIMEOUT" "CoreDNS to be ready" http_ok "$COREDNS_READY_PORT" /ready
   wait_for "$READY_TIMEOUT" "node $NODE_NAME to be Ready" node_ready
   # kube-proxy reports healthy once its Node exists and its rules are in place.
   wait_for "$READY_TIMEOUT" "kube-proxy's healthz" http_ok "$PROXY_HEALTHZ_PORT" /healthz
-  log "node $NODE_NAME ready in $(secs $(($(now_ms) - start_ms))) s (kubelet, kube-proxy, containerd, CoreDNS in netns $netns; node IP $NODE_IP, pods $POD_SUBNET)"
+  log "node $NODE_NAME ready in $(secs $(($(now_ms) - start_ms))) s (kubelet, kube-proxy, containerd, CoreDNS$([ "$network" = bridge ] || echo ", Cilium") in netns $netns; node IP $NODE_IP, pods $POD_SUBNET)"
 }
 
 # kill_cgroup NAME: SIGKILL every process of one of our cgroups (and its children cgroups).
@@ -388,6 +502,9 @@ cmd_down() {
     alive kubelet || alive containerd || alive kube-proxy || alive coredns || break
     sleep 0.2
   done
+  # Cilium's agent last: containerd tears pods down through its CNI plugin, which waits for the
+  # agent.
+  stop cilium-agent
   kill_cgroup "$POD_CGROUP_ROOT"
   kill_cgroup "$DAEMON_CGROUP"
   rm -f "$node_dir"/*.pid
@@ -417,7 +534,9 @@ cmd_down() {
 
 cmd_status() {
   local p ok=0
-  for p in containerd coredns kubelet kube-proxy; do
+  local daemons=(containerd coredns kubelet kube-proxy)
+  if [ "$network" = cilium ] || alive cilium-agent; then daemons+=(cilium-agent); fi
+  for p in "${daemons[@]}"; do
     if alive "$p"; then log "$p: running (pid $(cat "$(pidfile "$p")"))"; else log "$p: not running"; ok=1; fi
   done
   return $ok
@@ -432,11 +551,23 @@ cmd_images() {
   fi
 }
 
+# cmd_enforcer stop|start: Cilium's agent alone stopped or started again on a running node (the
+# e2e suite's check that it refuses to run without an enforcer).
+cmd_enforcer() {
+  [ "$network" = cilium ] || die "the node's network is $network: no enforcer to stop or start (KOLOTOC_NETWORK=cilium)"
+  case ${1:-} in
+    stop) stop cilium-agent ;;
+    start) start_cilium ;;
+    *) die "usage: $0 enforcer stop|start" ;;
+  esac
+}
+
 case ${1:-} in
   up) cmd_up ;;
+  enforcer) shift; cmd_enforcer "$@" ;;
   images) shift; cmd_images "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   packages) cmd_packages ;;
-  *) echo "usage: $0 up|down|status|packages|images NAME..." >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|packages|images NAME...|enforcer stop|start" >&2; exit 2 ;;
 esac

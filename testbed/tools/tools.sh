@@ -38,6 +38,10 @@ KUEUE_VERSION=v0.17.0
 # start at zero (testbed/tools/karpenter pins the module at this version; v1.13.0 is the newest
 # whose go.mod asks for no newer Go than the machine's 1.26.8; tools_test.go checks they agree).
 KARPENTER_VERSION=v1.13.0
+# Cilium's agent and CNI plugin, the real node's network and NetworkPolicy enforcer in the e2e suite
+# (testbed/tools/cilium pins the module at this version; v1.18.4 and later replace
+# k8s.io/apimachinery with a fork the module proxy does not serve; tools_test.go checks they agree).
+CILIUM_VERSION=v1.18.3
 # The real Kubernetes provider: the release whose commit testbed/tools/kubernetes/go.mod pins (the
 # module proxy serves it only as the pseudo-version of that commit, v4.25.0's). The product's
 # go.mod pins the Kubernetes SDK at the same release, so the CLI expects no newer plugin
@@ -218,6 +222,25 @@ tool_karpenter() {
   build karpenter "$KARPENTER_VERSION" 10 "-s -w" sigs.k8s.io/karpenter/kwok=karpenter
 }
 
+# Cilium (testbed/tools/cilium: the upstream module, pinned), the real node's CNI and NetworkPolicy
+# enforcer (testbed/node/node.sh, KOLOTOC_NETWORK=cilium): the agent and the CNI plugin, and beside
+# them the datapath's C sources (the module's bpf/), which the agent compiles at run time with
+# Debian's clang-19 (node.sh packages). osusergo: the agent's user lookups in Go, as upstream's
+# images build it. About 21 CPU-minutes cold, 3.5 GB peak.
+tool_cilium() {
+  local dest=$tools_dir/cilium-$CILIUM_VERSION mod
+  GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=osusergo" build cilium "$CILIUM_VERSION" 11 \
+    "-s -w -X github.com/cilium/cilium/pkg/version.ciliumVersion=${CILIUM_VERSION#v}" \
+    github.com/cilium/cilium/daemon=cilium-agent github.com/cilium/cilium/plugins/cilium-cni=cilium-cni
+  if [ ! -f "$dest/lib/bpf/bpf_lxc.c" ]; then
+    mod=$(module_dir cilium github.com/cilium/cilium)
+    [ -n "$mod" ] || { log "could not find Cilium's module (go mod download in $modules/cilium)"; return 1; }
+    rm -rf "$dest/lib.tmp" && mkdir -p "$dest/lib.tmp"
+    cp -r "$mod/bpf" "$dest/lib.tmp/" && chmod -R u+w "$dest/lib.tmp"
+    rm -rf "$dest/lib" && mv "$dest/lib.tmp" "$dest/lib"
+  fi
+}
+
 # module_dir TOOL MODULE: the directory of MODULE, as the wrapper module of TOOL pins it, in the
 # module cache (downloaded when missing).
 module_dir() {
@@ -260,14 +283,18 @@ if [ "${1:-}" = "--karpenter-module" ]; then # for testbed/cluster/cluster.sh
   module_dir karpenter sigs.k8s.io/karpenter
   exit 0
 fi
+if [ "${1:-}" = "--cilium-module" ]; then # for testbed/node/node.sh (its CRDs)
+  module_dir cilium github.com/cilium/cilium
+  exit 0
+fi
 if [ "${1:-}" = "--bin-name" ]; then # for testbed/tools/tools_test.go
   go_bin_name "$2"
   exit 0
 fi
-[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool kueue karpenter flowcheck actionlint staticcheck kubernetes
+[ $# -gt 0 ] || set -- pulumi langhost etcd kwok kube coredns nsbridge simpool kueue karpenter cilium flowcheck actionlint staticcheck kubernetes
 for t in "$@"; do
   case $t in
-    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|kueue|karpenter|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
-    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool kueue karpenter flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
+    pulumi|langhost|etcd|kube|kwok|coredns|nsbridge|simpool|kueue|karpenter|cilium|flowcheck|actionlint|staticcheck|kubernetes) "tool_$t" ;;
+    *) log "unknown tool $t (pulumi langhost etcd kube kwok coredns nsbridge simpool kueue karpenter cilium flowcheck actionlint staticcheck kubernetes)"; exit 2 ;;
   esac
 done

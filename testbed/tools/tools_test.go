@@ -84,64 +84,47 @@ func TestKubernetesSDKMatchesProvider(t *testing.T) {
 	}
 }
 
-// TestKueueVersionMatchesModule: testbed/tools/tools.sh keys Kueue's cache directory by
-// KUEUE_VERSION, but what it builds is the version testbed/tools/kueue/go.mod requires (and
-// testbed/cluster/cluster.sh takes the CRDs and webhooks from that module). Were they to differ, a
-// cached binary of one version would run against the manifests of another.
-func TestKueueVersionMatchesModule(t *testing.T) {
+// TestWrappersPinTheCachedVersions: testbed/tools/tools.sh keys the cache directory of a tool
+// built from an upstream module by its VERSION variable, but what it builds is the version the
+// tool's wrapper module requires, and the test bed takes that module's manifests beside the binary
+// (Kueue's CRDs and webhooks, Karpenter's CRDs, Cilium's CRDs and datapath sources). Were they to
+// differ, a cached binary of one version would run against the manifests of another. The wrapper
+// must also name the tool's packages (`tool` directives), or go mod tidy would drop the module.
+func TestWrappersPinTheCachedVersions(t *testing.T) {
 	script, err := os.ReadFile("tools.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^KUEUE_VERSION=(v\S+)$`).FindSubmatch(script)
-	if m == nil {
-		t.Fatal("tools.sh sets no KUEUE_VERSION")
-	}
-	wrapper, err := os.ReadFile("kueue/go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := regexp.MustCompile(`(?m)^(?:require)?\s*sigs\.k8s\.io/kueue (v\S+)`).FindSubmatch(wrapper)
-	if mod == nil {
-		t.Fatal("testbed/tools/kueue/go.mod does not require sigs.k8s.io/kueue")
-	}
-	if got, want := string(mod[1]), string(m[1]); got != want {
-		t.Errorf("testbed/tools/kueue/go.mod pins sigs.k8s.io/kueue %s but testbed/tools/tools.sh caches it as %s", got, want)
-	}
-	// The stack installs the same release on the clouds (components/queue).
-	if queue.KueueVersion != string(m[1]) {
-		t.Errorf("components/queue installs Kueue %s on the clouds but the test bed runs %s", queue.KueueVersion, m[1])
-	}
-	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/kueue/cmd/kueue$`).Match(wrapper) {
-		t.Error("testbed/tools/kueue/go.mod has no `tool sigs.k8s.io/kueue/cmd/kueue` directive: go mod tidy would drop the module")
-	}
-}
-
-// TestKarpenterVersionMatchesModule: as for Kueue, tools.sh keys Karpenter's cache directory by
-// KARPENTER_VERSION, and testbed/cluster/cluster.sh applies the CRDs of the module that
-// testbed/tools/karpenter/go.mod requires: a cached binary of one version must not run against
-// the CRDs of another.
-func TestKarpenterVersionMatchesModule(t *testing.T) {
-	script, err := os.ReadFile("tools.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^KARPENTER_VERSION=(v\S+)$`).FindSubmatch(script)
-	if m == nil {
-		t.Fatal("tools.sh sets no KARPENTER_VERSION")
-	}
-	wrapper, err := os.ReadFile("karpenter/go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := regexp.MustCompile(`(?m)^(?:require)?\s*sigs\.k8s\.io/karpenter (v\S+)`).FindSubmatch(wrapper)
-	if mod == nil {
-		t.Fatal("testbed/tools/karpenter/go.mod does not require sigs.k8s.io/karpenter")
-	}
-	if got, want := string(mod[1]), string(m[1]); got != want {
-		t.Errorf("testbed/tools/karpenter/go.mod pins sigs.k8s.io/karpenter %s but testbed/tools/tools.sh caches it as %s", got, want)
-	}
-	if !regexp.MustCompile(`(?m)^tool sigs\.k8s\.io/karpenter/kwok$`).Match(wrapper) {
-		t.Error("testbed/tools/karpenter/go.mod has no `tool sigs.k8s.io/karpenter/kwok` directive: go mod tidy would drop the module")
+	for _, c := range []struct {
+		dir, variable, module string
+		tools                 []string
+	}{
+		{"kueue", "KUEUE_VERSION", "sigs.k8s.io/kueue", []string{"sigs.k8s.io/kueue/cmd/kueue"}},
+		{"karpenter", "KARPENTER_VERSION", "sigs.k8s.io/karpenter", []string{"sigs.k8s.io/karpenter/kwok"}},
+		{"cilium", "CILIUM_VERSION", "github.com/cilium/cilium", []string{"github.com/cilium/cilium/daemon", "github.com/cilium/cilium/plugins/cilium-cni"}},
+	} {
+		m := regexp.MustCompile(`(?m)^` + c.variable + `=(v\S+)$`).FindSubmatch(script)
+		if m == nil {
+			t.Errorf("tools.sh sets no %s", c.variable)
+			continue
+		}
+		wrapper, err := os.ReadFile(c.dir + "/go.mod")
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		mod := regexp.MustCompile(`(?m)^(?:require)?\s*` + regexp.QuoteMeta(c.module) + ` (v\S+)`).FindSubmatch(wrapper)
+		if mod == nil {
+			t.Errorf("testbed/tools/%s/go.mod does not require %s", c.dir, c.module)
+			continue
+		}
+		if got, want := string(mod[1]), string(m[1]); got != want {
+			t.Errorf("testbed/tools/%s/go.mod pins %s %s but testbed/tools/tools.sh caches it as %s", c.dir, c.module, got, want)
+		}
+		for _, tool := range c.tools {
+			if !regexp.MustCompile(`(?m)^(?:tool)?\s+` + regexp.QuoteMeta(tool) + `$`).Match(wrapper) {
+				t.Errorf("testbed/tools/%s/go.mod has no `tool %s` directive: go mod tidy would drop the module", c.dir, tool)
+			}
+		}
 	}
 }

@@ -136,6 +136,15 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 		})
 	})
 
+	t.Run("another namespace to etcd's client port: refused for real, admitted once lifted", func(t *testing.T) {
+		s := s.sub(t)
+		otherNS, other := intruder(t, s)
+		ip := s.podIP(t, ns, "etcd-0")
+		s.refusedThenLifted(t, func() func() {
+			return s.allowPolicy(t, ns, s.podLabels(t, ns, "etcd-0"), otherNS, map[string]string{"canary": "intruder"}, 2379)
+		}, path{"another namespace to etcd", otherNS, other, "", ip, 2379})
+	})
+
 	t.Run("the NetworkPolicies admit etcd's traffic, and refuse what Kolotoc forbids", func(t *testing.T) {
 		s := s.sub(t)
 		member, entry := podEnd(t, s, ns, "etcd-0"), podEnd(t, s, ns, s.podName(t, ns, "entrypoint"))

@@ -63,11 +63,13 @@ type flowRecorder struct {
 	errs   []string
 	podNet netip.Prefix // the pods' addresses; every other address in the namespace is the node's,
 	gw     netip.Addr   // and so is the first of the pods' subnet: the bridge, their gateway
-	// outside are the node's ports whose servers stand in for something outside the cluster on
-	// a cloud: the API server (a managed control plane on GKE, EKS and AKS) and the demo git
-	// server (kolotoc:code's git host). Connections to them are judged as to an outside address;
-	// to any other port of the node, as to a node of the cluster (what Cilium tells apart).
-	outside map[int]string
+	// outside are the ports of the servers at OUTSIDE_IP (testbed/cluster/local.env), which stand
+	// in for what is outside the cluster on a cloud: the API server (a managed control plane on
+	// GKE, EKS and AKS) and the demo git server (kolotoc:code's git host). Connections to them are
+	// judged as to an outside address; to any other address of the namespace, as to a node of the
+	// cluster (what Cilium tells apart).
+	outside   map[int]string
+	outsideIP string
 }
 
 // conntrackNew matches the original and reply tuples of a NEW event of `conntrack -E`:
@@ -84,22 +86,28 @@ func parseConntrack(line string, at time.Time) (conn, bool) {
 	return conn{at: at, src: m[1], dialled: m[2] + ":" + m[3], dst: m[4], port: port, rawEvent: line}, true
 }
 
-// podSubnet reads POD_SUBNET from testbed/cluster/local.env.
-func podSubnet(t *testing.T) netip.Prefix {
+// localEnv reads one address of testbed/cluster/local.env (NODE_IP, OUTSIDE_IP, POD_SUBNET, …).
+func localEnv(t *testing.T, key string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "testbed", "cluster", "local.env"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && !strings.HasPrefix(k, "#") {
-			vals[k] = v
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && k == key {
+			return v
 		}
 	}
-	prefix, err := netip.ParsePrefix(vals["POD_SUBNET"])
+	t.Fatalf("testbed/cluster/local.env has no %s", key)
+	return ""
+}
+
+// podSubnet reads POD_SUBNET from testbed/cluster/local.env.
+func podSubnet(t *testing.T) netip.Prefix {
+	t.Helper()
+	prefix, err := netip.ParsePrefix(localEnv(t, "POD_SUBNET"))
 	if err != nil {
-		t.Fatalf("testbed/cluster/local.env: POD_SUBNET %q: %v", vals["POD_SUBNET"], err)
+		t.Fatalf("testbed/cluster/local.env: POD_SUBNET: %v", err)
 	}
 	return prefix.Masked()
 }
@@ -120,6 +128,7 @@ func recordFlows(t *testing.T, s *stack) *flowRecorder {
 	r.podNet = podSubnet(t)
 	r.gw = r.podNet.Addr().Next()
 	r.outside = map[int]string{gitDaemonPort: "the demo git server"}
+	r.outsideIP = localEnv(t, "OUTSIDE_IP")
 	if cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig); err == nil {
 		if u, err := url.Parse(cfg.Host); err == nil {
 			if p, err := strconv.Atoi(u.Port()); err == nil {
@@ -319,7 +328,7 @@ func (r *flowRecorder) flows() (flows []flow, fromNode int, unknown []string) {
 			fromNode++
 			continue
 		}
-		if what, ok := r.outside[c.port]; ok && to.Node {
+		if what, ok := r.outside[c.port]; ok && to.Node && c.dst == r.outsideIP {
 			to.Node, to.name = false, what+" at "+to.IP
 		}
 		via := ""

@@ -411,7 +411,7 @@ func runsAsDevUser(t *testing.T, s *stack, ns, pod, container string) {
 // servedCommit is the commit the test bed's git daemon serves as demo.git's main.
 func servedCommit(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("nsenter", "--net="+clusterNetns(), "--", "git", "ls-remote", "git://10.213.0.1/demo.git", "refs/heads/main").Output()
+	out, err := exec.Command("nsenter", "--net="+clusterNetns(), "--", "git", "ls-remote", "git://10.213.0.2/demo.git", "refs/heads/main").Output()
 	f := strings.Fields(string(out))
 	if err != nil || len(f) == 0 || len(f[0]) != 40 {
 		t.Fatalf("git ls-remote of the served demo repository: %q %v", out, err)
