@@ -157,12 +157,14 @@ workflows:
 # most of the real node's two CPUs, and the suite's pods would stay Pending. The user's cluster
 # and stacks are not touched. (tests/e2e refuses to run on the default cluster.)
 # E2E_CLUSTER_NAME names it otherwise (two checkouts testing at once on one machine).
-# Its real node's network is Cilium (testbed/node/node.sh, KOLOTOC_NETWORK): every NetworkPolicy
-# the workloads meet is enforced, as on GKE Dataplane V2 and AKS, and the suite refuses to start
-# when a canary policy is not (tests/e2e). E2E_NETWORK=bridge runs it without an enforcer, for a
-# machine that cannot run Cilium: the suite then refuses to start.
+# E2E_NETWORK=cilium makes its real node's network Cilium (testbed/node/node.sh, KOLOTOC_NETWORK):
+# every NetworkPolicy the workloads meet is then enforced, as on GKE Dataplane V2 and AKS, the suite
+# refuses to start unless a canary policy is (tests/e2e/enforcer_test.go), and the forbidden paths
+# are tried for real. The default, bridge, enforces nothing: the flows are judged only. Not yet the
+# default: the Cilium build (10 CPU-minutes) would take a cold CI run past its budget
+# (docs/measured.md).
 E2E_CLUSTER_NAME ?= e2e
-E2E_NETWORK ?= cilium
+E2E_NETWORK ?= bridge
 E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME) KOLOTOC_NETWORK=$(E2E_NETWORK)
 
 e2e: preflight tools

@@ -401,7 +401,10 @@ node_pod_cidr() {
 # (one node, no Envoy); identities as CRDs (no kvstore); per-endpoint routes, as GKE Dataplane V2
 # and AKS run it (cilium/cilium#28324), and the host's legacy routing: every pod's packets pass the
 # namespace's routing and netfilter (kube-proxy's rules, and the conntrack events the e2e suite
-# records flows from), and each pod's ingress policy is enforced on its own interface.
+# records flows from), and each pod's ingress policy is enforced on its own interface. The agent
+# counts every address of the namespace as the host's (the node), so the outside's address and
+# the link-local range, where the e2e suite puts its metadata stand-ins, are excluded: to a pod
+# they are the world, as a cloud's control plane, git host and metadata server are.
 start_cilium() {
   local agent clang=/usr/lib/llvm-19/bin
   agent=$(tool cilium-agent)
@@ -426,7 +429,8 @@ start_cilium() {
     --enable-host-legacy-routing=true --enable-endpoint-routes=true --install-iptables-rules=true \
     --enable-l7-proxy=false --enable-hubble=false --enable-health-checking=false \
     --enable-endpoint-health-checking=false --identity-allocation-mode=crd \
-    --agent-health-port="$CILIUM_HEALTH_PORT"
+    --agent-health-port="$CILIUM_HEALTH_PORT" \
+    --exclude-local-address="$OUTSIDE_IP/32" --exclude-local-address=169.254.0.0/16
   wait_for "$READY_TIMEOUT" "Cilium's agent (first start compiles its datapath)" http_ok "$CILIUM_HEALTH_PORT" /healthz
 }
 

@@ -49,12 +49,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// enforcerCheck runs the canary unless the cluster has no real node (a cluster of simulated nodes
-// only runs no pod, so no policy can be enforced or broken there; the tests that need the node
-// fail by themselves). KOLOTOC_KUBECONFIG unset: the tests say what is missing.
+// enforcing reports whether the real node's network enforces NetworkPolicies: KOLOTOC_NETWORK is
+// cilium (make e2e passes it; testbed/node/node.sh). With the bridge plugin nothing enforces them,
+// and the flows stay judged only (flows_test.go).
+func enforcing() bool { return os.Getenv("KOLOTOC_NETWORK") == "cilium" }
+
+// requireEnforcer skips a test of enforcement on a node whose network enforces nothing.
+func requireEnforcer(t *testing.T) {
+	t.Helper()
+	if !enforcing() {
+		t.Skip("the real node's network enforces no NetworkPolicy (KOLOTOC_NETWORK is not cilium): nothing to refuse for real")
+	}
+}
+
+// enforcerCheck runs the canary when the suite runs with an enforcer (KOLOTOC_NETWORK=cilium)
+// and the cluster has its real node (a cluster of simulated nodes only runs no pod, so no policy
+// can be enforced or broken there; the tests that need the node fail by themselves).
+// KOLOTOC_KUBECONFIG unset: the tests say what is missing.
 func enforcerCheck() error {
 	kubeconfig := os.Getenv("KOLOTOC_KUBECONFIG")
-	if kubeconfig == "" || clusterName() == defaultCluster {
+	if kubeconfig == "" || clusterName() == defaultCluster || !enforcing() {
 		return nil
 	}
 	kube, err := kubeClient(kubeconfig)
@@ -267,6 +281,7 @@ func imageRef(name string) (string, error) {
 // default deny, admitted once a policy allows it (TestMain ran it before the suite; this run's
 // figures are logged).
 func TestEnforcerCanary(t *testing.T) {
+	requireEnforcer(t)
 	kubeconfig, _ := localCluster(t)
 	kube, err := kubeClient(kubeconfig)
 	if err != nil {
@@ -287,6 +302,7 @@ func TestEnforcerCanary(t *testing.T) {
 // endpoints, and a fresh canary passes. Not parallel: no other test runs while the node has no
 // enforcer.
 func TestSuiteRefusesWithoutEnforcer(t *testing.T) {
+	requireEnforcer(t)
 	kubeconfig, _ := localCluster(t)
 	kube, err := kubeClient(kubeconfig)
 	if err != nil {

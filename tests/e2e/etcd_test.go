@@ -137,6 +137,7 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	})
 
 	t.Run("another namespace to etcd's client port: refused for real, admitted once lifted", func(t *testing.T) {
+		requireEnforcer(t)
 		s := s.sub(t)
 		otherNS, other := intruder(t, s)
 		ip := s.podIP(t, ns, "etcd-0")

@@ -62,7 +62,7 @@ type flowRecorder struct {
 	pods   map[string][]*podAt // pod IP → the pods that held it
 	errs   []string
 	podNet netip.Prefix // the pods' addresses; every other address in the namespace is the node's,
-	gw     netip.Addr   // and so is the first of the pods' subnet: the bridge, their gateway
+	gw     netip.Addr   // and so is the pods' gateway, the node's own address in their subnet
 	// outside are the ports of the servers at OUTSIDE_IP (testbed/cluster/local.env), which stand
 	// in for what is outside the cluster on a cloud: the API server (a managed control plane on
 	// GKE, EKS and AKS) and the demo git server (kolotoc:code's git host). Connections to them are
@@ -116,6 +116,27 @@ func podSubnet(t *testing.T) netip.Prefix {
 // (testbed/node/node.sh GIT_PORT), which kolotoc:code of the dev stack clones from.
 const gitDaemonPort = 9418
 
+// podGateway is the node's own address in the pods' subnet, their gateway: the bridge's (the
+// subnet's first address) or Cilium's router address on cilium_host (one of the subnet's that its
+// IPAM picked).
+func podGateway(t *testing.T, netns string, podNet netip.Prefix) netip.Addr {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+netns, "--", "ip", "-4", "-o", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("the addresses of %s: %v", netns, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l) // "5: cilium_host    inet 10.214.0.6/32 scope global cilium_host ..."
+		if len(f) < 4 || f[2] != "inet" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f[3]); err == nil && podNet.Contains(p.Addr()) {
+			return p.Addr()
+		}
+	}
+	return podNet.Addr().Next()
+}
+
 // recordFlows starts recording; stop it with (*flowRecorder).stop before reading.
 func recordFlows(t *testing.T, s *stack) *flowRecorder {
 	t.Helper()
@@ -126,7 +147,7 @@ func recordFlows(t *testing.T, s *stack) *flowRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &flowRecorder{cancel: cancel, pods: map[string][]*podAt{}}
 	r.podNet = podSubnet(t)
-	r.gw = r.podNet.Addr().Next()
+	r.gw = podGateway(t, netns, r.podNet)
 	r.outside = map[int]string{gitDaemonPort: "the demo git server"}
 	r.outsideIP = localEnv(t, "OUTSIDE_IP")
 	if cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig); err == nil {

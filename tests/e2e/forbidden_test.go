@@ -145,14 +145,23 @@ func (s *stack) podIP(t *testing.T, ns, name string) string {
 	return ip
 }
 
-// podLabels are a pod's labels.
+// podLabels are a pod's app.kubernetes.io labels, which select its component. Not all its labels:
+// Cilium leaves the Kubernetes-managed ones (statefulset.kubernetes.io/pod-name,
+// controller-revision-hash, pod-template-hash, …) out of a pod's identity, so a selector naming
+// them matches no pod at all under Cilium (docs.cilium.io, "Limiting Identity-Relevant Labels").
 func (s *stack) podLabels(t *testing.T, ns, name string) map[string]string {
 	t.Helper()
 	p, err := s.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Labels
+	out := map[string]string{}
+	for k, v := range p.Labels {
+		if strings.HasPrefix(k, "app.kubernetes.io/") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // metadataStandIn serves TCP on addr:port inside the cluster's network namespace (the address put
@@ -221,6 +230,7 @@ func listenIn(netns, addr string) (net.Listener, error) {
 // rights); and Jupyter admitted from the stack's own pods. Each refusal is lifted by a policy of
 // the test's and then connects. etcd from another namespace: TestEtcdKeepsQuorumForReal.
 func TestForbiddenPathsRefusedForReal(t *testing.T) {
+	requireEnforcer(t)
 	t.Parallel()
 	lockRealNode(t)
 	overrides := workloadOnly(t, "towers", map[string]any{
