@@ -98,10 +98,11 @@ func TestWrappersPinTheCachedVersions(t *testing.T) {
 	for _, c := range []struct {
 		dir, variable, module string
 		tools                 []string
+		clouds                string // the release the stack installs on the clouds, if it does
 	}{
-		{"kueue", "KUEUE_VERSION", "sigs.k8s.io/kueue", []string{"sigs.k8s.io/kueue/cmd/kueue"}},
-		{"karpenter", "KARPENTER_VERSION", "sigs.k8s.io/karpenter", []string{"sigs.k8s.io/karpenter/kwok"}},
-		{"cilium", "CILIUM_VERSION", "github.com/cilium/cilium", []string{"github.com/cilium/cilium/daemon", "github.com/cilium/cilium/plugins/cilium-cni"}},
+		{"kueue", "KUEUE_VERSION", "sigs.k8s.io/kueue", []string{"sigs.k8s.io/kueue/cmd/kueue"}, queue.KueueVersion},
+		{"karpenter", "KARPENTER_VERSION", "sigs.k8s.io/karpenter", []string{"sigs.k8s.io/karpenter/kwok"}, ""},
+		{"cilium", "CILIUM_VERSION", "github.com/cilium/cilium", []string{"github.com/cilium/cilium/daemon", "github.com/cilium/cilium/plugins/cilium-cni"}, ""},
 	} {
 		m := regexp.MustCompile(`(?m)^` + c.variable + `=(v\S+)$`).FindSubmatch(script)
 		if m == nil {
@@ -120,6 +121,10 @@ func TestWrappersPinTheCachedVersions(t *testing.T) {
 		}
 		if got, want := string(mod[1]), string(m[1]); got != want {
 			t.Errorf("testbed/tools/%s/go.mod pins %s %s but testbed/tools/tools.sh caches it as %s", c.dir, c.module, got, want)
+		}
+		// The stack installs the same release on the clouds (components/queue for Kueue).
+		if c.clouds != "" && c.clouds != string(m[1]) {
+			t.Errorf("the stack installs %s %s on the clouds but the test bed runs %s", c.module, c.clouds, m[1])
 		}
 		for _, tool := range c.tools {
 			if !regexp.MustCompile(`(?m)^(?:tool)?\s+` + regexp.QuoteMeta(tool) + `$`).Match(wrapper) {
