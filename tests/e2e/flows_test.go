@@ -28,12 +28,14 @@ import (
 )
 
 // The NetworkPolicies are checked against the traffic itself: while the workloads run on the real
-// node, a flowRecorder records every TCP connection opened in the node's network namespace, whose
-// bridge carries all pod traffic (br_netfilter makes bridged packets pass conntrack there; see
-// testbed/node/node.sh). Each connection is resolved to the pods at its two ends and judged by
-// flowcheck (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an engine independent of
-// Kolotoc) against every NetworkPolicy in the cluster. Nothing enforces the policies on the local
-// cluster: the verdicts are what a conforming enforcer would do with the same traffic.
+// node, a flowRecorder records every TCP connection opened in the node's network namespace, where
+// all pod traffic passes netfilter (the bridge plugin's bridge with br_netfilter, or Cilium's
+// per-endpoint routes; see testbed/node/node.sh). Each connection is resolved to the pods at its
+// two ends and judged by flowcheck (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an
+// engine independent of Kolotoc) against every NetworkPolicy in the cluster, by the specification
+// and by Cilium's reading. With the bridge plugin (make test's default) nothing enforces them:
+// the verdicts are what a conforming enforcer would do with the same traffic; with
+// KOLOTOC_NETWORK=cilium Cilium enforces them too (enforcer_test.go, forbidden_test.go).
 
 // conn is one TCP connection as conntrack saw it at its first packet.
 type conn struct {
