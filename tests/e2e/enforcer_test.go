@@ -88,6 +88,17 @@ func enforcerCheck() error {
 	return nil
 }
 
+// testKube is the suite's cluster for a test that needs no stack: its kubeconfig and a client.
+func testKube(t *testing.T) (string, *kubernetes.Clientset) {
+	t.Helper()
+	kubeconfig, _ := localCluster(t)
+	kube, err := kubeClient(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, kube
+}
+
 func kubeClient(kubeconfig string) (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -170,7 +181,7 @@ func (c *canaryRun) verdicts() (canaryReport, error) {
 	// Refused three times running: one dropped connection proves nothing of an enforcer.
 	refused := 0
 	for refused < 3 && time.Since(start) < policyWait {
-		if dial(kubeconfig, ns, "client", ip, canaryPort) == nil {
+		if dial(kubeconfig, ns, "client", "", ip, canaryPort) == nil {
 			refused = 0
 			time.Sleep(300 * time.Millisecond)
 			continue
@@ -241,13 +252,17 @@ func runningPodIP(kube *kubernetes.Clientset, ns, name string, timeout time.Dura
 	}
 }
 
-// dial connects once from a pod's first container (bash's /dev/tcp, under timeout) to host:port:
-// nil when the connection was made.
-func dial(kubeconfig, ns, pod, host string, port int) error {
+// dial connects once from a pod's container (its default one when container is empty) to
+// host:port with bash's /dev/tcp under timeout: nil when the connection was made.
+func dial(kubeconfig, ns, pod, container, host string, port int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout+30*time.Second)
 	defer cancel()
 	script := fmt.Sprintf("timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d'", int(dialTimeout.Seconds()), host, port)
-	out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "-n", ns, "exec", pod, "--", "bash", "-c", script).CombinedOutput()
+	args := []string{"--kubeconfig", kubeconfig, "-n", ns, "exec", pod}
+	if container != "" {
+		args = append(args, "-c", container)
+	}
+	out, err := exec.CommandContext(ctx, "kubectl", append(args, "--", "bash", "-c", script)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s/%s → %s:%d: %v %s", ns, pod, host, port, err, strings.TrimSpace(string(out)))
 	}
@@ -258,7 +273,7 @@ func dial(kubeconfig, ns, pod, host string, port int) error {
 func dialUntil(kubeconfig, ns, pod, host string, port int, connect bool, wait time.Duration) bool {
 	deadline := time.Now().Add(wait)
 	for {
-		if (dial(kubeconfig, ns, pod, host, port) == nil) == connect {
+		if (dial(kubeconfig, ns, pod, "", host, port) == nil) == connect {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -282,11 +297,7 @@ func imageRef(name string) (string, error) {
 // figures are logged).
 func TestEnforcerCanary(t *testing.T) {
 	requireEnforcer(t)
-	kubeconfig, _ := localCluster(t)
-	kube, err := kubeClient(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, kube := testKube(t)
 	r, err := canary(kube, kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -303,11 +314,7 @@ func TestEnforcerCanary(t *testing.T) {
 // enforcer.
 func TestSuiteRefusesWithoutEnforcer(t *testing.T) {
 	requireEnforcer(t)
-	kubeconfig, _ := localCluster(t)
-	kube, err := kubeClient(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig, kube := testKube(t)
 	node := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(repoRoot, "testbed", "node", "node.sh"), args...)

@@ -61,18 +61,7 @@ func (p path) String() string {
 
 // dialFrom connects once from the path's client container.
 func (s *stack) dialFrom(p path) error {
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout+30*time.Second)
-	defer cancel()
-	script := fmt.Sprintf("timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d'", int(dialTimeout.Seconds()), p.host, p.port)
-	args := []string{"--kubeconfig", s.kubeconfig, "-n", p.fromNS, "exec", p.from}
-	if p.fromC != "" {
-		args = append(args, "-c", p.fromC)
-	}
-	out, err := exec.CommandContext(ctx, "kubectl", append(args, "--", "bash", "-c", script)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
+	return dial(s.kubeconfig, p.fromNS, p.from, p.fromC, p.host, p.port)
 }
 
 // refusedThenLifted asserts every path refused (twice each: one connection is a failure), then

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -669,11 +668,11 @@ func TestHostNetworkTowersRunForReal(t *testing.T) {
 // localImage is the reference of a local image (testbed/images/images.sh), as the real node has it.
 func localImage(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot, "testbed", "images", "images.sh"), "ref", name).Output()
+	ref, err := imageRef(name)
 	if err != nil {
-		t.Fatalf("testbed/images/images.sh ref %s: %v", name, err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return ref
 }
 
 // workloadOnly are overrides of the dev stack that leave one workload (key: its config) beside
