@@ -56,19 +56,19 @@ func TestAutoscaledPool(t *testing.T) {
 			Taints: []Taint{{Key: "team", Value: "vision", Effect: "NoSchedule"}}},
 		{Name: "cpu", Nodes: 1, CPUs: 16, Memory: "64Gi"},
 	}
-	var names []string
+	var nodeNames pulumi.StringArrayOutput
 	rec := rendertest.Run(t, func(ctx *pulumi.Context) error {
 		c, err := NewSimulated(ctx, "cluster", &SimulatedArgs{Name: "sim", Pools: pools, Labels: meta.Labels{Instance: "dev", Version: "test"}})
 		if err != nil {
 			return err
 		}
-		c.NodeNames.ApplyT(func(n []string) error { names = n; return nil })
+		nodeNames = c.NodeNames
 		return nil
 	})
 	if fixed := rec.OfType(PoolType); len(fixed) != 1 || fixed[0].Name != "cluster-cpu" {
 		t.Errorf("SimulatedNodePools %v: want only the fixed pool's", fixed)
 	}
-	if d := cmp.Diff([]string{"sim-cpu-0"}, names); d != "" {
+	if d := cmp.Diff([]string{"sim-cpu-0"}, rendertest.Value[[]string](t, nodeNames)); d != "" {
 		t.Errorf("node names (-want +got): the autoscaled pool has no node of its own to name\n%s", d)
 	}
 	classes := rec.OfType(KWOKNodeClassType)

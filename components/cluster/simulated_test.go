@@ -43,13 +43,13 @@ var testPools = []Pool{
 
 func renderPools(t *testing.T) (map[string]pool, []string) {
 	t.Helper()
-	var names []string
+	var nodeNames pulumi.StringArrayOutput
 	rec := rendertest.Run(t, func(ctx *pulumi.Context) error {
 		c, err := NewSimulated(ctx, "cluster", &SimulatedArgs{Name: "sim", Pools: testPools, Labels: meta.Labels{Instance: "dev", Version: "test"}})
 		if err != nil {
 			return err
 		}
-		c.NodeNames.ApplyT(func(n []string) error { names = n; return nil })
+		nodeNames = c.NodeNames
 		return nil
 	})
 	got := map[string]pool{}
@@ -62,7 +62,7 @@ func renderPools(t *testing.T) (map[string]pool, []string) {
 	if len(got) != len(testPools) {
 		t.Fatalf("%d SimulatedNodePools, want one per pool (%d)", len(got), len(testPools))
 	}
-	return got, names
+	return got, rendertest.Value[[]string](t, nodeNames)
 }
 
 // TestGPUPool: a GPU pool's nodes carry what a cloud's GPU nodes carry: the GPU labels the

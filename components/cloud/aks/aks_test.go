@@ -111,18 +111,18 @@ type agentPool struct {
 
 func renderCluster(t *testing.T, a *ClusterArgs) (*rendertest.Recorder, string, bool) {
 	t.Helper()
-	var kubeconfig string
+	var kubeconfig pulumi.StringOutput
 	var secret bool
 	rec := run(t, func(ctx *pulumi.Context) error {
 		c, err := NewCluster(ctx, "cluster", a)
 		if err != nil {
 			return err
 		}
-		c.Kubeconfig.ApplyT(func(s string) string { kubeconfig = s; return s })
+		kubeconfig = c.Kubeconfig
 		secret = pulumi.IsSecret(c.Kubeconfig)
 		return nil
 	})
-	return rec, kubeconfig, secret
+	return rec, rendertest.Value[string](t, kubeconfig), secret
 }
 
 // TestSpotGPUPool: the GPU taint and Azure's Spot taint in kubectl's notation, Spot priority

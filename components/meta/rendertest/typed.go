@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 // Decode converts a registration's inputs (Inputs) into a typed object, e.g. a
@@ -46,4 +49,22 @@ func DecodeSome[T any](t *testing.T, r Resource) T {
 		t.Fatalf("%s: decoding into %T: %v\n%s", r.Name, out, err, b)
 	}
 	return out
+}
+
+// Value waits for an output's value. An ApplyT inside the program is not enough for an output made
+// from plain values (ToStringArrayOutput and the like): it belongs to no resource, so the program's
+// end does not wait for its apply, and the test may read the variable before the apply ran. The
+// wait is bounded so that an output that never resolves fails the test instead of hanging it.
+func Value[T any](t *testing.T, o pulumi.Output) T {
+	t.Helper()
+	ch := make(chan T, 1)
+	o.ApplyT(func(v T) (T, error) { ch <- v; return v, nil })
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		var zero T
+		t.Fatalf("output %T never resolved", o)
+		return zero
+	}
 }
