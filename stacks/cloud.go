@@ -99,6 +99,13 @@ type Cloud struct {
 	// of an admitted workload's GPU nodes at once (queue.provisioning: queued), e.g. GKE's
 	// queued-provisioning.gke.io; "" where it has none. Its Check checks the pools it needs.
 	ProvisioningClass string
+	// CiliumDataplane names the Cilium-based dataplane that enforces its cluster's
+	// NetworkPolicies (GKE Dataplane V2, AKS's Azure CNI powered by Cilium); "" where another
+	// enforcer does. Cilium counts a node's address as the host or a remote node, which no ipBlock
+	// selects (https://docs.cilium.io/en/stable/network/kubernetes/policy/: nodes are selected by
+	// CIDR only with policy-cidr-match-mode=nodes, which neither cloud sets), so a pod under an
+	// egress policy reaches no host-network pod (hostnet.go).
+	CiliumDataplane string
 	// LoadBalancer is what its cluster puts in front of a LoadBalancer Service
 	// (entrypoint.LoadBalancer*); "" the passthrough default.
 	LoadBalancer string

@@ -55,6 +55,16 @@ func (c *Config) ValidateHostNetwork(v *Validator, pool *NodePool) {
 		v.add("sentinels.enabled", "true", "with towers.hostNetwork each sentinel would serve Dask's worker and nanny ports, which run any code "+
 			"sent to them without authentication, on its node's address, where no NetworkPolicy applies; allowed with towers.hostNetwork: false")
 	}
+	if dp := c.CloudEntry().CiliumDataplane; dp != "" && !c.Cluster.PodMetadataAccess {
+		// The metadata deny admits egress by ipBlock, which Cilium never matches to a node's
+		// address (Cloud.CiliumDataplane), so the launcher's ssh to a tower on its node's address
+		// is dropped: seen for real on the test bed's Cilium (tests/e2e
+		// TestHostNetworkTowersRunForReal before it set cluster.podMetadataAccess).
+		v.add("towers.hostNetwork", "true", fmt.Sprintf("on cloud %s the cluster's NetworkPolicies are enforced by Cilium (%s), which counts "+
+			"a node's address as the host, never as an ipBlock, so the metadata egress deny every Kolotoc namespace carries would drop the "+
+			"launcher's ssh to each tower on its node's address; allowed with cluster.podMetadataAccess: true (a host-network tower sees its "+
+			"node's metadata anyway) or towers.hostNetwork: false", c.Cloud, dp))
+	}
 	port := t.SSHPort
 	if port >= 1 && port < minNonRootPort {
 		v.add("towers.sshPort", strconv.Itoa(port), fmt.Sprintf("with towers.hostNetwork sshd binds the node's own port, and ports below %d "+

@@ -628,6 +628,9 @@ func TestHostNetworkTowersRunForReal(t *testing.T) {
 		"towers":    towers,
 		"carriers":  map[string]any{"enabled": false},
 		"sentinels": map[string]any{"enabled": false},
+		// As gcp and azure require with host-network towers (stacks/hostnet.go): under Cilium the
+		// metadata egress deny drops the launcher's ssh to the tower on the node's address.
+		"cluster": map[string]any{"podMetadataAccess": true},
 	})
 	ns := "kolotoc-" + s.name
 	requireRealNode(t, s)

@@ -34,6 +34,9 @@ var entry = &stacks.Cloud{
 	// The zones the local cluster's Karpenter offers Azure's VM sizes in (stacks' autoscale.go).
 	KarpenterZones: []string{"1", "2", "3"},
 
+	// The cluster's network is Azure CNI powered by Cilium (components/cloud/aks: NetworkDataplane).
+	CiliumDataplane: "Azure CNI powered by Cilium",
+
 	DevicePlugins:    []string{stacks.DevicePluginKolotoc},
 	DevicePluginsWhy: "AKS's GPU nodes run no device plugin and Kolotoc creates the cluster, so no GPU Operator is there before it",
 

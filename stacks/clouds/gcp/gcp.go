@@ -41,6 +41,9 @@ var entry = &stacks.Cloud{
 	// GKE's Dynamic Workload Scheduler, for queue.provisioning: queued (checkQueuedPools).
 	ProvisioningClass: ProvisioningClass,
 
+	// The cluster runs GKE Dataplane V2 (components/cloud/gke: ADVANCED_DATAPATH).
+	CiliumDataplane: "GKE Dataplane V2",
+
 	DevicePlugins:    []string{stacks.DevicePluginGKE},
 	DevicePluginsWhy: "GKE runs its own NVIDIA device plugin on every GPU node",
 
