@@ -12,6 +12,8 @@ import (
 // its working directory; `stack ls --json` prints $FAKE_STACKS (or fails with FAKE_LS_FAIL set).
 const fakePulumi = `#!/usr/bin/env bash
 echo "pulumi $*" >>"$FAKE_LOG"
+# As the Kubernetes provider does at each start (writeKubeconfigToFile), with FAKE_PROVIDER set.
+[ -z "${FAKE_PROVIDER:-}" ] || mktemp "${TMPDIR:-/tmp}/kubeconfigXXXXXXXX" >/dev/null
 [ -f Pulumi.yaml ] || { echo "error: no Pulumi.yaml project file found" >&2; exit 255; }
 case "$1 $2" in
   "stack ls") [ -z "${FAKE_LS_FAIL:-}" ] || exit 1; printf '%s\n' "$FAKE_STACKS" ;;
@@ -110,6 +112,35 @@ func TestDownKeepsSharedCluster(t *testing.T) {
 				t.Errorf("does not say it keeps the cluster:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestNoKubeconfigCopyLeft: the Kubernetes provider copies its kubeconfig (the cluster's admin
+// credentials) into a new file of $TMPDIR at each start and never removes it; stack.sh gives the
+// commands it runs a private TMPDIR under .kolotoc and leaves no such copy behind, there or in
+// the caller's TMPDIR.
+func TestNoKubeconfigCopyLeft(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatal("jq is not installed: testbed/stack/stack.sh needs it; `make unit` installs it (testbed/node/node.sh packages)")
+	}
+	root, callerTmp := t.TempDir(), t.TempDir()
+	fakeCheckout(t, root, nil)
+	log := filepath.Join(root, "calls.log")
+	cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "down")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS=[]", "KOLOTOC_KUBECONFIG=",
+		"FAKE_PROVIDER=1", "TMPDIR="+callerTmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stack.sh down: %v\n%s", err, out)
+	}
+	for _, dir := range []string{callerTmp, filepath.Join(root, ".kolotoc", "tmp")} {
+		left, _ := filepath.Glob(filepath.Join(dir, "kubeconfig*"))
+		if len(left) > 0 {
+			t.Errorf("kubeconfig copies left in %s: %v", dir, left)
+		}
+	}
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "pulumi destroy") {
+		t.Errorf("stack.sh down ran no pulumi command; calls:\n%s", b)
 	}
 }
 

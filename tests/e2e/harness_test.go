@@ -106,8 +106,11 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 			"kolotoc:grafanaPassword": randomHex(t, 16),
 		},
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
-		t.Fatal(err)
+	tmp := filepath.Join(dir, "tmp")
+	for _, d := range []string{s.stateDir, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The caller's PULUMI_* settings (make e2e exports the dev backend's) are replaced wholesale.
 	for _, kv := range os.Environ() {
@@ -126,6 +129,10 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		// (`go build`, 25-40 s on 2 cores); `go run` caches the executable, so each command after
 		// the first of a build starts the program at once.
 		"PULUMI_GO_USE_RUN=true",
+		// The Kubernetes provider copies its kubeconfig into a new file of $TMPDIR at each start
+		// and never removes it (pulumi-kubernetes' writeKubeconfigToFile): hundreds of copies of
+		// the cluster's credentials in /tmp per suite. Here they go with the test's directory.
+		"TMPDIR="+tmp,
 	)
 	// The Kubernetes provider goes into this PULUMI_HOME's plugin cache, not on PATH, where the
 	// CLI would warn about it on every command (testbed/tools/tools.sh).
