@@ -85,11 +85,13 @@ setup_env() {
   export KUBECONFIG=$KOLOTOC_KUBECONFIG
   # The Kubernetes provider copies the kubeconfig it is given into a new file of $TMPDIR at each
   # start and never removes it (pulumi-kubernetes' provider.go, writeKubeconfigToFile: for Helm):
-  # a copy of the cluster's admin credentials in /tmp per command. Its commands run here get a
-  # private directory, emptied when this script ends.
-  export TMPDIR=$state_dir/tmp
-  mkdir -p "$TMPDIR"
-  trap 'rm -f "$TMPDIR"/kubeconfig*' EXIT
+  # a copy of the cluster's admin credentials in /tmp per command. The commands run here get a
+  # private directory of this run's own (another run's provider may still read its copy), removed
+  # when this script ends.
+  mkdir -p "$state_dir/tmp"
+  TMPDIR=$(mktemp -d "$state_dir/tmp/run.XXXXXX")
+  export TMPDIR
+  trap 'rm -rf "$TMPDIR"' EXIT
   export KUBECACHEDIR=${KUBECACHEDIR:-$state_dir/kube-cache}
   # The Kubernetes provider into this PULUMI_HOME's plugin cache (testbed/tools/tools.sh: not on
   # PATH, where the CLI would warn about it on every command); need_pulumi says so when it is not
