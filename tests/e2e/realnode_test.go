@@ -610,9 +610,16 @@ func (s *stack) podName(t *testing.T, ns, component string) string {
 var realNodeMu sync.Mutex
 
 // lockRealNode holds the real node until the test and its cleanup (the stack's destroy) are done.
+// It logs how long the test waited and held it: the suite's length is mostly the sum of the holds
+// (bench figures for shortening it, never assertions).
 func lockRealNode(t *testing.T) {
+	asked := time.Now()
 	realNodeMu.Lock()
-	t.Cleanup(realNodeMu.Unlock) // registered first, so it runs after every later cleanup
+	got := time.Now()
+	t.Cleanup(func() { // registered first, so it runs after every later cleanup
+		t.Logf("real node: waited %s, held %s", got.Sub(asked).Round(time.Second), time.Since(got).Round(time.Second))
+		realNodeMu.Unlock()
+	})
 }
 
 // TestHostNetworkTowersRunForReal runs a tower on the node's own network (towers.hostNetwork,
