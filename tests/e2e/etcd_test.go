@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestEtcdKeepsQuorumForReal runs Kolotoc's etcd with 3 members on the real node, from the local
@@ -108,12 +109,18 @@ func TestEtcdKeepsQuorumForReal(t *testing.T) {
 		// members alone serve a re-forming group, hold etcd-2 down (scale to 2) meanwhile.
 		scale := func(n int32) {
 			t.Helper()
-			sc, err := s.kube.AppsV1().StatefulSets(ns).GetScale(context.Background(), "etcd", metav1.GetOptions{})
+			// Read and written again on a conflict: the StatefulSet controller updates the object
+			// between the two while the members come and go.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				sc, err := s.kube.AppsV1().StatefulSets(ns).GetScale(context.Background(), "etcd", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				sc.Spec.Replicas = n
+				_, err = s.kube.AppsV1().StatefulSets(ns).UpdateScale(context.Background(), "etcd", sc, metav1.UpdateOptions{})
+				return err
+			})
 			if err != nil {
-				t.Fatal(err)
-			}
-			sc.Spec.Replicas = n
-			if _, err := s.kube.AppsV1().StatefulSets(ns).UpdateScale(context.Background(), "etcd", sc, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
