@@ -47,37 +47,37 @@ type Config struct {
 	Project string // Pulumi project name (Pulumi.yaml)
 	Stack   string // Pulumi stack name; instance label and default names derive from it
 
-	Cloud          string  `key:"cloud"`          // kolotoc:cloud — simulated | existing | gcp | aws | azure; required
+	Cloud          string  `key:"cloud"`          // kolotoc:cloud — where the stack runs: simulated (a local cluster), existing (a cluster of yours), gcp, aws or azure; required
 	Namespace      string  `key:"namespace"`      // kolotoc:namespace — Kubernetes namespace of every object; default kolotoc-<stack>
 	AdoptNamespace bool    `key:"adoptNamespace"` // kolotoc:adoptNamespace — take kolotoc:namespace over although it exists and is not this stack's (adopt.go); an adopted namespace is kept on destroy; default false
-	Cluster        Cluster `key:"cluster"`        // kolotoc:cluster
+	Cluster        Cluster `key:"cluster"`        // kolotoc:cluster — which cluster: the one Kolotoc creates on gcp, aws or azure, or the one a kubeconfig reaches
 
-	NodePools  []NodePool           `key:"nodePools"`  // kolotoc:nodePools — at least one
-	Storage    storage.Config       `key:"storage"`    // kolotoc:storage
-	Towers     ring.Config          `key:"towers"`     // kolotoc:towers
-	Sentinels  dask.SentinelsConfig `key:"sentinels"`  // kolotoc:sentinels
-	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers
-	Entrypoint entrypoint.Config    `key:"entrypoint"` // kolotoc:entrypoint
+	NodePools  []NodePool           `key:"nodePools"`  // kolotoc:nodePools — the node pools, each a set of identical nodes; at least one
+	Storage    storage.Config       `key:"storage"`    // kolotoc:storage — the shared ReadWriteMany volume for data, checkpoints and logs (mounted by every workload), and each pod's scratch space
+	Towers     ring.Config          `key:"towers"`     // kolotoc:towers — the MPI hosts (one pod per GPU node, with sshd) and the launcher Job that runs mpirun over them
+	Sentinels  dask.SentinelsConfig `key:"sentinels"`  // kolotoc:sentinels — Dask workers beside each tower, on its spare cores; off by default
+	Carriers   dask.CarriersConfig  `key:"carriers"`   // kolotoc:carriers — Dask workers on CPU nodes
+	Entrypoint entrypoint.Config    `key:"entrypoint"` // kolotoc:entrypoint — the pod serving the Dask scheduler, Jupyter, TensorBoard and the Dask dashboard
 
-	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin
-	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the pools' fabric (fabric.go)
+	DevicePlugin DevicePlugin   `key:"devicePlugin"` // kolotoc:devicePlugin — the NVIDIA device plugin that advertises the GPU nodes' GPUs
+	Fabric       FabricSettings `key:"fabric"`       // kolotoc:fabric — what runs the fast network between GPU nodes (each pool's nodePools[i].fabric says whether it has one)
 
 	// Optional training workloads, each off unless enabled (each stacks/workloads/<key>).
-	Etcd       etcd.Config       `key:"etcd"`       // kolotoc:etcd — rendezvous store for elastic
-	Elastic    elastic.Config    `key:"elastic"`    // kolotoc:elastic — torchrun workers
-	TFCluster  tfcluster.Config  `key:"tfcluster"`  // kolotoc:tfcluster — TensorFlow ps / workers / chief / evaluator
-	Monitoring monitoring.Config `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana, DCGM exporter
+	Etcd       etcd.Config       `key:"etcd"`       // kolotoc:etcd — an etcd cluster, the rendezvous store of elastic's etcd backends; off by default
+	Elastic    elastic.Config    `key:"elastic"`    // kolotoc:elastic — PyTorch elastic workers run by torchrun; off by default
+	TFCluster  tfcluster.Config  `key:"tfcluster"`  // kolotoc:tfcluster — a TensorFlow cluster: parameter servers, workers, chief and evaluator; off by default
+	Monitoring monitoring.Config `key:"monitoring"` // kolotoc:monitoring — Prometheus, Grafana and the DCGM exporter of the GPU nodes; off by default
 	// DataIn (kolotoc:dataIn): a one-off Job that puts the training data into the shared store
-	// before any training pod starts (components/datain); off by default.
+	// before any training pod starts; off by default.
 	DataIn datain.Config `key:"dataIn"`
-	Queue  queue.Config  `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); default off
+	Queue  queue.Config  `key:"queue"` // kolotoc:queue — gang admission, queue and quota through Kueue (queue.go); off by default
 
 	// RunAsUser (kolotoc:runAsUser): the uid and gid every training container runs as (towers,
 	// launcher, carriers, sentinels, elastic and TF workers, Jupyter), and the owner of the shared
 	// claim's root (runas.go); 0 keeps each image's own user; default 0.
 	RunAsUser int `key:"runAsUser"`
 
-	Code    Code `key:"code"`    // kolotoc:code — a git repository cloned into every training pod (runs.go)
+	Code    Code `key:"code"`    // kolotoc:code — a git repository cloned into every pod of the training workloads (towers and launcher, carriers and sentinels, elastic workers, TF tasks) before they start (runs.go)
 	Suspend bool `key:"suspend"` // kolotoc:suspend — no towers, elastic or TF pods: every GPU of the stack freed; default false
 
 	// AwaitTimeout (kolotoc:awaitTimeout): how long `pulumi up` waits for each awaited workload,
@@ -92,7 +92,7 @@ type Config struct {
 
 	PreviewOf         string            `key:"previewOf"`         // kolotoc:previewOf — set only on a preview copy (cmd/previewstack): the stack it previews, whose names it uses; never deployed (preview.go); default unset
 	Fit               bool              `key:"fit"`               // kolotoc:fit — set only by `make fit` on its throw-away stacks: no readiness waits (fit.go); simulated only; default false
-	Registries        []Registry        `key:"registries"`        // kolotoc:registries — private registries every pod pulls with (registries.go); default none
+	Registries        []Registry        `key:"registries"`        // kolotoc:registries — private registries every pod may pull from, each password or token in kolotoc:registryPasswords (registries.go); default none
 	RegistryPasswords map[string]Secret `key:"registryPasswords"` // kolotoc:registryPasswords — secret; registry server → password or token
 	StorageAccountKey Secret            `key:"storageAccountKey"` // kolotoc:storageAccountKey — secret; the key of an existing SMB share (storage.share)
 }

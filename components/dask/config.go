@@ -36,11 +36,11 @@ type SentinelsConfig struct {
 	Threads int    `json:"threads"` // threads per sentinel worker; default 2
 	Memory  string `json:"memory"`  // memory limit per sentinel; default 4Gi
 	CPU     string `json:"cpu"`     // CPU request per sentinel as a quantity (the limit is threads cores); default 500m
-	// WatchProcesses shares the tower pod's process namespace with its sentinel, so that the
+	// WatchProcesses: share the tower pod's process namespace with its sentinel, so that the
 	// sentinel sees the tower's processes (the old chart's sentinels watched the machine during
 	// training); default false. What else it then sees: docs/migrating-features.md.
 	WatchProcesses bool `json:"watchProcesses"`
-	// WatchGPUs gives each sentinel its node's GPU state: the DCGM exporter's metrics of the node
+	// WatchGPUs: give each sentinel its node's GPU state: the DCGM exporter's metrics of the node
 	// it runs on (utilisation, memory, temperature, XID errors, per GPU and pod), at the URL in
 	// $KOLOTOC_NODE_GPU_METRICS, a node-local Service of kolotoc:monitoring's exporter; default
 	// false. Needs the exporter (monitoring.enabled on a stack with GPU pools).

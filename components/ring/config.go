@@ -30,7 +30,7 @@ type Config struct {
 	// Resources are further requests and limits per tower (extended resources such as rdma/hca,
 	// hugepages-<size>, ephemeral-storage), merged with cpu, memory and gpusPerTower; default none.
 	Resources meta.Resources `json:"resources"`
-	// CrossZone accepts a ring whose towers' pool spreads over zones (nodePools[i].placement:
+	// CrossZone: accept a ring whose towers' pool spreads over zones (nodePools[i].placement:
 	// spread): every allreduce then crosses zones; default false, such a ring is refused.
 	CrossZone bool `json:"crossZone"`
 

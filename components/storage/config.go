@@ -82,15 +82,15 @@ type Config struct {
 	// outlive a deletion or an overwrite (stacks/storage_cloud.go, docs/recovery.md).
 	Backup BackupConfig `json:"backup"`
 
-	// AllowReplace lets one update replace storage deployed with protect (stacks/guard.go); default false.
+	// AllowReplace: one update may replace storage deployed with protect (stacks/guard.go); default false.
 	AllowReplace bool `json:"allowReplace"`
 }
 
 // BackupConfig is kolotoc:storage.backup.
 type BackupConfig struct {
 	// Enabled: efs, the file system's automatic backups (AWS Backup's default plan: daily, kept
-	// 35 days); azurefiles, share soft delete (a deleted share is kept RetentionDays and can be
-	// undeleted). Default false.
+	// 35 days); azurefiles, share soft delete (a deleted share is kept retentionDays days and
+	// can be undeleted). Default false.
 	Enabled bool `json:"enabled"`
 	// RetentionDays (azurefiles): days a deleted share stays recoverable, 1..365; default 7.
 	RetentionDays int `json:"retentionDays"`

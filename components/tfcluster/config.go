@@ -30,12 +30,10 @@ type Config struct {
 	OnSuccess        string            `json:"onSuccess"`        // keep | release: release scales every task to zero once the chief succeeds; default keep
 	Env              []meta.EnvSetting `json:"env"`              // environment of every task (runs.go)
 	// Where the data lives, each a directory relative to storage.mountPath (the TF charts' train,
-	// eval and log directories on their share): CheckpointDir ($KOLOTOC_CHECKPOINT_DIR), default
-	// checkpoints/tfcluster; LogDir ($KOLOTOC_LOG_DIR), default logs/tfcluster; EvalDir
-	// ($KOLOTOC_EVAL_DIR), default none (the variable is not set).
-	CheckpointDir string `json:"checkpointDir"`
-	LogDir        string `json:"logDir"`
-	EvalDir       string `json:"evalDir"`
+	// eval and log directories on their share), handed to every task in an environment variable.
+	CheckpointDir string `json:"checkpointDir"` // checkpoints, $KOLOTOC_CHECKPOINT_DIR; default DefaultCheckpointDir
+	LogDir        string `json:"logDir"`        // logs, $KOLOTOC_LOG_DIR; default DefaultLogDir
+	EvalDir       string `json:"evalDir"`       // evaluation output, $KOLOTOC_EVAL_DIR; default none (the variable is not set)
 	// TerminationGracePeriodSeconds is the time every task gets between SIGTERM (a drain, a Spot
 	// reclaim, a deleted pod) and SIGKILL, for the chief to checkpoint (seconds); default 120, or
 	// the shortest Spot notice of the tasks' pools when shorter.
@@ -44,7 +42,7 @@ type Config struct {
 
 // Role is one TensorFlow task type (kolotoc:tfcluster.<role>).
 type Role struct {
-	Count  int    `json:"count"`  // tasks of this type; defaults per role (see Config)
+	Count  int    `json:"count"`  // tasks of this type; the default is the role's (ps, workers, chief, evaluator)
 	Pool   string `json:"pool"`   // node pool name; default the first GPU pool for workers, the first CPU pool otherwise
 	GPUs   int    `json:"gpus"`   // GPUs per task; default the pool's gpusPerNode for workers, 0 otherwise
 	CPU    string `json:"cpu"`    // CPU request per task as a quantity; default 4 (workers), 2 (others)
