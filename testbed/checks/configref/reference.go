@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"kolotoc/stacks"
@@ -25,24 +27,6 @@ const (
 // module is the main module's path: a type's package directory is its import path below it.
 const module = "kolotoc"
 
-// referenceStack is the stack whose defaults the reference shows: it sets only what the program
-// cannot default (the cloud, the pools, the secrets). A default that depends on the cloud or the
-// pools is filled for this stack; the field's comment says the rule.
-var referenceStack = stacks.Raw{
-	Project: "kolotoc", Stack: "STACK",
-	Values: map[string]string{
-		"kolotoc:cloud":           stacks.CloudSimulated,
-		"kolotoc:nodePools":       `[{"name":"gpu","nodes":2,"gpusPerNode":8,"gpuType":"nvidia-tesla-a100"},{"name":"cpu"}]`,
-		"kolotoc:sshKeySeed":      "9f2c4e7a1b8d3f6052e9a7c1d4b8f3e6a0c5d9e2f7b1a4c8e3d6f9a2b5c7e1d4",
-		"kolotoc:jupyterPassword": "reference-password-0123",
-	},
-	Secrets: map[string]bool{"kolotoc:sshKeySeed": true, "kolotoc:jupyterPassword": true},
-}
-
-// ReferenceStackSummary says in the reference what referenceStack is.
-const ReferenceStackSummary = "`kolotoc:cloud: simulated`, two node pools (`gpu`: 2 nodes × 8 `nvidia-tesla-a100`; `cpu`: " +
-	"everything defaulted) and its secrets, in a stack named `<stack>`"
-
 // probeStacks are the committed stacks the allowed values are probed on: validation checks some
 // keys on one cloud only.
 var probeStacks = []string{"Pulumi.dev.yaml", "Pulumi.prod.yaml", "examples/aws/Pulumi.aws.yaml",
@@ -53,7 +37,17 @@ const invalid = "NOT/valid value"
 
 // Row is one setting: a key path below kolotoc: (towers.gpusPerTower, nodePools[].name).
 type Row struct {
-	Path, Type, Default, Allowed, Doc string
+	Path, Type, Allowed, Doc string
+	Defaults                 []CloudDefault // for the clouds whose minimal stack leaves the setting unset
+	leaf                     bool           // a value, not an object or a list of objects
+}
+
+// CloudDefault is what Load fills for a setting in one cloud's minimal stack: Value ("" when it
+// fills nothing), or Derived when the value follows the pools or another setting (it differs in
+// the stack with other pools).
+type CloudDefault struct {
+	Cloud, Value string
+	Derived      bool
 }
 
 // KeyDoc is one top-level key and its settings.
@@ -80,17 +74,38 @@ func (r Ref) Rows() int {
 }
 
 // Reference builds the reference from the code: the key list and types from stacks.Keys, the
-// defaults from Load of referenceStack, the allowed values from validation, the text from comments.
+// defaults from Load of each cloud's minimal stack, the allowed values from validation, the text
+// from comments.
 func Reference(root string) (Ref, error) {
-	cfg, err := stacks.Load(referenceStack)
-	if err != nil {
-		return Ref{}, fmt.Errorf("the reference stack: %w", err)
+	sets := map[*minimalStack][2]map[string]bool{}
+	for _, m := range minimalStacks {
+		if err := m.load(); err != nil {
+			return Ref{}, err
+		}
+		sets[m] = [2]map[string]bool{setPaths(m.raw(false)), setPaths(m.raw(true))}
+	}
+	defaults := func(path string) ([]CloudDefault, error) {
+		var out []CloudDefault
+		for _, m := range minimalStacks {
+			if sets[m][0][path] {
+				continue // the stack's own value, not a default
+			}
+			d := CloudDefault{Cloud: m.Cloud, Value: format(valueAt(m.loaded, path), refStack)}
+			if !sets[m][1][path] && format(valueAt(m.other, path), altStack) != d.Value {
+				d.Value, d.Derived = "", true
+			}
+			if strings.ContainsAny(d.Value, "`") {
+				return nil, fmt.Errorf("%s: the default %q has a backquote, which the reference cannot show", path, d.Value)
+			}
+			out = append(out, d)
+		}
+		return out, nil
 	}
 	probes, err := readProbes(root)
 	if err != nil {
 		return Ref{}, err
 	}
-	src := &sources{root: root, types: map[string]map[string]typeDoc{}}
+	src := &sources{root: root, types: map[string]map[string]typeDoc{}, consts: map[string]map[string]string{}}
 	// A Config field's own line comment names its key; a comment above it may speak for a group.
 	configDoc := func(field string) string {
 		td := src.pkg(module + "/stacks")["Config"]
@@ -99,13 +114,11 @@ func Reference(root string) (Ref, error) {
 		}
 		return td.fields[field]
 	}
-	ct := reflect.TypeOf(stacks.Config{})
 
 	var ref Ref
 	for _, k := range stacks.Keys() {
-		v := reflect.ValueOf(k.Field(cfg)).Elem()
-		t := v.Type()
-		fieldName := structFieldFor(cfg, k)
+		t := reflect.TypeOf(k.Field(&stacks.Config{})).Elem()
+		fieldName := structFieldFor(k)
 		kd := KeyDoc{Name: k.Name, Required: k.Required(), Secret: k.Secret}
 		kd.Type, kd.Items = k.PulumiType()
 		kd.ProjectDefault, _ = k.ProjectDefault()
@@ -113,36 +126,34 @@ func Reference(root string) (Ref, error) {
 		if k.Secret {
 			doc = strings.TrimSpace(strings.TrimPrefix(doc, "secret;"))
 		}
-		if _, ok := ct.FieldByName(fieldName); ok && (t.Kind() == reflect.Struct || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct)) && t != reflect.TypeOf(stacks.Secret{}) {
-			elem := t
-			if t.Kind() == reflect.Slice {
-				elem = t.Elem()
-			}
-			if td := src.typeDoc(elem); td != "" {
-				doc = strings.TrimSpace(joinDocs(doc, td))
-			}
-		}
+		doc = src.userDoc(doc, fieldName, module+"/stacks")
 		kd.Doc = doc
 		kd.Self = Row{Path: k.Name, Type: typeName(t), Doc: doc}
+		isObject := t.Kind() == reflect.Struct && !opaque(t) || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct)
 		if k.Secret {
 			kd.Self.Type = "secret " + kd.Self.Type
-		} else if t.Kind() != reflect.Struct && !(t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct) {
-			kd.Self.Default = format(v)
-			if t.Kind() == reflect.String {
-				kd.Self.Allowed = probes.allowed(k.Name)
+		} else if !isObject && !k.Required() {
+			if kd.Self.Defaults, err = defaults(k.Name); err != nil {
+				return Ref{}, err
 			}
+		}
+		if !k.Secret && !isObject && t.Kind() == reflect.String {
+			kd.Self.Allowed = probes.allowed(k.Name)
 		}
 		w := walker{src: src, probes: probes}
 		switch {
-		case t == reflect.TypeOf(stacks.Secret{}):
+		case t == reflect.TypeOf(stacks.Secret{}) || !isObject:
 		case t.Kind() == reflect.Struct:
-			w.walk(k.Name, t, v)
-		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
-			var ev reflect.Value
-			if v.Len() > 0 {
-				ev = v.Index(0)
+			w.walk(k.Name, t)
+		case t.Kind() == reflect.Slice:
+			w.walk(k.Name+"[]", t.Elem())
+		}
+		for i := range w.rows {
+			if w.rows[i].leaf {
+				if w.rows[i].Defaults, err = defaults(w.rows[i].Path); err != nil {
+					return Ref{}, err
+				}
 			}
-			w.walk(k.Name+"[]", t.Elem(), ev)
 		}
 		kd.Rows = w.rows
 		ref.Keys = append(ref.Keys, kd)
@@ -150,8 +161,68 @@ func Reference(root string) (Ref, error) {
 	return ref, nil
 }
 
+// valueAt is the setting at path (towers.gpusPerTower, nodePools[].name: a list's first element)
+// in cfg; invalid where there is none.
+func valueAt(cfg *stacks.Config, path string) reflect.Value {
+	parts := strings.Split(path, ".")
+	top, list := strings.CutSuffix(parts[0], "[]")
+	var v reflect.Value
+	for _, k := range stacks.Keys() {
+		if k.Name == top {
+			v = reflect.ValueOf(k.Field(cfg)).Elem()
+		}
+	}
+	if list {
+		v = first(v)
+	}
+	for _, p := range parts[1:] {
+		if p == "<name>" {
+			return reflect.Value{}
+		}
+		name, list := strings.CutSuffix(p, "[]")
+		v = fieldByJSON(reflect.Indirect(v), name)
+		if list {
+			v = first(v)
+		}
+	}
+	return v
+}
+
+func first(v reflect.Value) reflect.Value {
+	if !v.IsValid() || v.Kind() != reflect.Slice || v.Len() == 0 {
+		return reflect.Value{}
+	}
+	return v.Index(0)
+}
+
+// fieldByJSON is the field of struct v that JSON names name, embedded structs included.
+func fieldByJSON(v reflect.Value, name string) reflect.Value {
+	if !v.IsValid() || v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" {
+			if fv := fieldByJSON(v.Field(i), name); fv.IsValid() {
+				return fv
+			}
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if f.IsExported() && tag == name {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
+
 // structFieldFor finds the name of the Config field k fills.
-func structFieldFor(cfg *stacks.Config, k stacks.Key) string {
+func structFieldFor(k stacks.Key) string {
+	cfg := &stacks.Config{}
 	target := reflect.ValueOf(k.Field(cfg)).Pointer()
 	cv := reflect.ValueOf(cfg).Elem()
 	for i := 0; i < cv.NumField(); i++ {
@@ -192,7 +263,7 @@ type walker struct {
 	rows   []Row
 }
 
-func (w *walker) walk(path string, t reflect.Type, v reflect.Value) {
+func (w *walker) walk(path string, t reflect.Type) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -202,12 +273,8 @@ func (w *walker) walk(path string, t reflect.Type, v reflect.Value) {
 		if name == "-" {
 			continue
 		}
-		var fv reflect.Value
-		if v.IsValid() {
-			fv = v.Field(i)
-		}
 		if f.Anonymous && name == "" {
-			w.walk(path, f.Type, fv)
+			w.walk(path, f.Type)
 			continue
 		}
 		if name == "" {
@@ -215,41 +282,39 @@ func (w *walker) walk(path string, t reflect.Type, v reflect.Value) {
 		}
 		p := path + "." + name
 		ft := f.Type
-		row := Row{Path: p, Type: typeName(ft), Doc: w.src.field(t, f.Name)}
+		row := Row{Path: p, Type: typeName(ft), Doc: w.src.userDoc(w.src.field(t, f.Name), f.Name, t.PkgPath())}
 		base := ft
 		if base.Kind() == reflect.Pointer {
 			base = base.Elem()
 		}
 		switch {
-		case base.Kind() == reflect.Struct:
+		case base.Kind() == reflect.Struct && !opaque(base):
 			w.rows = append(w.rows, row)
-			var sub reflect.Value
-			if fv.IsValid() && !(fv.Kind() == reflect.Pointer && fv.IsNil()) {
-				sub = reflect.Indirect(fv)
-			}
-			w.walk(p, base, sub)
+			w.walk(p, base)
 			continue
 		case base.Kind() == reflect.Slice && base.Elem().Kind() == reflect.Struct:
 			w.rows = append(w.rows, row)
-			var sub reflect.Value
-			if fv.IsValid() && fv.Len() > 0 {
-				sub = fv.Index(0)
-			}
-			w.walk(p+"[]", base.Elem(), sub)
+			w.walk(p+"[]", base.Elem())
 			continue
 		case base.Kind() == reflect.Map && base.Elem().Kind() == reflect.Struct:
 			w.rows = append(w.rows, row)
-			w.walk(p+".<name>", base.Elem(), reflect.Value{})
+			w.walk(p+".<name>", base.Elem())
 			continue
 		}
-		if fv.IsValid() {
-			row.Default = format(fv)
-		}
+		row.leaf = true
 		if base.Kind() == reflect.String {
 			row.Allowed = w.probes.allowed(p)
 		}
 		w.rows = append(w.rows, row)
 	}
+}
+
+var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// opaque reports whether t is a struct that decodes itself from a plain value (a map of
+// quantities, torchrun's options): the stack file writes the value, not the struct's fields.
+func opaque(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(jsonUnmarshaler)
 }
 
 // typeName is a type as a stack file writes it.
@@ -273,36 +338,63 @@ func typeName(t reflect.Type) string {
 	case reflect.Map:
 		return "map of " + typeName(t.Key()) + " to " + typeName(t.Elem())
 	case reflect.Struct:
+		if opaque(t) {
+			for i := 0; i < t.NumField(); i++ { // the one exported field holds what was decoded
+				if t.Field(i).IsExported() {
+					return typeName(t.Field(i).Type)
+				}
+			}
+		}
 		return "object"
 	}
 	return t.Kind().String()
 }
 
-// format is a default as a stack file would write it; "" when the program fills nothing.
-func format(v reflect.Value) string {
-	if !v.IsValid() || v.IsZero() {
-		if v.IsValid() && (v.Kind() == reflect.Int || v.Kind() == reflect.Bool) {
-			return fmt.Sprint(v.Interface()) // 0 and false are defaults like any other
-		}
+// format is a default as a stack file would write it, with <stack> for the stack's name; "" when
+// the program fills nothing. false is a default like any other; an integer the program leaves
+// at 0 is unset (a count, a size, a port the code fills only when it needs one, as
+// storage.backup.retentionDays' 7 once backups are on), and the comment gives the rule.
+func format(v reflect.Value, stack string) string {
+	if !v.IsValid() {
 		return ""
 	}
-	if v.Kind() == reflect.Pointer {
-		return format(v.Elem())
-	}
-	if v.Kind() == reflect.String {
-		return strings.ReplaceAll(v.String(), strings.ToLower(referenceStack.Stack), "<stack>")
+	stack = strings.ToLower(stack)
+	switch v.Kind() {
+	case reflect.Bool:
+		return fmt.Sprint(v.Interface())
+	case reflect.Int:
+		if v.Int() == 0 {
+			return ""
+		}
+		return fmt.Sprint(v.Interface())
+	case reflect.Pointer:
+		if v.IsNil() {
+			return ""
+		}
+		return format(v.Elem(), stack)
+	case reflect.String:
+		return strings.ReplaceAll(v.String(), stack, "<stack>")
+	case reflect.Slice, reflect.Map:
+		if v.Len() == 0 {
+			return ""
+		}
+	case reflect.Struct:
+		if v.IsZero() {
+			return ""
+		}
 	}
 	b, err := json.Marshal(v.Interface())
 	if err != nil {
 		return fmt.Sprint(v.Interface())
 	}
-	return strings.ReplaceAll(string(b), strings.ToLower(referenceStack.Stack), "<stack>")
+	return strings.ReplaceAll(string(b), stack, "<stack>")
 }
 
 // sources finds the comments of types and fields in the module's Go files.
 type sources struct {
-	root  string
-	types map[string]map[string]typeDoc // package path -> type name -> doc
+	root   string
+	types  map[string]map[string]typeDoc // package path -> type name -> doc
+	consts map[string]map[string]string  // package path -> constant name -> its string value
 }
 
 type typeDoc struct {
@@ -315,8 +407,15 @@ func (s *sources) pkg(path string) map[string]typeDoc {
 	if m, ok := s.types[path]; ok {
 		return m
 	}
-	m := map[string]typeDoc{}
-	s.types[path] = m
+	m, consts, exprs := map[string]typeDoc{}, map[string]string{}, map[string]ast.Expr{}
+	s.types[path], s.consts[path] = m, consts
+	defer func() {
+		for name, e := range exprs {
+			if v, ok := stringConst(e, exprs, 0); ok {
+				consts[name] = v
+			}
+		}
+	}()
 	if path != module && !strings.HasPrefix(path, module+"/") {
 		return m
 	}
@@ -333,6 +432,16 @@ func (s *sources) pkg(path string) map[string]typeDoc {
 		}
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
+			if ok && gd.Tok == token.CONST {
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							exprs[n.Name] = vs.Values[i]
+						}
+					}
+				}
+			}
 			if !ok || gd.Tok != token.TYPE {
 				continue
 			}
@@ -356,6 +465,75 @@ func (s *sources) pkg(path string) map[string]typeDoc {
 		}
 	}
 	return m
+}
+
+// userDoc is a comment as the user's documentation: without the Go name it starts with
+// ("SubnetID (azure): …", "ShareName is …"), with a Default… constant's value in its place (or,
+// when it has no plain value, without the clause naming it), and without the Go files it names.
+func (s *sources) userDoc(doc, goName, pkg string) string {
+	if m := regexp.MustCompile(`^` + regexp.QuoteMeta(goName) + `(?: \(([^)]*)\))?(?::| is| are) `).FindStringSubmatch(doc); m != nil {
+		doc = doc[len(m[0]):]
+		if m[1] != "" {
+			doc = m[1] + ": " + doc
+		}
+	}
+	consts := s.consts[pkg]
+	if consts == nil {
+		s.pkg(pkg)
+		consts = s.consts[pkg]
+	}
+	doc = defaultConst.ReplaceAllStringFunc(doc, func(name string) string {
+		if v, ok := consts[name]; ok {
+			return "`" + v + "`"
+		}
+		return name
+	})
+	doc = defaultClause.ReplaceAllString(doc, "")
+	doc = goFiles.ReplaceAllStringFunc(doc, func(paren string) string {
+		var keep []string
+		for _, item := range strings.Split(strings.TrimSuffix(strings.TrimLeft(paren, " ("), ")"), ", ") {
+			if !strings.HasSuffix(item, ".go") {
+				keep = append(keep, item)
+			}
+		}
+		if len(keep) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(keep, ", ") + ")"
+	})
+	return strings.TrimSpace(doc)
+}
+
+var (
+	defaultConst  = regexp.MustCompile(`\bDefault[A-Z]\w*`)
+	defaultClause = regexp.MustCompile(`(?:[;,] )?\bdefault Default[A-Z]\w*`)
+	goFiles       = regexp.MustCompile(` ?\([^()]*\.go\b[^()]*\)`)
+)
+
+// stringConst is the value of a string constant's expression: literals, the package's other
+// constants and + between them.
+func stringConst(e ast.Expr, exprs map[string]ast.Expr, depth int) (string, bool) {
+	if depth > 10 {
+		return "", false
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			v, err := strconv.Unquote(e.Value)
+			return v, err == nil
+		}
+	case *ast.Ident:
+		if x, ok := exprs[e.Name]; ok {
+			return stringConst(x, exprs, depth+1)
+		}
+	case *ast.BinaryExpr:
+		if e.Op == token.ADD {
+			a, okA := stringConst(e.X, exprs, depth+1)
+			b, okB := stringConst(e.Y, exprs, depth+1)
+			return a + b, okA && okB
+		}
+	}
+	return "", false
 }
 
 func (s *sources) field(t reflect.Type, name string) string {
@@ -388,10 +566,8 @@ func readProbes(root string) (probes, error) {
 			}
 			return nil, err
 		}
-		for k, v := range referenceStack.Values { // the secrets the committed files keep elsewhere
-			if referenceStack.Secrets[k] {
-				raw.Values[k], raw.Secrets[k] = v, true
-			}
+		for k, v := range secrets { // the secrets the committed files keep elsewhere
+			raw.Values[k], raw.Secrets[k] = v, true
 		}
 		out = append(out, raw)
 	}
