@@ -170,8 +170,8 @@ type NodePool struct {
 	MachineType string            `json:"machineType"` // cloud machine type (clouds); optional for simulated
 	GPUsPerNode int               `json:"gpusPerNode"` // nvidia.com/gpu per node; 0 = CPU pool; default 0
 	GPUType     string            `json:"gpuType"`     // accelerator type, e.g. nvidia-tesla-a100; required when gpusPerNode > 0
-	CPUs        int               `json:"cpus"`        // logical cores per node; default 8
-	Memory      string            `json:"memory"`      // memory per node as a Kubernetes quantity; default 32Gi
+	CPUs        int               `json:"cpus"`        // logical cores per node; default the machine type's (clouds), else 8
+	Memory      string            `json:"memory"`      // memory per node as a Kubernetes quantity; default the machine type's (clouds), else 32Gi
 	Labels      map[string]string `json:"labels"`      // extra node labels
 	Taints      []Taint           `json:"taints"`      // extra taints; GPU pools always get nvidia.com/gpu=present:NoSchedule
 	Spot        bool              `json:"spot"`        // spot/preemptible capacity (clouds); default false

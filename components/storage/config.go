@@ -36,7 +36,7 @@ type Config struct {
 	Type      string `json:"type"`      // in-cluster-nfs | nfs | local (simulated, existing) | filestore (gcp) | efs (aws) | azurefiles (azure); default in-cluster-nfs
 	Server    string `json:"server"`    // nfs: server address; required for type nfs
 	Path      string `json:"path"`      // nfs: exported path, default /; local: the node's directory, default /var/lib/kolotoc/<namespace>/shared
-	Size      string `json:"size"`      // claim size as a quantity; default 100Gi
+	Size      string `json:"size"`      // claim size as a quantity; default 100Gi, on filestore its tier's smallest instance (1024Gi for ZONAL)
 	MountPath string `json:"mountPath"` // where every workload mounts it; default /shared
 	Image     string `json:"image"`     // in-cluster-nfs: server image; default DefaultServerImage
 	Protect   bool   `json:"protect"`   // refuse `pulumi destroy` of the claim, its volume and the cloud file store; default false
