@@ -230,7 +230,7 @@ type Taint struct {
 // DevicePlugin is the NVIDIA device plugin DaemonSet (kolotoc:devicePlugin).
 type DevicePlugin struct {
 	Enabled *bool  `json:"enabled"` // default true when any pool has GPUs and provider is kolotoc
-	Image   string `json:"image"`   // default DefaultDevicePluginImage
+	Image   string `json:"image"`   // the NVIDIA device plugin's image, pinned by tag; default DefaultDevicePluginImage
 	// Provider: who runs the device plugin on the GPU nodes, kolotoc | gke | gpuOperator
 	// (gpuagents.go); default gke on gcp, kolotoc elsewhere.
 	Provider string `json:"provider"`

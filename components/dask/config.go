@@ -23,7 +23,7 @@ type CarriersConfig struct {
 	Count             int               `json:"count"`             // carrier pods, at least 1; default 1
 	WorkersPerCarrier int               `json:"workersPerCarrier"` // dask worker processes per carrier; default the pool's cpus (one per logical core)
 	Pool              string            `json:"pool"`              // node pool name; default the first CPU pool
-	Image             string            `json:"image"`             // default DefaultImage
+	Image             string            `json:"image"`             // the carriers' Dask image, pinned by tag; default DefaultImage
 	Memory            string            `json:"memory"`            // memory per carrier as a quantity; default 8Gi
 	CPU               string            `json:"cpu"`               // CPU request per carrier as a quantity (the limit is workersPerCarrier cores); default 1
 	Env               []meta.EnvSetting `json:"env"`               // environment of the carriers and the sentinels (runs.go)

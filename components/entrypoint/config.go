@@ -23,9 +23,9 @@ type Config struct {
 	ServiceType      string            `json:"serviceType"`      // ClusterIP | LoadBalancer; default ClusterIP
 	SourceRanges     []string          `json:"sourceRanges"`     // CIDRs allowed to reach a LoadBalancer; required with LoadBalancer
 	TLSCertificate   string            `json:"tlsCertificate"`   // PEM certificate (chain) Jupyter serves HTTPS with; key in kolotoc:entrypointTLSKey; required with LoadBalancer
-	DaskImage        string            `json:"daskImage"`        // default DefaultDaskImage
-	JupyterImage     string            `json:"jupyterImage"`     // default DefaultJupyterImage
-	TensorBoardImage string            `json:"tensorboardImage"` // default DefaultTensorBoardImage
+	DaskImage        string            `json:"daskImage"`        // the Dask scheduler's image, pinned by tag; default the carriers' default image
+	JupyterImage     string            `json:"jupyterImage"`     // Jupyter's image, pinned by tag; default DefaultJupyterImage
+	TensorBoardImage string            `json:"tensorboardImage"` // TensorBoard's image, pinned by tag; default DefaultTensorBoardImage
 	Pool             string            `json:"pool"`             // node pool name; default the carriers' pool
 	JupyterUI        string            `json:"jupyterUI"`        // lab (JupyterLab) | notebook (classic Notebook 6); default lab
 	Env              []meta.EnvSetting `json:"env"`              // environment of Jupyter (runs.go)

@@ -23,9 +23,9 @@ type Config struct {
 	ScrapeInterval  string `json:"scrapeInterval"`  // Prometheus scrape interval as a duration; default 30s
 	Retention       string `json:"retention"`       // Prometheus retention time as a duration; default 15d
 	StorageSize     string `json:"storageSize"`     // Prometheus data (emptyDir) size limit as a quantity; default 20Gi
-	PrometheusImage string `json:"prometheusImage"` // default DefaultPrometheusImage
-	GrafanaImage    string `json:"grafanaImage"`    // default DefaultGrafanaImage
-	DCGMImage       string `json:"dcgmImage"`       // default DefaultDCGMExporterImage
+	PrometheusImage string `json:"prometheusImage"` // Prometheus's image, pinned by tag; default DefaultPrometheusImage
+	GrafanaImage    string `json:"grafanaImage"`    // Grafana's image, pinned by tag; default DefaultGrafanaImage
+	DCGMImage       string `json:"dcgmImage"`       // the DCGM exporter's image, pinned by tag; default DefaultDCGMExporterImage
 }
 
 // Images when the section names none, each pinned by a tag that exists upstream (validation
