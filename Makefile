@@ -157,13 +157,14 @@ workflows:
 # most of the real node's two CPUs, and the suite's pods would stay Pending. The user's cluster
 # and stacks are not touched. (tests/e2e refuses to run on the default cluster.)
 # E2E_CLUSTER_NAME names it otherwise (two checkouts testing at once on one machine).
-# E2E_NETWORK: the real node's network (testbed/node/node.sh, KOLOTOC_NETWORK). cilium, the default:
-# every NetworkPolicy the workloads meet is enforced, as on GKE Dataplane V2 and AKS, the suite
-# refuses to start unless a canary policy is (tests/e2e/enforcer_test.go), and the forbidden paths
-# are tried for real. bridge enforces nothing (the flows are judged only): quicker to bring up, for
-# working on what policies do not touch.
+# E2E_NETWORK: the real node's network (testbed/node/node.sh, KOLOTOC_NETWORK). cilium: every
+# NetworkPolicy the workloads meet is enforced, as on GKE Dataplane V2 and AKS, the suite refuses to
+# start unless a canary policy is (tests/e2e/enforcer_test.go), and the forbidden paths are tried
+# for real; the whole suite passes on it. bridge, still the default: it enforces nothing (the flows
+# are judged only). Not the default yet because a cold CI run with Cilium reached the suite only
+# after 68 minutes and would pass the 90-minute cap (docs/measured.md).
 E2E_CLUSTER_NAME ?= e2e
-E2E_NETWORK ?= cilium
+E2E_NETWORK ?= bridge
 E2E_CLUSTER = KOLOTOC_CLUSTER=$(E2E_CLUSTER_NAME) KOLOTOC_KUBECONFIG=$(CURDIR)/.kolotoc/kubeconfig-$(E2E_CLUSTER_NAME) KOLOTOC_NETWORK=$(E2E_NETWORK)
 
 e2e: preflight stack-tools
