@@ -180,11 +180,6 @@ test: preflight
 	@# The real node's images build from Debian packages (mostly unpacking, little CPU) while
 	@# the Go code compiles; testbed/node/node.sh's build waits for this one (a lock) and reuses it.
 	mkdir -p .kolotoc && testbed/images/images.sh build >.kolotoc/images-build.log 2>&1 &
-	@# So do the tools (the cluster's, the stack's, the enforcer): a cold build leaves one of the
-	@# two cores idle through most of the unit tests' links, tests and staticcheck. The calls after
-	@# the unit tests wait for these builds (a lock per tool) and find them done; a failure shows
-	@# there, where the tool is built again in the foreground.
-	testbed/tools/tools.sh $(STACK_TOOLS) $(CLUSTER_TOOLS) $(E2E_NETWORK:bridge=) >.kolotoc/tools-build.log 2>&1 &
 	$(MAKE) --no-print-directory unit
 	testbed/tools/tools.sh $(CLUSTER_TOOLS) $(E2E_NETWORK:bridge=) flowcheck
 	$(E2E_CLUSTER) testbed/cluster/cluster.sh with $(MAKE) --no-print-directory e2e
