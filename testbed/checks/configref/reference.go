@@ -398,7 +398,6 @@ type sources struct {
 }
 
 type typeDoc struct {
-	doc      string
 	fields   map[string]string // comment above and line comment
 	comments map[string]string // line comment alone
 }
@@ -447,10 +446,7 @@ func (s *sources) pkg(path string) map[string]typeDoc {
 			}
 			for _, spec := range gd.Specs {
 				ts := spec.(*ast.TypeSpec)
-				td := typeDoc{doc: text(ts.Doc), fields: map[string]string{}, comments: map[string]string{}}
-				if td.doc == "" && len(gd.Specs) == 1 {
-					td.doc = text(gd.Doc)
-				}
+				td := typeDoc{fields: map[string]string{}, comments: map[string]string{}}
 				if st, ok := ts.Type.(*ast.StructType); ok {
 					for _, fl := range st.Fields.List {
 						doc := joinDocs(text(fl.Doc), text(fl.Comment))
@@ -538,10 +534,6 @@ func stringConst(e ast.Expr, exprs map[string]ast.Expr, depth int) (string, bool
 
 func (s *sources) field(t reflect.Type, name string) string {
 	return s.pkg(t.PkgPath())[t.Name()].fields[name]
-}
-
-func (s *sources) typeDoc(t reflect.Type) string {
-	return s.pkg(t.PkgPath())[t.Name()].doc
 }
 
 func text(cg *ast.CommentGroup) string {
