@@ -95,7 +95,7 @@ func NetworkAllows(c *Config) []isolation.Allow {
 	// the scheduler: whoever does runs code on every worker.
 	workers := DaskWorkers(c)
 	add(entrypoint.SchedulerAllow(workers))
-	out = append(out, dask.Allows(entrypoint.Component, workers)...) // each worker process and nanny
+	out = append(out, dask.Allows(entrypoint.Component, workers, DaskProcesses(c))...) // each worker process and nanny
 
 	if c.InClusterNFS() {
 		add(isolation.Allow{
@@ -131,6 +131,19 @@ func DaskWorkers(c *Config) []string {
 		out = append(out, ring.TowerComponent)
 	}
 	return out
+}
+
+// DaskProcesses is the most Dask worker processes one pod of the stack runs: a carrier's
+// (carriers.workersPerCarrier), or a sentinel's one; 0 without Dask workers.
+func DaskProcesses(c *Config) int {
+	n := 0
+	if c.Carriers.Enabled {
+		n = c.Carriers.WorkersPerCarrier
+	}
+	if c.Towers.Enabled && c.Sentinels.Enabled {
+		n = max(n, 1)
+	}
+	return n
 }
 
 // GPUShareCPULimit is the CPU limit of a pod holding gpus of a node's GPUs: the same share of

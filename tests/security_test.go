@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -416,6 +417,7 @@ func TestNetworkPolicies(t *testing.T) {
 			is := map[string]podSet{}
 			portsOf := map[string]map[string][]int{} // pod key → port name → ports
 			processDash := map[string][]int{}        // pod key → every worker process's metrics port
+			processPorts := map[string][]int{}       // pod key → its worker processes' and nannies' ports (--worker-port, --nanny-port)
 			mark := func(what string, p podTemplate) {
 				if is[what] == nil {
 					is[what] = podSet{}
@@ -432,6 +434,11 @@ func TestNetworkPolicies(t *testing.T) {
 					args := c.Args
 					if len(args) >= 2 && args[0] == "dask" && args[1] == "worker" {
 						mark("dask-worker", p)
+						for i, a := range args[:len(args)-1] {
+							if a == "--worker-port" || a == "--nanny-port" {
+								processPorts[key(p)] = append(processPorts[key(p)], portSpan(t, args[i+1])...)
+							}
+						}
 					}
 					if len(args) >= 2 && args[0] == "dask" && args[1] == "scheduler" {
 						mark("dask-scheduler", p)
@@ -466,6 +473,13 @@ func TestNetworkPolicies(t *testing.T) {
 				return out
 			}
 			comp := func(c string) podSet { return is["component:"+c] }
+			portsIn := func(of map[string][]int, set podSet) []int {
+				var out []int
+				for k := range set {
+					out = append(out, of[k]...)
+				}
+				return dedupe(out)
+			}
 			namedPorts := func(set podSet, names ...string) []int {
 				var out []int
 				for k := range set {
@@ -481,7 +495,7 @@ func TestNetworkPolicies(t *testing.T) {
 			}
 
 			// The intent of every allow: its pods, its clients (+ address ranges), its ports
-			// (nil: every port; a range is written as its first port).
+			// (nil: every port).
 			type intent struct {
 				pods, from podSet
 				cidrs      []string
@@ -512,7 +526,9 @@ func TestNetworkPolicies(t *testing.T) {
 				// Nothing from outside reaches the scheduler, TensorBoard or the dashboard; the
 				// LoadBalancer's ranges reach Jupyter alone (HTTPS, password).
 				ns + "/dask-scheduler": {pods: is["dask-scheduler"], from: daskPeers, ports: namedPorts(is["dask-scheduler"], "scheduler")},
-				ns + "/dask-workers":   {pods: is["dask-worker"], from: daskPeers, ports: []int{40000, 41000}},
+				// Every port a worker process or nanny listens on, and no other (one by one: no
+				// endPort, which Cilium before 1.16 reads as the first port alone).
+				ns + "/dask-workers":   {pods: is["dask-worker"], from: daskPeers, ports: portsIn(processPorts, is["dask-worker"])},
 				ns + "/entrypoint-ui":  {pods: ifAny(uiPorts, is["dask-scheduler"]), from: is["all:"+ns], ports: uiPorts},
 				ns + "/jupyter-public": {pods: ifAny(lb, is["dask-scheduler"]), cidrs: lb, ports: ifAnyPorts(lb, namedPorts(is["dask-scheduler"], "jupyter"))},
 				// mpirun: ssh, then orted and ranks on ports picked at run time, both ways.
@@ -526,8 +542,9 @@ func TestNetworkPolicies(t *testing.T) {
 				ns + "/tf-tensorboard": {pods: comp("tf-tensorboard"), from: is["all:"+ns], ports: namedPorts(comp("tf-tensorboard"), "tensorboard")},
 				ns + "/monitoring-ui": {pods: union(comp("prometheus"), comp("grafana")), from: is["all:"+ns],
 					ports: append(namedPorts(comp("prometheus"), "web"), namedPorts(comp("grafana"), "http")...)},
-				ns + "/prometheus-scrape": {pods: ifAny(comp("prometheus"), is["scraped"]), from: comp("prometheus"), ports: dedupe(namedPorts(is["scraped"], "dashboard", "dask-dash"))},
-				agents + "/dcgm-scrape":   {pods: comp("dcgm-exporter"), from: comp("prometheus"), ports: namedPorts(comp("dcgm-exporter"), "metrics")},
+				ns + "/prometheus-scrape": {pods: ifAny(comp("prometheus"), is["scraped"]), from: comp("prometheus"),
+					ports: dedupe(append(namedPorts(is["scraped"], "dashboard"), portsIn(processDash, is["scraped"])...))},
+				agents + "/dcgm-scrape": {pods: comp("dcgm-exporter"), from: comp("prometheus"), ports: namedPorts(comp("dcgm-exporter"), "metrics")},
 			}
 
 			denied, egressDenied := map[string]bool{}, map[string]bool{}
@@ -614,6 +631,7 @@ func TestNetworkPolicies(t *testing.T) {
 						end := 0
 						if p.EndPort != nil {
 							end = int(*p.EndPort)
+							t.Errorf("%s: port %d has endPort %d, which Cilium before 1.16 reads as port %d alone; list the ports", id, n, end, n)
 						}
 						ranges = append(ranges, [2]int{n, max(n, end)})
 					}
@@ -663,6 +681,25 @@ func ifAny[C ~[]int | ~[]string | ~map[string]bool](cond C, set podSet) podSet {
 		return nil
 	}
 	return set
+}
+
+// portSpan is the ports of dask's port argument: one port, or <first>:<last>.
+func portSpan(t *testing.T, arg string) []int {
+	t.Helper()
+	first, last, isRange := strings.Cut(arg, ":")
+	if !isRange {
+		last = first
+	}
+	a, err1 := strconv.Atoi(first)
+	b, err2 := strconv.Atoi(last)
+	if err1 != nil || err2 != nil || b < a {
+		t.Fatalf("dask port argument %q: want <port> or <first>:<last>", arg)
+	}
+	var out []int
+	for p := a; p <= b; p++ {
+		out = append(out, p)
+	}
+	return out
 }
 
 func dedupe(ports []int) []int {
@@ -816,8 +853,21 @@ func checkMetadataEgress(t *testing.T, id string, in networkingv1.NetworkPolicy,
 		t.Errorf("%s selects %v, want every pod of %s", id, selected, ns)
 	}
 	rules := in.Spec.Egress
-	if len(rules) != 1 || rules[0].Ports != nil {
-		t.Fatalf("%s: egress rules %+v, want one rule for every port", id, rules)
+	if len(rules) != 2 || rules[0].Ports != nil {
+		t.Fatalf("%s: egress rules %+v, want one rule for every port and GKE's Cloud DNS resolver", id, rules)
+	}
+	// The second: DNS alone to the metadata address that is GKE's Cloud DNS resolver, so that pods
+	// resolve names there (isolation.MetadataDNS).
+	dns := rules[1]
+	var dnsPorts []string
+	for _, p := range dns.Ports {
+		if p.Protocol != nil && p.Port != nil && p.EndPort == nil {
+			dnsPorts = append(dnsPorts, string(*p.Protocol)+"/"+p.Port.String())
+		}
+	}
+	if len(dns.To) != 1 || dns.To[0].IPBlock == nil || dns.To[0].IPBlock.CIDR != "169.254.169.254/32" || len(dns.To[0].IPBlock.Except) > 0 ||
+		dns.To[0].PodSelector != nil || dns.To[0].NamespaceSelector != nil || fmt.Sprint(dnsPorts) != "[UDP/53 TCP/53]" {
+		t.Errorf("%s: second egress rule %+v, want 169.254.169.254/32 on UDP and TCP 53 only", id, dns)
 	}
 	// No IPv6 block: Cilium reads ::/0 as the whole world on an IPv4 cluster, IPv4 metadata
 	// included (isolation.RenderDenyEgress).

@@ -14,22 +14,26 @@ import (
 // carrierContainer is the carriers' dask-worker container, the one a shell enters.
 const carrierContainer = "dask-worker"
 
+// ProcessPorts are the ports from first that n worker processes of a pod listen on (at least one),
+// as a NetworkPolicy admits them.
+func ProcessPorts(first, n int) isolation.Port {
+	return isolation.Port{Port: first, EndPort: first + max(n, 1) - 1}
+}
+
 // Allows are the NetworkPolicy allows of the Dask workers: the pods of the components in workers
 // (the carriers, the towers when sentinels run beside them) and the scheduler's pods (component
 // scheduler) reach each worker process and its nanny on their fixed port ranges, and nothing else
-// does. None without workers.
-func Allows(scheduler string, workers []string) []isolation.Allow {
+// does. processes is the most worker processes a pod of them runs: the ports admitted are theirs
+// only. None without workers.
+func Allows(scheduler string, workers []string, processes int) []isolation.Allow {
 	if len(workers) == 0 {
 		return nil
 	}
 	return []isolation.Allow{{
 		Name: "dask-workers", Pods: workers,
-		Ports: []isolation.Port{
-			{Port: WorkerPortFirst, EndPort: WorkerPortFirst + MaxProcesses - 1},
-			{Port: NannyPortFirst, EndPort: NannyPortFirst + MaxProcesses - 1},
-		},
-		From: []isolation.Peer{{Components: append([]string{scheduler}, workers...)}},
-		Why:  "The scheduler and the other workers reach each Dask worker process and nanny on their fixed port ranges.",
+		Ports: []isolation.Port{ProcessPorts(WorkerPortFirst, processes), ProcessPorts(NannyPortFirst, processes)},
+		From:  []isolation.Peer{{Components: append([]string{scheduler}, workers...)}},
+		Why:   "The scheduler and the other workers reach each Dask worker process and nanny on their fixed port ranges.",
 	}}
 }
 

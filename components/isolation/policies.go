@@ -26,7 +26,11 @@ const (
 	componentLabel = "app.kubernetes.io/component"
 )
 
-// Port is a TCP port, or the range Port..EndPort.
+// Port is a TCP port, or the range Port..EndPort. A policy lists a range's ports one by one, never
+// as endPort: Cilium before 1.16, which a GKE Dataplane V2 or AKS cluster may still run, ignores
+// endPort and admits only the range's first port (https://docs.cilium.io/en/stable/network/kubernetes/policy/,
+// "Known missing features"), so the Dask workers past each pod's first would be unreachable there.
+// Keep ranges to what a workload listens on.
 type Port struct {
 	Port    int
 	EndPort int // 0: just Port
@@ -78,6 +82,14 @@ const DenyEgressName = "deny-metadata-egress"
 // (169.254.170.23, fd00:ec2::23). A pod that reaches them gets the node's credentials (or,
 // with Workload Identity / Pod Identity, a token for its service account).
 var MetadataAddresses = []string{"169.254.169.252/32", "169.254.169.254/32", "169.254.170.23/32", "fd00:ec2::23/128", "fd00:ec2::254/128"}
+
+// MetadataDNS is the one metadata address that is also a pod's resolver: on a GKE cluster whose
+// DNS is Cloud DNS (Autopilot's, opt-in on Standard) the kubelet writes it into every pod's
+// resolv.conf, and the node's metadata server answers DNS there on port 53
+// (https://cloud.google.com/kubernetes-engine/docs/concepts/about-cloud-dns; seen dropped by a
+// policy without this exception on Dataplane V2: tektoncd/operator#4000). The metadata deny admits
+// it on port 53 alone, UDP and TCP; nothing hands out credentials on that port, on any cloud.
+const MetadataDNS = "169.254.169.254/32"
 
 // Policies are a namespace's default-deny and its allows.
 type Policies struct {
@@ -143,7 +155,6 @@ func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
 	}
 }
 
-// RenderAllow builds one allow: its pods, its ports, its peers.
 // RenderDenyEgress is the egress policy of every pod of the namespace: any IPv4 address but those
 // of DenyEgress, or nil when there are none. An egress policy selecting a pod denies what its
 // rules do not allow, so the rules are "IPv4 anywhere except …" and every pod of every namespace by
@@ -159,6 +170,9 @@ func RenderDefaultDeny(a *Args) *networkingv1.NetworkPolicyArgs {
 // addresses the first one excepts: the policy denied nothing (seen on the test bed's real
 // Cilium, tests/e2e TestForbiddenPathsRefusedForReal). IPv6 outside the cluster is refused
 // instead, the IPv6 metadata addresses with it; in-cluster IPv6 stays open by the selector.
+//
+// When MetadataDNS is denied, a second rule admits DNS to it (port 53, UDP and TCP): without it,
+// no pod resolves any name on a GKE cluster using Cloud DNS.
 func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 	if len(a.DenyEgress) == 0 {
 		return nil
@@ -173,26 +187,41 @@ func RenderDenyEgress(a *Args) *networkingv1.NetworkPolicyArgs {
 	}
 	sort.Strings(v4)
 	sort.Strings(v6) // named in the description; denied with every other IPv6 address
+	dnsNote := ""
+	if slices.Contains(v4, MetadataDNS) {
+		dnsNote = " (its DNS port on " + MetadataDNS + " stays open: GKE's Cloud DNS answers pods there)"
+	}
 	md := a.Labels.ObjectMeta(DenyEgressName, a.Namespace, policyComponent)
 	md.Annotations = pulumi.StringMap{"kolotoc.dev/description": pulumi.String(
 		"No pod of this namespace reaches the clouds' node metadata endpoints (" + strings.Join(append(append([]string{}, v4...), v6...), ", ") +
-			"): they hand out the node's credentials. Every other IPv4 destination stays open, every pod of the cluster by selector too (Cilium matches no pod by address); IPv6 outside the cluster is closed (Cilium reads ::/0 as the whole world on an IPv4 cluster).")}
+			"): they hand out the node's credentials" + dnsNote + ". Every other IPv4 destination stays open, every pod of the cluster by selector too (Cilium matches no pod by address); IPv6 outside the cluster is closed (Cilium reads ::/0 as the whole world on an IPv4 cluster).")}
+	rules := networkingv1.NetworkPolicyEgressRuleArray{networkingv1.NetworkPolicyEgressRuleArgs{
+		To: networkingv1.NetworkPolicyPeerArray{
+			networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("0.0.0.0/0"), Except: pulumi.ToStringArray(v4)}},
+			// Every pod of the cluster, as Cilium can match it (above).
+			networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: &metav1.LabelSelectorArgs{}},
+		},
+	}}
+	if slices.Contains(v4, MetadataDNS) {
+		rules = append(rules, networkingv1.NetworkPolicyEgressRuleArgs{
+			To: networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String(MetadataDNS)}}},
+			Ports: networkingv1.NetworkPolicyPortArray{
+				networkingv1.NetworkPolicyPortArgs{Protocol: pulumi.String("UDP"), Port: pulumi.Int(53)},
+				networkingv1.NetworkPolicyPortArgs{Protocol: pulumi.String("TCP"), Port: pulumi.Int(53)},
+			},
+		})
+	}
 	return &networkingv1.NetworkPolicyArgs{
 		Metadata: md,
 		Spec: &networkingv1.NetworkPolicySpecArgs{
 			PodSelector: &metav1.LabelSelectorArgs{},
 			PolicyTypes: pulumi.StringArray{pulumi.String("Egress")},
-			Egress: networkingv1.NetworkPolicyEgressRuleArray{networkingv1.NetworkPolicyEgressRuleArgs{
-				To: networkingv1.NetworkPolicyPeerArray{
-					networkingv1.NetworkPolicyPeerArgs{IpBlock: &networkingv1.IPBlockArgs{Cidr: pulumi.String("0.0.0.0/0"), Except: pulumi.ToStringArray(v4)}},
-					// Every pod of the cluster, as Cilium can match it (above).
-					networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: &metav1.LabelSelectorArgs{}},
-				},
-			}},
+			Egress:      rules,
 		},
 	}
 }
 
+// RenderAllow builds one allow: its pods, its ports, its peers.
 func RenderAllow(a *Args, allow Allow) *networkingv1.NetworkPolicyArgs {
 	md := a.Labels.ObjectMeta(allow.Name, a.Namespace, policyComponent)
 	if allow.Why != "" {
@@ -200,11 +229,9 @@ func RenderAllow(a *Args, allow Allow) *networkingv1.NetworkPolicyArgs {
 	}
 	var ports networkingv1.NetworkPolicyPortArray
 	for _, p := range allow.Ports {
-		np := networkingv1.NetworkPolicyPortArgs{Protocol: pulumi.String("TCP"), Port: pulumi.Int(p.Port)}
-		if p.EndPort > p.Port {
-			np.EndPort = pulumi.Int(p.EndPort)
+		for port := p.Port; port <= max(p.Port, p.EndPort); port++ { // one by one: Port
+			ports = append(ports, networkingv1.NetworkPolicyPortArgs{Protocol: pulumi.String("TCP"), Port: pulumi.Int(port)})
 		}
-		ports = append(ports, np)
 	}
 	var from networkingv1.NetworkPolicyPeerArray
 	for _, peer := range allow.From {

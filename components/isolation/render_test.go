@@ -21,7 +21,7 @@ const npType = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 var testLabels = meta.Labels{Instance: "dev", Version: "test"}
 
 // testArgs: the towers' sshd from the launcher, Dask's scheduler from two components of the
-// stack in another namespace, a port range, an NFS server from address ranges, Jupyter from
+// stack in another namespace, a port range (listed port by port), an NFS server from address ranges, Jupyter from
 // anyone; and the metadata endpoints denied.
 func testArgs() *Args {
 	return &Args{
@@ -29,7 +29,7 @@ func testArgs() *Args {
 		DenyEgress: []string{"169.254.169.254/32", "fd00:ec2::254/128", "169.254.170.23/32"},
 		Allows: []Allow{
 			{Name: "tower-ssh", Pods: []string{"tower"}, Ports: []Port{{Port: 2222}}, From: []Peer{{Components: []string{"launcher"}}}, Why: "the launcher starts ranks over ssh"},
-			{Name: "dask-scheduler", Pods: []string{"dask-scheduler"}, Ports: []Port{{Port: 8786}, {Port: 30000, EndPort: 30100}},
+			{Name: "dask-scheduler", Pods: []string{"dask-scheduler"}, Ports: []Port{{Port: 8786}, {Port: 30000, EndPort: 30003}},
 				From: []Peer{{Components: []string{"monitoring", "dask-worker"}, Namespace: "kolotoc-dev-gpu-agents"}}},
 			{Name: "nfs-server", Pods: []string{"nfs-server", "nfs-owner"}, Ports: []Port{{Port: 2049}}, From: []Peer{{CIDRs: []string{"10.1.0.0/16", "10.0.0.0/16"}}, {AllPods: true}}},
 			{Name: "jupyter", Pods: []string{"entrypoint"}, Ports: []Port{{Port: 8888}}, From: []Peer{{Anyone: true}, {AllPods: true}}},
@@ -118,7 +118,7 @@ func TestAllowRules(t *testing.T) {
 	}{
 		{"tower-ssh", []string{"tower"}, []networkingv1.NetworkPolicyPort{tcp(2222, 0)},
 			[]networkingv1.NetworkPolicyPeer{{PodSelector: &k8smeta.LabelSelector{MatchLabels: selector("launcher")}}}},
-		{"dask-scheduler", []string{"dask-scheduler"}, []networkingv1.NetworkPolicyPort{tcp(8786, 0), tcp(30000, 30100)},
+		{"dask-scheduler", []string{"dask-scheduler"}, []networkingv1.NetworkPolicyPort{tcp(8786, 0), tcp(30000, 0), tcp(30001, 0), tcp(30002, 0), tcp(30003, 0)}, // a range port by port: no endPort
 			[]networkingv1.NetworkPolicyPeer{{
 				PodSelector:       inSelector("dask-worker", "monitoring"),
 				NamespaceSelector: &k8smeta.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kolotoc-dev-gpu-agents"}},
@@ -172,12 +172,23 @@ func TestDenyEgress(t *testing.T) {
 	if !cmp.Equal(p.Spec.PolicyTypes, []networkingv1.PolicyType{"Egress"}) || len(p.Spec.Ingress) != 0 {
 		t.Errorf("policy types %v: want Egress alone", p.Spec.PolicyTypes)
 	}
-	want := []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{
-		{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"169.254.169.254/32", "169.254.170.23/32"}}},
-		{NamespaceSelector: &k8smeta.LabelSelector{}},
-	}}}
+	udp := corev1.ProtocolUDP
+	want := []networkingv1.NetworkPolicyEgressRule{
+		{To: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"169.254.169.254/32", "169.254.170.23/32"}}},
+			{NamespaceSelector: &k8smeta.LabelSelector{}},
+		}},
+		// GKE's Cloud DNS resolver is the metadata address: its DNS port stays open, alone.
+		{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "169.254.169.254/32"}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: ptr(intstr.FromInt32(53))}, tcp(53, 0)}},
+	}
 	if d := cmp.Diff(want, p.Spec.Egress); d != "" {
 		t.Errorf("egress (-want +got):\n%s", d)
+	}
+	a0 := testArgs()
+	a0.DenyEgress = []string{"169.254.170.23/32"}
+	if rules := policies(t, a0)["deny-metadata-egress"].Spec.Egress; len(rules) != 1 {
+		t.Errorf("%d egress rules without 169.254.169.254 denied, want the one: no DNS exception for an address not denied", len(rules))
 	}
 	a := testArgs()
 	a.DenyEgress = nil

@@ -301,6 +301,14 @@ func TestForbiddenPathsRefusedForReal(t *testing.T) {
 				paths = append(paths, path{"carrier to metadata", ns, carrier, "dask-worker", a.String(), 80})
 			}
 		}
+		// GKE's Cloud DNS answers pods on the metadata address: its DNS port stays open under the
+		// deny (TCP tried here; the rule admits UDP alike). The test bed's CoreDNS listens on port
+		// 53 of every address of the cluster's namespace, the stand-in's included, so it answers
+		// there as GKE's metadata server does.
+		dnsAddr := netip.MustParsePrefix(isolation.MetadataDNS).Addr().String()
+		if err := s.dialFrom(path{"carrier to the Cloud DNS resolver", ns, carrier, "dask-worker", dnsAddr, 53}); err != nil {
+			t.Errorf("a carrier could not reach %s:53 under the metadata deny (GKE's Cloud DNS resolver): %v", dnsAddr, err)
+		}
 		s.refusedThenLifted(t, func() func() {
 			// The deny is a policy of its own: lifted by deleting it, put back after.
 			if err := s.kube.NetworkingV1().NetworkPolicies(ns).Delete(context.Background(), deny.Name, metav1.DeleteOptions{}); err != nil {

@@ -47,7 +47,7 @@ var entry = &stacks.Workload{
 	Allows: func(c *stacks.Config) []isolation.Allow {
 		return monitoring.Allows(Args(c), append([]string{entrypoint.Component}, stacks.DaskWorkers(c)...), []isolation.Port{
 			{Port: entrypoint.DashboardPort},
-			{Port: dask.DashboardPortFirst, EndPort: dask.DashboardPortFirst + dask.MaxProcesses - 1},
+			dask.ProcessPorts(dask.DashboardPortFirst, stacks.DaskProcesses(c)),
 		})
 	},
 	AgentsAllows: func(c *stacks.Config) []isolation.Allow {
