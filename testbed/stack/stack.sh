@@ -317,8 +317,11 @@ cmd_secret() {
   if [ -t 0 ]; then log "value of $key (not echoed), then Enter:"; fi
   local value
   IFS= read -rs value || [ -n "$value" ] || die "no value on stdin for $key"
-  printf '%s' "$value" | PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
-    pulumi config set --secret --path "$key" --stack "$stack" --config-file "$secrets_file"
+  # Fed by process substitution, not a pipe: under pipefail a pulumi that exits before reading
+  # (an error, or a test's fake) made printf die of SIGPIPE and the command fail with 141.
+  PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER=true \
+    pulumi config set --secret --path "$key" --stack "$stack" --config-file "$secrets_file" \
+    < <(printf '%s' "$value")
   log "set secret $key of stack $stack in $secrets_file"
 }
 

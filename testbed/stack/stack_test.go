@@ -18,6 +18,8 @@ echo "pulumi $*" >>"$FAKE_LOG"
 case "$1 $2" in
   "stack ls") [ -z "${FAKE_LS_FAIL:-}" ] || exit 1; printf '%s\n' "$FAKE_STACKS" ;;
   "config get") echo 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ;;
+  # The value of a secret comes on stdin; read only with FAKE_SECRET_IN (a pulumi may exit unread).
+  "config set") [ -z "${FAKE_SECRET_IN:-}" ] || cat >"$FAKE_SECRET_IN" ;;
 esac
 exit 0
 `
@@ -222,10 +224,14 @@ func TestSecretTakesADottedServerWhole(t *testing.T) {
 		cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "secret", key)
 		cmd.Dir = root
 		cmd.Stdin = strings.NewReader("s3cret-token")
-		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS=[]", "KOLOTOC_KUBECONFIG=")
+		in := filepath.Join(root, "stdin")
+		cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+log, "FAKE_STACKS=[]", "KOLOTOC_KUBECONFIG=", "FAKE_SECRET_IN="+in)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("stack.sh secret %s: %v\n%s", key, err, out)
+		}
+		if b, _ := os.ReadFile(in); string(b) != "s3cret-token" {
+			t.Errorf("secret %s: pulumi read %q on stdin, want the value", key, b)
 		}
 		b, _ := os.ReadFile(log)
 		var set string
@@ -237,5 +243,24 @@ func TestSecretTakesADottedServerWhole(t *testing.T) {
 		if !strings.Contains(set+" ", want) || strings.Contains(string(b), "s3cret-token") {
 			t.Errorf("secret %s: pulumi called as %q, want %q (and the value never in argv)", key, set, want)
 		}
+	}
+}
+
+// TestSecretSurvivesAPulumiThatDoesNotRead: a pulumi that exits 0 without reading its stdin must
+// not fail the command. Fed by a pipe under pipefail, printf died of SIGPIPE (exit 141): CI saw it
+// at random with a 12-byte value; a value larger than a pipe's buffer (64 KiB) makes it certain.
+func TestSecretSurvivesAPulumiThatDoesNotRead(t *testing.T) {
+	root := t.TempDir()
+	fakeCheckout(t, root, map[string]string{
+		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
+		".kolotoc/passphrase": "test-passphrase",
+		filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json"): "{}",
+	})
+	cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "secret", "kolotoc:storage.accountKey")
+	cmd.Dir = root
+	cmd.Stdin = strings.NewReader(strings.Repeat("k", 100<<10))
+	cmd.Env = append(os.Environ(), "STACK=dev", "FAKE_LOG="+filepath.Join(root, "calls.log"), "FAKE_STACKS=[]", "KOLOTOC_KUBECONFIG=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stack.sh secret with a pulumi that exits unread: %v\n%s", err, out)
 	}
 }

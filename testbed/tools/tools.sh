@@ -54,7 +54,9 @@ on_path() {
   local name=$1 want=$2; shift 2
   local found
   found=$(PATH=$(path_without "$bin_dir") command -v "$name" 2>/dev/null) || return 1
-  "$found" "$@" 2>/dev/null | grep -qF "$want" || return 1
+  local out
+  out=$("$found" "$@" 2>/dev/null) || return 1  # not piped into grep -q: SIGPIPE under pipefail
+  [[ $out == *"$want"* ]] || return 1
   ln -sfn "$found" "$bin_dir/$name"
   log "$name $want found on PATH at $found"
 }
