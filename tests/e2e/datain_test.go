@@ -25,7 +25,7 @@ import (
 // created before that.
 func TestDataInAndPerRoleImagesForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 600) // tfcluster 3 × 50m and a light ps, the scheduler 200m: 500m measured
 	task := func(count int) map[string]any {
 		return map[string]any{"count": count, "pool": "node", "gpus": 0, "cpu": "50m", "memory": "64Mi"}
 	}

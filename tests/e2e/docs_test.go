@@ -27,7 +27,10 @@ import (
 func TestDocCommands(t *testing.T) {
 	t.Parallel() // see doc.go
 	kubeconfig, _ := localCluster(t)
-	lockRealNode(t)
+	lockRealNode(t, 1500) // the dev stack (1400m), then the workloads example
+	for _, st := range []string{"dev", "workloads"} {
+		ownNamespace(t, "kolotoc-"+st)
+	}
 	copyDir := scratchCheckout(t, kubeconfig)
 
 	blocks, err := doccheck.FileBlocks(repoRoot, "README.md")

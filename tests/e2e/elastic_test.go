@@ -24,7 +24,7 @@ import (
 // raised with `pulumi up` and the new worker joins without the running ones being recreated.
 func TestElasticTorchrunForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 800) // 3 elastic workers 200m (maxNodes raised from 2), the scheduler 200m
 	elastic := map[string]any{
 		"enabled": true, "image": localImage(t, "torch"), "pool": "node",
 		"minNodes": 1, "maxNodes": 2, "rdzvBackend": "c10d", // nodes: maxNodes
@@ -174,7 +174,7 @@ func (w elasticWorkers) uid(pod string) types.UID {
 // resumes from the newest checkpoint in KOLOTOC_CHECKPOINT_DIR, not from step 0, and finishes.
 func TestElasticResumesFromCheckpoint(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 700)                // 2 elastic workers 200m, the scheduler 200m
 	rdzv := "resume-" + randomHex(t, 3) // a fresh checkpoint directory: the local store outlives the stack
 	elastic := map[string]any{
 		"enabled": true, "image": localImage(t, "torch"), "pool": "node",

@@ -332,8 +332,17 @@ func TestSuiteRefusesWithoutEnforcer(t *testing.T) {
 	}
 	node("enforcer", "stop")
 	t.Cleanup(func() { node("enforcer", "start") })
-	// The kernel lets go of the datapath once the agent's mount namespace is gone: a moment after.
-	time.Sleep(5 * time.Second)
+	// The kernel lets go of the datapath once the agent's mount namespace is gone: a moment after,
+	// or longer on a busy machine (make test runs the unit tests beside the suite; a fixed 5 s
+	// sleep was seen to fall short). Waited for by the client's first connection, bounded.
+	stopped := time.Now()
+	for dial(kubeconfig, c.ns, "client", "", c.ip, canaryPort) != nil {
+		if time.Since(stopped) > time.Minute {
+			t.Fatalf("with Cilium's agent stopped a minute ago the canary's client still cannot connect: is the datapath still attached?")
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the canary's client connected %s after the agent stopped", time.Since(stopped).Round(100*time.Millisecond))
 	_, err = c.verdicts()
 	if !errors.Is(err, errNotEnforcing) {
 		t.Fatalf("with Cilium's agent stopped the canary says %v, want %v", err, errNotEnforcing)

@@ -22,7 +22,7 @@ import (
 // all-reduces again); the lost member comes back with its data and catches up.
 func TestEtcdKeepsQuorumForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 1000) // 3 etcd members 100m, 2 elastic workers 200m, the scheduler 200m
 	overrides := workloadOnly(t, "etcd", map[string]any{
 		"enabled": true, "members": 3, "image": localImage(t, "etcd"),
 		"pool": "node", "cpu": "100m", "memory": "128Mi", "storageSize": "1Gi",

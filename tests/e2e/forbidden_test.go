@@ -221,7 +221,7 @@ func listenIn(netns, addr string) (net.Listener, error) {
 func TestForbiddenPathsRefusedForReal(t *testing.T) {
 	requireEnforcer(t)
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 900) // a tower and its sentinel, the launcher, a carrier, the entrypoint with Jupyter
 	overrides := workloadOnly(t, "towers", map[string]any{
 		"image": localImage(t, "mpi"), "count": 1, "gpusPerTower": 0, "pool": "node", "cpu": "100m", "memory": "256Mi",
 		"launcherCpu": "100m", "launcherMemory": "128Mi", "command": []string{"sleep", "3600"},

@@ -148,6 +148,7 @@ func newStack(t *testing.T, name, base string, overrides map[string]any) *stack 
 		t.Fatalf("%s exists already: another run of the suite, or a leftover to remove", s.configFile)
 	}
 	s.writeConfig(base, overrides)
+	ownNamespace(t, "kolotoc-"+name) // the program's namespace for the stack
 	t.Cleanup(s.cleanup)
 	s.pulumi("stack", "init")
 	for k, v := range s.secrets {

@@ -28,7 +28,7 @@ import (
 // GPU dashboard are parsed by this real Prometheus instead (they return no series: no GPU).
 func TestMonitoringScrapesDaskForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 1100) // Prometheus 500m, its agent 100m, a carrier 200m, the scheduler 200m
 	overrides := workloadOnly(t, "monitoring", map[string]any{
 		"enabled": true, "grafana": false, "dcgmExporter": false, "pool": "node",
 		"prometheusImage": localImage(t, "prometheus"), "scrapeInterval": "5s", "storageSize": "1Gi",

@@ -306,7 +306,7 @@ func allQueued(t *testing.T, s *stack, ns string) podList {
 // (elastic-extra-1, another StatefulSet) run torchrun's all-reduce over both ranks together.
 func TestQueueRealNode(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 1500) // 2 towers 250m, the launcher, 2 elastic workers 200m, the entrypoint with Jupyter
 	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
 	towers["run"], towers["onSuccess"] = "q1", "release"
 	s := newStack(t, "e2e-queue-dev", "dev", map[string]any{

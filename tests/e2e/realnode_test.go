@@ -42,11 +42,11 @@ const (
 // computation on carriers and sentinels, a Jupyter login through the printed port-forward, a file
 // shared between workloads, and every printed command working as printed.
 //
-// The real node has 2 cores: its tests take it in turns (lockRealNode); the other stacks use
-// simulated nodes only and run beside them.
+// The real node has 2 cores: its tests share them by what their pods request (lockRealNode); the
+// other stacks use simulated nodes only and run beside them.
 func TestDevStackRunsForReal(t *testing.T) {
-	t.Parallel() // with the simulated-only tests; see doc.go
-	lockRealNode(t)
+	t.Parallel()          // with the simulated-only tests; see doc.go
+	lockRealNode(t, 1500) // the dev stack: 2 towers with their sentinels, the launcher, a carrier, the entrypoint
 	// Jupyter serves HTTPS with a certificate of the stack (test data: localhost, 127.0.0.1).
 	cert, key := readFile(t, "../testdata/tls/jupyter.crt"), readFile(t, "../testdata/tls/jupyter.key")
 	entry, _ := configValue(t, "dev", "kolotoc:entrypoint").(map[string]any)
@@ -605,21 +605,127 @@ func (s *stack) podName(t *testing.T, ns, component string) string {
 	return newest.Name
 }
 
-// realNodeMu lets one test at a time deploy onto the real node: each dev-sized stack asks for
-// most of its 2 cores.
-var realNodeMu sync.Mutex
+// The real node's CPU is shared by the tests that deploy onto it: each takes the millicores its
+// pods request there at most (lockRealNode) and waits until they are free, so that two tests whose
+// pods fit together run together and no pod of one stays Pending for another's. A test that
+// requests more than it took fails (realNodeWatch): a wrong figure shows at once, never as a
+// timeout elsewhere.
+const realNodeMilliCPU = 2000 // the real node's allocatable CPU (2 cores, none reserved)
 
-// lockRealNode holds the real node until the test and its cleanup (the stack's destroy) are done.
-// It logs how long the test waited and held it: the suite's length is mostly the sum of the holds
-// (bench figures for shortening it, never assertions).
-func lockRealNode(t *testing.T) {
+var realNodeShare = struct {
+	sync.Mutex
+	cond *sync.Cond
+	free int
+	// owner maps a namespace to the test whose stack it is (ownNamespace), for the watch.
+	owner map[string]*testing.T
+}{free: realNodeMilliCPU, owner: map[string]*testing.T{}}
+
+func init() { realNodeShare.cond = sync.NewCond(&realNodeShare.Mutex) }
+
+// lockRealNode holds milliCPU of the real node's CPU until the test and its cleanup (the stack's
+// destroy) are done: the most that the pods of the test's stacks request on the real node at once,
+// summed over their containers as the scheduler counts them (podMilliCPU), checked while the test
+// runs. realNodeMilliCPU takes the node whole. It logs how long the test waited and held it and
+// what it requested at most: the suite's length is mostly the holds (bench figures for shortening
+// it, never assertions).
+func lockRealNode(t *testing.T, milliCPU int) {
+	t.Helper()
+	if milliCPU <= 0 || milliCPU > realNodeMilliCPU {
+		t.Fatalf("lockRealNode(%d): between 1 and %d millicores", milliCPU, realNodeMilliCPU)
+	}
 	asked := time.Now()
-	realNodeMu.Lock()
+	realNodeShare.Lock()
+	for realNodeShare.free < milliCPU {
+		realNodeShare.cond.Wait()
+	}
+	realNodeShare.free -= milliCPU
+	realNodeShare.Unlock()
 	got := time.Now()
+	peak, stop := realNodeWatch(t)
 	t.Cleanup(func() { // registered first, so it runs after every later cleanup
-		t.Logf("real node: waited %s, held %s", got.Sub(asked).Round(time.Second), time.Since(got).Round(time.Second))
-		realNodeMu.Unlock()
+		stop()
+		t.Logf("real node: waited %s, held %s, requested at most %dm of the %dm taken",
+			got.Sub(asked).Round(time.Second), time.Since(got).Round(time.Second), *peak, milliCPU)
+		if *peak > milliCPU {
+			t.Errorf("the pods of this test requested %dm of the real node's CPU at once, more than the %dm it took (lockRealNode): take at least that, or another test's pods may stay Pending for these", *peak, milliCPU)
+		}
+		realNodeShare.Lock()
+		realNodeShare.free += milliCPU
+		realNodeShare.cond.Broadcast()
+		realNodeShare.Unlock()
 	})
+}
+
+// ownNamespace records that namespace ns holds the pods of t's stacks (newStack calls it), for the
+// watch of what t requests on the real node.
+func ownNamespace(t *testing.T, ns string) {
+	realNodeShare.Lock()
+	defer realNodeShare.Unlock()
+	realNodeShare.owner[ns] = t
+}
+
+// realNodeWatch samples, every second until stop, the CPU that the pods of t's namespaces
+// (ownNamespace) request on the real node, and keeps the most (peak). Pods that have ended request
+// nothing (the scheduler counts them so too).
+func realNodeWatch(t *testing.T) (peak *int, stop func()) {
+	_, cfg := localCluster(t)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak = new(int)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sample := func() {
+		pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + realNode})
+		if err != nil {
+			return // a missed sample; the next one counts
+		}
+		sum := 0
+		realNodeShare.Lock()
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if realNodeShare.owner[p.Namespace] == t && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				sum += podMilliCPU(p)
+			}
+		}
+		realNodeShare.Unlock()
+		*peak = max(*peak, sum)
+	}
+	go func() {
+		defer close(done)
+		for {
+			sample()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return peak, func() { cancel(); <-done }
+}
+
+// podMilliCPU is the CPU a pod requests as the scheduler counts it: its containers and sidecars
+// (init containers that keep running), or its largest other init container with the sidecars if
+// that is more, plus the pod's overhead.
+func podMilliCPU(p *corev1.Pod) int {
+	var apps, sidecars, init int64
+	for _, c := range p.Spec.Containers {
+		apps += c.Resources.Requests.Cpu().MilliValue()
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars += c.Resources.Requests.Cpu().MilliValue()
+		} else {
+			init = max(init, c.Resources.Requests.Cpu().MilliValue())
+		}
+	}
+	total := max(apps, init) + sidecars
+	if o, ok := p.Spec.Overhead[corev1.ResourceCPU]; ok {
+		total += o.MilliValue()
+	}
+	return int(total)
 }
 
 // TestHostNetworkTowersRunForReal runs a tower on the node's own network (towers.hostNetwork,
@@ -628,7 +734,7 @@ func lockRealNode(t *testing.T) {
 // One tower only: two towers on one node would both need the sshd port of the same network.
 func TestHostNetworkTowersRunForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 800) // a tower, the launcher, the entrypoint with Jupyter
 	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
 	towers["count"], towers["hostNetwork"] = 1, true
 	s := newStack(t, "e2e-hostnet", "dev", map[string]any{

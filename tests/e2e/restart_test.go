@@ -49,7 +49,7 @@ var demoCommand = []any{"mpirun", "-np", "$(KOLOTOC_NP)", "--hostfile", "$(KOLOT
 //     command says failed, the attempt count and why.
 func TestRingRestartsFromCheckpoint(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 1100) // 2 towers 250m (and a replacement while one terminates), the launcher, the scheduler
 	towers, _ := configValue(t, "dev", "kolotoc:towers").(map[string]any)
 	towers["command"] = demoCommand
 	towers["env"] = []any{

@@ -13,7 +13,7 @@ import (
 // machine during training. The real node has no GPU: GPU state is not checked here.
 func TestSentinelWatchesTowerForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 800) // a tower and its sentinel, the launcher, the entrypoint with Jupyter
 	overrides := workloadOnly(t, "towers", map[string]any{
 		"image": localImage(t, "mpi"), "count": 1, "gpusPerTower": 0, "pool": "node", "cpu": "100m", "memory": "256Mi",
 		"launcherCpu": "100m", "launcherMemory": "128Mi", "command": []string{"true"},

@@ -20,7 +20,7 @@ import (
 // NetworkPolicies a real TensorFlow cluster relies on; not TensorFlow itself.
 func TestTFClusterProbeRunsForReal(t *testing.T) {
 	t.Parallel()
-	lockRealNode(t)
+	lockRealNode(t, 800) // tfcluster 5 × 50m, the scheduler 200m: 700m measured
 	task := func(count int) map[string]any {
 		return map[string]any{"count": count, "pool": "node", "gpus": 0, "cpu": "50m", "memory": "64Mi"}
 	}
