@@ -42,9 +42,16 @@ func TestE2ERunsOnAClusterOfItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := regexp.MustCompile(`(?m)^\t(.*)testbed/cluster/cluster\.sh with .*\be2e$`).FindSubmatch(makefile)
+	// (directly, or through e2e-beside-unit, which runs make e2e beside make unit)
+	with := regexp.MustCompile(`(?m)^\t(.*)testbed/cluster/cluster\.sh with .*\b(e2e|e2e-beside-unit)$`).FindSubmatch(makefile)
 	if with == nil {
 		t.Fatal("make test does not run make e2e under testbed/cluster/cluster.sh with")
+	}
+	if string(with[2]) == "e2e-beside-unit" {
+		recipe := regexp.MustCompile(`(?ms)^e2e-beside-unit:\n(.*?)\n\n`).FindSubmatch(makefile)
+		if recipe == nil || !regexp.MustCompile(`\$\(MAKE\) [^;&]*\be2e\b`).Match(recipe[1]) {
+			t.Fatal("make test runs e2e-beside-unit under testbed/cluster/cluster.sh with, whose recipe runs no make e2e")
+		}
 	}
 	if !strings.Contains(string(with[1]), "$(E2E_CLUSTER)") {
 		t.Errorf("make test runs `testbed/cluster/cluster.sh with` without $(E2E_CLUSTER): it would start, and then put back, the default cluster")

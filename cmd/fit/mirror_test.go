@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"kolotoc/testbed/checks/stackfiles"
 )
 
 const cloudStack = `config:
@@ -135,9 +137,10 @@ func TestMirrorName(t *testing.T) {
 // TestMirrorEveryStackFile: every committed stack file mirrors, and its mirror keeps every
 // workload key of the original.
 func TestMirrorEveryStackFile(t *testing.T) {
-	files, _ := filepath.Glob("../../Pulumi.*.yaml")
-	ex, _ := filepath.Glob("../../examples/*/Pulumi.*.yaml")
-	files = append(files, ex...)
+	files, err := stackfiles.Committed("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(files) < 5 {
 		t.Fatalf("only %d stack files", len(files))
 	}
