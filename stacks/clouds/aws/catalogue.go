@@ -29,9 +29,9 @@ func catalogue() stacks.Catalogue {
 	}
 	// EFA: interfaces (network cards) per instance and GPUDirect RDMA, from AWS's EFA "Supported
 	// instance types" and the instance types' network specifications. G5 and G6 take EFA from
-	// the 8xlarge size up, one interface, without GPUDirect RDMA. P5e has P5's 32 network cards
-	// (EC2, "Maximize network bandwidth on accelerated instances with EFA"), P5en 16 and P6-B200
-	// 8, each with RDMA read and write (EFA "Supported instance types": Nitro v4, v5, v6).
+	// the 8xlarge size up, one interface, without GPUDirect RDMA. P5e has P5's 32 network cards,
+	// P5en 16 and P6-B200 8 (EC2 User Guide, "Elastic network interfaces", Network cards: one EFA
+	// per card), each with RDMA read and write (EFA "Supported instance types": Nitro v4, v5, v6).
 	for name, efa := range map[string]struct {
 		n    int
 		rdma bool
