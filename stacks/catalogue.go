@@ -21,7 +21,7 @@ type MachineType struct {
 	// EFAs (aws): the Elastic Fabric Adapters an instance takes, one per network card (AWS's
 	// "Supported instance types" for EFA and each type's maximumEfaInterfaces); 0 = no EFA.
 	EFAs int
-	// EFARDMA (aws): the instance's EFA carries GPUDirect RDMA (P4d, P4de, P5), so NCCL is told
+	// EFARDMA (aws): the instance's EFA carries GPUDirect RDMA (P4d, P4de, P5, P5e, P5en, P6), so NCCL is told
 	// to use it (FI_EFA_USE_DEVICE_RDMA=1).
 	EFARDMA bool
 }
@@ -40,6 +40,8 @@ const (
 	GPUA100    = "nvidia-tesla-a100" // A100 40 GB
 	GPUA100_80 = "nvidia-a100-80gb"  // A100 80 GB
 	GPUH100_80 = "nvidia-h100-80gb"  // H100 80 GB
+	GPUH200    = "nvidia-h200-141gb" // H200 141 GB (GCP a3-ultragpu, AWS p5e and p5en)
+	GPUB200    = "nvidia-b200"       // B200 (GCP a4-highgpu, AWS p6-b200)
 	GPUL4      = "nvidia-l4"         // L4 24 GB
 	GPUA10G    = "nvidia-a10g"       // A10G 24 GB (AWS g5)
 	GPUT4      = "nvidia-tesla-t4"   // T4 16 GB

@@ -174,6 +174,13 @@ func TestCatalogue(t *testing.T) {
 		{Name: "g2-standard-96", Cloud: stacks.CloudGCP, GPUs: 8, GPUType: stacks.GPUL4, VCPUs: 96, MemoryMi: 384 * 1024},
 		{Name: "p4d.24xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUA100, VCPUs: 96, MemoryMi: 1152 * 1024, EFAs: 4, EFARDMA: true},
 		{Name: "p5.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUH100_80, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 32, EFARDMA: true},
+		// P5e, P5en (H200 141 GB) and P6-B200: EC2 "Elastic Fabric Adapter", Supported instance
+		// types (EFA with RDMA read and write: p5e on Nitro v4, p5en v5, p6-b200 v6); network
+		// cards, one EFA each (EC2 User Guide, "Elastic network interfaces", Network cards):
+		// p5e 32, p5en 16, p6-b200 8.
+		{Name: "p5e.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUH200, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 32, EFARDMA: true},
+		{Name: "p5en.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUH200, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 16, EFARDMA: true},
+		{Name: "p6-b200.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUB200, VCPUs: 192, MemoryMi: 2048 * 1024, EFAs: 8, EFARDMA: true},
 		{Name: "g5.12xlarge", Cloud: stacks.CloudAWS, GPUs: 4, GPUType: stacks.GPUA10G, VCPUs: 48, MemoryMi: 192 * 1024, EFAs: 1},
 		{Name: "g6.48xlarge", Cloud: stacks.CloudAWS, GPUs: 8, GPUType: stacks.GPUL4, VCPUs: 192, MemoryMi: 768 * 1024, EFAs: 1},
 		{Name: "Standard_NC24ads_A100_v4", Cloud: stacks.CloudAzure, GPUs: 1, GPUType: stacks.GPUA100_80, VCPUs: 24, MemoryMi: 220 * 1024},

@@ -257,6 +257,9 @@ func (c *Config) SimulatedPool(p NodePool) cluster.Pool {
 	if f.EFAs > 0 {
 		labels[fabric.Label] = fabric.EFA
 		devices = map[string]string{fabric.EFAResource: fmt.Sprint(f.EFAs)}
+		if f.HugePages { // what the pods request beside the interfaces (PodFabric)
+			devices[fabric.HugePagesResource] = fmt.Sprintf("%dMi", fabric.NodeHugePagesMi)
+		}
 	}
 	for name, q := range p.Devices.Values { // nodePools[i].devices: RDMA HCAs, huge pages, …
 		if devices == nil {

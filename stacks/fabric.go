@@ -47,6 +47,9 @@ type PoolFabric struct {
 	EFAs int
 	// RDMA: GPUDirect RDMA over EFA.
 	RDMA bool
+	// HugePages: the nodes reserve 2 MiB huge pages for EFA (fabric.NodeHugePagesMi), which the
+	// pods on them request beside their interfaces; false where no node advertises them.
+	HugePages bool
 	// GVNIC: GCP's gVNIC on the nodes.
 	GVNIC bool
 }
@@ -135,15 +138,32 @@ func (c *Config) validateFabric(v *Validator) {
 		return
 	}
 	p := c.Pool(c.Towers.Pool)
-	if p == nil || p.Placement != PlacementSpread || c.Towers.CrossZone {
+	if p == nil || p.Placement != PlacementSpread {
 		return
 	}
 	zones := c.spreadZones(*p)
+	if c.Towers.CrossZone {
+		// crossZone accepts TCP's latency between zones; EFA has none to accept: "EFA traffic
+		// can't cross Availability Zones or VPCs" and "is not routable" (EC2 User Guide, "Elastic
+		// Fabric Adapter", EFA limitations), so NCCL over EFA between zones does not connect.
+		if f := c.PoolFabric(*p); f.EFAs > 0 && zones > 1 && c.towerNodes(p) > 1 {
+			i := c.poolIndex(p.Name)
+			v.add("towers.crossZone", "true", fmt.Sprintf(
+				"the towers' ring spans nodes of pool %s, which spreads over %d zones with EFA (%d interfaces per node), and EFA traffic does not cross subnets or zones: "+
+					"NCCL's ranks would not reach each other over it; allowed: nodePools[%d].placement: %s, or nodePools[%d].fabric: %s (TCP across zones), or towers.crossZone: false",
+				p.Name, zones, f.EFAs, i, PlacementCompact, i, FabricOff))
+		}
+		return
+	}
 	if nodes := c.towerNodes(p); zones > 1 && nodes > 1 {
 		i := c.poolIndex(p.Name)
+		accept := "towers.crossZone: true to accept it"
+		if c.PoolFabric(*p).EFAs > 0 { // EFA does not cross zones at all (above)
+			accept = fmt.Sprintf("nodePools[%d].fabric: %s with towers.crossZone: true to accept it over TCP", i, FabricOff)
+		}
 		v.add(fmt.Sprintf("nodePools[%d].placement", i), p.Placement, fmt.Sprintf(
 			"the towers' ring spans %d nodes of pool %s, which spreads over %d zones: every allreduce would cross zones (latency, and traffic charged between zones); "+
-				"allowed: %s, or towers.crossZone: true to accept it", nodes, p.Name, zones, PlacementCompact))
+				"allowed: %s, or %s", nodes, p.Name, zones, PlacementCompact, accept))
 	}
 }
 
@@ -178,17 +198,26 @@ func (c *Config) EFAPools() bool {
 	return false
 }
 
-// TowerFabric is what the towers take of their pool's fabric: their share of each node's EFA
-// interfaces and NCCL's environment on them; zero without a fabric.
-func (c *Config) TowerFabric() ring.Fabric {
-	p := c.Pool(c.Towers.Pool)
+// TowerFabric is what the towers take of their pool's fabric (PodFabric).
+func (c *Config) TowerFabric() ring.Fabric { return c.PodFabric(c.Towers.Pool, c.Towers.GPUsPerTower) }
+
+// PodFabric is what a pod of pool holding gpus of a node's GPUs takes of the pool's fabric: its
+// share of each node's EFA interfaces and of their huge pages, and NCCL's environment on them;
+// zero without a fabric. The one rule for every workload whose ranks talk NCCL across nodes
+// (towers, elastic workers, TF workers).
+func (c *Config) PodFabric(pool string, gpus int) fabric.Share {
+	p := c.Pool(pool)
 	if p == nil {
-		return ring.Fabric{}
+		return fabric.Share{}
 	}
 	f := c.PoolFabric(*p)
-	n := f.PerPod(c.Towers.GPUsPerTower, p.GPUsPerNode)
+	n := f.PerPod(gpus, p.GPUsPerNode)
 	if n == 0 {
-		return ring.Fabric{}
+		return fabric.Share{}
 	}
-	return ring.Fabric{Resource: fabric.EFAResource, PerTower: n, Env: f.FabricEnv()}
+	s := fabric.Share{Resource: fabric.EFAResource, PerPod: n, Env: f.FabricEnv()}
+	if f.HugePages {
+		s.HugePages = fabric.HugePages(gpus, p.GPUsPerNode)
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package stacks_test
 
 import (
 	"errors"
+	"kolotoc/components/fabric"
 	"kolotoc/stacks"
 	_ "kolotoc/stacks/clouds"
 	_ "kolotoc/stacks/workloads"
@@ -19,7 +20,7 @@ func TestPoolFabricDefaults(t *testing.T) {
 	}{
 		// p4d.24xlarge: 4 EFA interfaces with GPUDirect RDMA (AWS, EFA "Supported instance
 		// types"); a cluster placement group in the cluster's first zone.
-		{"../examples/aws/Pulumi.aws.yaml", "aws", "gpu", stacks.PoolFabric{Cloud: stacks.CloudAWS, Compact: true, PlacementGroup: true, Zone: "us-east-1a", EFAs: 4, RDMA: true}},
+		{"../examples/aws/Pulumi.aws.yaml", "aws", "gpu", stacks.PoolFabric{Cloud: stacks.CloudAWS, Compact: true, PlacementGroup: true, Zone: "us-east-1a", EFAs: 4, RDMA: true, HugePages: true}},
 		{"../examples/aws/Pulumi.aws.yaml", "aws", "cpu", stacks.PoolFabric{Cloud: stacks.CloudAWS}},
 		// a2-highgpu-8g: GKE's compact placement takes A100 machines (GKE, "Define compact
 		// placement for GKE nodes", Limitations); gVNIC on GPU pools.
@@ -71,6 +72,22 @@ func TestPoolFabricRules(t *testing.T) {
 	if env := sim.PoolFabric(p4d).FabricEnv(); env["FI_PROVIDER"] != "efa" || env["FI_EFA_USE_DEVICE_RDMA"] != "1" {
 		t.Errorf("NCCL environment on p4d: %v", env)
 	}
+	// A pool at zero is Karpenter's, which launches nodes only for resources its instance types
+	// have, huge pages none of them (kubernetes-sigs/karpenter#751): its pods request none.
+	atZero := stacks.NodePool{Name: "h100", MachineType: "p5.48xlarge", GPUsPerNode: 8, MinNodes: new(int), MaxNodes: 2, Placement: stacks.PlacementCompact, Fabric: stacks.FabricAuto}
+	if f := aws.PoolFabric(atZero); f.EFAs != 32 || f.HugePages {
+		t.Errorf("p5.48xlarge at zero: %+v, want 32 EFAs without huge pages", f)
+	}
+	// A pod's share of a node's huge pages follows its share of the GPUs, in whole 2 MiB pages,
+	// from AWS's EKS EFA example's 5120Mi for a whole node (fabric.NodeHugePagesMi).
+	for _, tc := range []struct {
+		gpus int
+		want string
+	}{{8, "5120Mi"}, {4, "2560Mi"}, {1, "640Mi"}, {0, ""}} {
+		if got := fabric.HugePages(tc.gpus, 8); got != tc.want {
+			t.Errorf("HugePages(%d of 8) = %q, want %q", tc.gpus, got, tc.want)
+		}
+	}
 	// A tower's share of a node's interfaces follows its share of the GPUs.
 	f := stacks.PoolFabric{EFAs: 4}
 	for _, tc := range []struct{ gpus, want int }{{8, 4}, {4, 2}, {1, 1}, {0, 0}} {
@@ -98,7 +115,7 @@ func TestFabricRefused(t *testing.T) {
 		{"ring spread over aws zones", "../examples/aws/Pulumi.aws.yaml", "aws", map[string]string{
 			"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","nodes":2,"placement":"spread"},{"name":"cpu","machineType":"m6i.4xlarge"}]`,
 			"towers":    `{"count":2,"pool":"gpu","launcherPool":"cpu"}`},
-			"nodePools[0].placement", "allowed: compact, or towers.crossZone: true"},
+			"nodePools[0].placement", "allowed: compact, or nodePools[0].fabric: off with towers.crossZone: true"},
 		{"aws pool zone outside the cluster's", "../examples/aws/Pulumi.aws.yaml", "aws", map[string]string{
 			"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","nodes":2,"zones":["us-east-1c"]},{"name":"cpu","machineType":"m6i.4xlarge"}]`,
 			"towers":    `{"count":2,"pool":"gpu","launcherPool":"cpu"}`},

@@ -128,6 +128,12 @@ func TestBadConfigs(t *testing.T) {
 		{name: "unknown nested field", set: map[string]string{"towers": `{"count":2,"gpusPerTowr":8}`}, wantKey: "towers.gpusPerTowr", wantMsg: "allowed: enabled, count, gpusPerTower"},
 		{name: "wrong type", set: map[string]string{"towers": `{"count":"two"}`}, wantKey: "towers.count", wantMsg: "want an integer"},
 		{name: "zero towers", set: map[string]string{"towers": `{"count":0}`}, wantKey: "towers.count", wantMsg: "at least 1"},
+		// EFA does not cross zones (fabric.go): EC2 User Guide, "Elastic Fabric Adapter", EFA
+		// limitations: "EFA traffic can't cross Availability Zones or VPCs".
+		{name: "EFA pool spread over zones with crossZone", set: map[string]string{"cloud": "aws", "cluster": `{"region":"us-east-1","zones":["us-east-1a","us-east-1b"]}`,
+			"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","nodes":2,"placement":"spread"},{"name":"cpu","machineType":"m6i.4xlarge"}]`,
+			"towers":    `{"count":2,"gpusPerTower":8,"pool":"gpu","crossZone":true}`, "storage": `{"type":"efs"}`},
+			wantKey: "towers.crossZone", wantMsg: "spreads over 2 zones with EFA (4 interfaces per node), and EFA traffic does not cross subnets or zones: NCCL's ranks would not reach each other over it; allowed: nodePools[0].placement: compact, or nodePools[0].fabric: off (TCP across zones), or towers.crossZone: false"},
 		// kolotoc:queue (queue.go, components/queue).
 		{name: "unknown queue type", set: map[string]string{"queue": `{"type":"volcano"}`}, wantKey: "queue.type", wantMsg: "allowed: off, kueue"},
 		{name: "queue keys with the queue off", set: map[string]string{"queue": `{"localQueue":"team"}`}, wantKey: "queue.type", wantMsg: "type kueue only"},

@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
 	"kolotoc/components/queue"
 	"kolotoc/components/tfcluster"
@@ -100,8 +101,18 @@ func (c *Config) QueueQuota() map[string]string {
 		out["cpu"] = fmt.Sprint(cpus)
 		out["memory"] = mem.String()
 		out[meta.GPUResource] = fmt.Sprint(gpus)
-		if f := c.TowerFabric(); f.Resource != "" {
-			out[f.Resource] = fmt.Sprint(c.Towers.Count * f.PerTower)
+		// Kueue admits a workload only if its ClusterQueue covers every resource the pods
+		// request (Kueue, "Cluster Queue": "resources not covered by the ClusterQueue" leave the
+		// workload inadmissible), so the quota names each further resource a queued workload
+		// requests: what the pools' nodes advertise of it, or, where no pool says, what the
+		// workloads request (the scheduler then decides whether nodes have it).
+		for name, q := range c.poolExtras() {
+			out[name] = q
+		}
+		for name, q := range c.queuedExtras() {
+			if _, ok := out[name]; !ok {
+				out[name] = q
+			}
 		}
 	}
 	if q.GPUs > 0 {
@@ -116,12 +127,61 @@ func (c *Config) QueueQuota() map[string]string {
 	return out
 }
 
+// poolExtras is what the pools' nodes advertise besides CPU, memory and GPUs, summed over each
+// pool's largest size: EFA interfaces and their huge pages (PoolFabric), and nodePools[].devices.
+func (c *Config) poolExtras() map[string]string {
+	var n podsNeed
+	for _, p := range c.NodePools {
+		per := map[string]string{}
+		if f := c.PoolFabric(p); f.EFAs > 0 {
+			per[fabric.EFAResource] = fmt.Sprint(f.EFAs)
+			if f.HugePages {
+				per[fabric.HugePagesResource] = fmt.Sprintf("%dMi", fabric.NodeHugePagesMi)
+			}
+		}
+		for name, q := range p.Devices.Values {
+			per[name] = q
+		}
+		n.addExtra(max(p.Nodes, p.MaxNodes), per)
+	}
+	return n.extraResources()
+}
+
+// queuedExtras is what the queued workloads' gangs request besides CPU, memory and GPUs, summed.
+func (c *Config) queuedExtras() map[string]string {
+	var n podsNeed
+	for _, wl := range c.enabledWorkloads() {
+		if wl.Gang == nil {
+			continue
+		}
+		if g := wl.Gang(c); g != nil {
+			extra := map[string]string{}
+			for name, q := range g.Need {
+				if name != "cpu" && name != "memory" && name != meta.GPUResource {
+					extra[name] = q
+				}
+			}
+			n.addExtra(1, extra)
+		}
+	}
+	return n.extraResources()
+}
+
 // TowersNeed is what the ring asks its queue for at once: every tower's requests (Kueue sums
-// the StatefulSet's replicas; the launcher is not queued, meta.SetGang).
+// the StatefulSet's replicas; the launcher is not queued, meta.SetGang), its fabric's and
+// towers.resources' included (which override the fabric's, as in the towers' containers).
 func (c *Config) TowersNeed() map[string]string {
 	t := c.Towers
 	var n podsNeed
 	n.add(t.Count, t.CPU, t.Memory, t.GPUsPerTower)
+	extra := c.TowerFabric().Requests()
+	req, _ := t.Resources.Quantities()
+	for name, q := range req {
+		if name != "cpu" && name != "memory" && name != meta.GPUResource {
+			extra[name] = q
+		}
+	}
+	n.addExtra(t.Count, extra)
 	return n.resources()
 }
 
@@ -129,6 +189,35 @@ func (c *Config) TowersNeed() map[string]string {
 type podsNeed struct {
 	cpu, mem resource.Quantity
 	gpus     int
+	extra    map[string]*resource.Quantity // further resources (EFA, huge pages, devices) by name
+}
+
+// addExtra counts pods, each requesting the further resources req (name to quantity).
+func (n *podsNeed) addExtra(pods int, req map[string]string) {
+	for name, s := range req {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || pods < 1 {
+			continue // reported under its own key
+		}
+		if n.extra == nil {
+			n.extra = map[string]*resource.Quantity{}
+		}
+		if n.extra[name] == nil {
+			n.extra[name] = &resource.Quantity{}
+		}
+		for range pods {
+			n.extra[name].Add(q)
+		}
+	}
+}
+
+// extraResources is the further resources' sums by name.
+func (n *podsNeed) extraResources() map[string]string {
+	out := map[string]string{}
+	for name, q := range n.extra {
+		out[name] = q.String()
+	}
+	return out
 }
 
 // add counts pods, each requesting cpu, memory and gpus (an unparsable quantity, which
@@ -143,7 +232,9 @@ func (n *podsNeed) add(pods int, cpu, memory string, gpus int) {
 
 // resources is the need by resource name, as the queue's quota is given.
 func (n *podsNeed) resources() map[string]string {
-	return map[string]string{"cpu": n.cpu.String(), "memory": n.mem.String(), meta.GPUResource: fmt.Sprint(n.gpus)}
+	out := n.extraResources()
+	out["cpu"], out["memory"], out[meta.GPUResource] = n.cpu.String(), n.mem.String(), fmt.Sprint(n.gpus)
+	return out
 }
 
 func addQuantity(sum *resource.Quantity, s string) {
@@ -163,6 +254,7 @@ func (c *Config) ElasticNeed() map[string]string {
 	el := c.Elastic
 	var n podsNeed
 	n.add(el.MinNodes, el.CPU, el.Memory, el.GPUsPerNode)
+	n.addExtra(el.MinNodes, c.PodFabric(el.Pool, el.GPUsPerNode).Requests())
 	return n.resources()
 }
 
@@ -174,6 +266,7 @@ func (c *Config) TFNeed() map[string]string {
 	var n podsNeed
 	for _, t := range c.TFCluster.Tasks(func(tfcluster.Role) string { return "" }) {
 		n.add(t.Count, t.CPU, t.Memory, t.GPUs)
+		n.addExtra(t.Count, c.PodFabric(t.Pool, t.GPUs).Requests())
 	}
 	return n.resources()
 }

@@ -61,7 +61,7 @@ func PodSecurity(c *Config) isolation.Level {
 	}
 	if len(reasons) > 0 {
 		if c.EFAPools() {
-			reasons = append(reasons, "fabric: the EFA device plugin mounts the kubelet's device-plugins directory (hostPath)")
+			reasons = append(reasons, "fabric: the EFA device plugin uses the node's network and mounts the kubelet's device-plugins directory and /dev/infiniband (hostPath)")
 		}
 		return isolation.Level{Enforce: isolation.Privileged, Reasons: reasons}
 	}
@@ -73,6 +73,9 @@ func GPUAgentsPodSecurity(c *Config) isolation.Level {
 	var reasons []string
 	if *c.DevicePlugin.Enabled {
 		reasons = append(reasons, "devicePlugin: the NVIDIA device plugin mounts the kubelet's device-plugins directory (hostPath)")
+	}
+	if c.EFAPools() {
+		reasons = append(reasons, "fabric: the EFA device plugin uses the node's network (hostNetwork) and mounts the kubelet's device-plugins directory and /dev/infiniband (hostPath), as upstream's chart runs it")
 	}
 	if c.Monitoring.Enabled && c.Monitoring.DCGMOn() {
 		why := "monitoring.dcgmExporter: the DCGM exporter mounts the kubelet's pod-resources directory (hostPath) and adds CAP_SYS_ADMIN for profiling metrics"

@@ -352,7 +352,7 @@ func TestEKSPoolAtZeroNodePool(t *testing.T) {
 // capacityType: SPOT"), which the pods that must not run on Spot avoid. A spread pool may be in
 // any of the cluster's zones and has no placement group.
 func TestEKSPoolAtZeroSpot(t *testing.T) {
-	rec := cloudRec(t, "aws", map[string]string{"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"spot":true,"placement":"spread"},` +
+	rec := cloudRec(t, "aws", map[string]string{"nodePools": `[{"name":"gpu","machineType":"p4d.24xlarge","minNodes":0,"maxNodes":2,"spot":true,"placement":"spread","fabric":"off"},` +
 		`{"name":"cpu","machineType":"m6i.4xlarge","nodes":1},{"name":"ops","machineType":"m6i.large","nodes":1}]`,
 		"towers": `{"count":2,"gpusPerTower":8,"pool":"gpu","launcherPool":"ops","crossZone":true}`})
 	np := inputs(rec.one(t, tKarpenterPool, "karpenter-gpu"))

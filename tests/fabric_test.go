@@ -96,6 +96,30 @@ func checkEFAWorkloads(t *testing.T, rec *recorder, ns string, perTower int) {
 	if img := pod.Containers[0].Image; !strings.HasSuffix(img, "/eks/aws-efa-k8s-device-plugin:v0.5.8") {
 		t.Errorf("EFA device plugin image %q, want the pinned release", img)
 	}
+	// Upstream's chart (eks-charts, stable/aws-efa-k8s-device-plugin, templates/daemonset.yaml):
+	// hostNetwork, priorityClassName system-node-critical, a CriticalAddonsOnly toleration, and
+	// the node's /dev/infiniband mounted beside the kubelet's device-plugins directory.
+	if !pod.HostNetwork || pod.PriorityClassName != "system-node-critical" {
+		t.Errorf("EFA device plugin hostNetwork %v priorityClassName %q, want the chart's true and system-node-critical", pod.HostNetwork, pod.PriorityClassName)
+	}
+	if !slices.ContainsFunc(pod.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Key == "CriticalAddonsOnly" && tol.Operator == corev1.TolerationOpExists
+	}) {
+		t.Errorf("EFA device plugin tolerations %v, want the chart's CriticalAddonsOnly", pod.Tolerations)
+	}
+	hostPaths := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = strings.TrimSuffix(v.HostPath.Path, "/")
+		}
+	}
+	mounted := map[string]bool{}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounted[hostPaths[m.Name]] = true
+	}
+	if !mounted["/dev/infiniband"] || !mounted["/var/lib/kubelet/device-plugins"] {
+		t.Errorf("EFA device plugin mounts %v of the host, want /dev/infiniband and /var/lib/kubelet/device-plugins", mounted)
+	}
 	c := templateOf(t, rec.one(t, tStatefulSet, "towers")).Spec.Containers[0]
 	want := fmt.Sprint(perTower)
 	efa := func(list corev1.ResourceList) string {
@@ -106,6 +130,19 @@ func checkEFAWorkloads(t *testing.T, rec *recorder, ns string, perTower int) {
 	}
 	if efa(c.Resources.Limits) != want || efa(c.Resources.Requests) != want {
 		t.Errorf("tower requests %v, want vpc.amazonaws.com/efa: %s", c.Resources, want)
+	}
+	// libfabric's EFA provider allocates its buffers from 2 MiB huge pages. AWS's EKS EFA example
+	// (aws-ia terraform-aws-eks-blueprints, patterns/nvidia-gpu-efa, generate-efa-nccl-test.sh)
+	// requests hugepages-2Mi: 5120Mi beside all of a node's EFAs, as request and limit alike
+	// (Kubernetes, "Manage HugePages": huge page requests must equal limits).
+	huge := func(list corev1.ResourceList) string {
+		if q, ok := list["hugepages-2Mi"]; ok {
+			return q.String()
+		}
+		return "none"
+	}
+	if huge(c.Resources.Limits) != "5Gi" || huge(c.Resources.Requests) != "5Gi" {
+		t.Errorf("tower requests %v, want hugepages-2Mi: 5120Mi as request and limit", c.Resources)
 	}
 	env := envValues(c)
 	// AWS, "Get started with EFA and NCCL for ML workloads on Amazon EC2": FI_PROVIDER=efa, and
@@ -221,6 +258,11 @@ func TestSimulatedFabric(t *testing.T) {
 		if capacity["vpc.amazonaws.com/efa"] != "4" || labels["kolotoc.dev/fabric"] != "efa" || labels["topology.kubernetes.io/zone"] != "us-east-1a" {
 			t.Errorf("GPU node %s: capacity %v labels %v, want 4 EFAs, fabric efa, zone us-east-1a", n.Name, capacity, labels)
 		}
+		// The towers request huge pages beside their EFAs (checkEFAWorkloads): a node without them
+		// would leave every tower Pending.
+		if capacity["hugepages-2Mi"] != "5120Mi" {
+			t.Errorf("GPU node %s: capacity %v, want hugepages-2Mi: 5120Mi beside its EFAs", n.Name, capacity)
+		}
 	}
 	if len(gpuNodes) != 2 {
 		t.Fatalf("%d simulated GPU nodes, want the example's 2", len(gpuNodes))
@@ -228,5 +270,35 @@ func TestSimulatedFabric(t *testing.T) {
 	checkEFAWorkloads(t, rec, "kolotoc-aws", 4)
 	if !slices.ContainsFunc(rec.ofType(tPool), func(r registered) bool { return strings.HasSuffix(r.Name, "-gpu") }) {
 		t.Error("no simulated GPU pool")
+	}
+}
+
+// TestEKSFabricElasticTF: elastic workers and TF workers on the EFA pool take its interfaces,
+// their huge pages and NCCL's environment as the towers do (one rule, stacks.PodFabric): NCCL
+// over EFA needs the devices in the pod (AWS, "Get started with EFA and NCCL for ML workloads on
+// Amazon EC2"), and the huge pages beside them follow AWS's EKS EFA example (aws-ia
+// terraform-aws-eks-blueprints, patterns/nvidia-gpu-efa, generate-efa-nccl-test.sh).
+func TestEKSFabricElasticTF(t *testing.T) {
+	rec := deploy(t, cloudRaw(t, "aws", map[string]string{
+		"towers":    `{"count":1,"gpusPerTower":8,"pool":"gpu","launcherPool":"ops"}`,
+		"elastic":   `{"enabled":true,"pool":"gpu","minNodes":1,"nodes":1,"maxNodes":1,"command":["python","train.py"]}`,
+		"tfcluster": `{"enabled":true,"ps":{"count":1},"workers":{"count":1,"gpus":8,"pool":"gpu"}}`,
+	}))
+	for _, name := range []string{"elastic", "tfcluster-worker"} {
+		c := templateOf(t, rec.one(t, tStatefulSet, name)).Spec.Containers[0]
+		for _, r := range []struct{ name, want string }{{"vpc.amazonaws.com/efa", "4"}, {"hugepages-2Mi", "5Gi"}} {
+			req, lim := c.Resources.Requests[corev1.ResourceName(r.name)], c.Resources.Limits[corev1.ResourceName(r.name)]
+			if req.String() != r.want || lim.String() != r.want {
+				t.Errorf("%s requests %s %s, limit %s; want %s both", name, r.name, req.String(), lim.String(), r.want)
+			}
+		}
+		if env := envValues(c); env["FI_PROVIDER"] != "efa" || env["FI_EFA_USE_DEVICE_RDMA"] != "1" {
+			t.Errorf("%s environment %v, want NCCL's on EFA", name, env)
+		}
+	}
+	// The parameter servers run on the CPU pool: no fabric.
+	ps := templateOf(t, rec.one(t, tStatefulSet, "tfcluster-ps")).Spec.Containers[0]
+	if _, ok := ps.Resources.Limits["vpc.amazonaws.com/efa"]; ok {
+		t.Errorf("tf-ps requests EFA on a CPU pool: %v", ps.Resources)
 	}
 }

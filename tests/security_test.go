@@ -141,6 +141,11 @@ var allowList = []privilege{
 		func(c *stacks.Config) bool { return *c.DevicePlugin.Enabled }},
 	{"efa-device-plugin", "", "hostPath /var/lib/kubelet/device-plugins", "the EFA device plugin registers with the kubelet through its socket directory",
 		func(c *stacks.Config) bool { return c.EFAPools() }},
+	// As upstream's chart runs it (eks-charts, stable/aws-efa-k8s-device-plugin, daemonset.yaml).
+	{"efa-device-plugin", "", "hostPath /dev/infiniband", "the EFA device plugin finds the node's EFA devices there and hands them to the pods",
+		func(c *stacks.Config) bool { return c.EFAPools() }},
+	{"efa-device-plugin", "", "hostNetwork", "upstream's chart runs the EFA device plugin on the node's network",
+		func(c *stacks.Config) bool { return c.EFAPools() }},
 	{"dcgm-exporter", "", "hostPath /var/lib/kubelet/pod-resources", "the exporter attributes each GPU to the pod holding it through the kubelet's pod-resources socket",
 		func(c *stacks.Config) bool { return c.Monitoring.Enabled && *c.Monitoring.DCGMExporter }},
 	{"dcgm-exporter", "dcgm-exporter", "capability SYS_ADMIN", "DCGM's profiling metrics; the API server refuses allowPrivilegeEscalation: false beside it",

@@ -21,6 +21,7 @@ import (
 	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
 )
 
@@ -64,6 +65,9 @@ type Args struct {
 	CPULimit      string // CPU limit per worker (quantity); default CPU
 	EtcdEndpoint  string // host:port of the etcd client Service (etcd backends)
 	CheckpointDir string // checkpoint directory on the claim, given to the script as KOLOTOC_CHECKPOINT_DIR
+	// Fabric is what each worker takes of its pool's fabric (EFA interfaces, their huge pages,
+	// NCCL's environment), as the towers do; zero for none.
+	Fabric fabric.Share
 	// Queue admits the first minNodes workers, their StatefulSet, as one unit through Kueue's
 	// StatefulSet integration (kolotoc:queue; meta.SetGang): a lost worker's replacement runs
 	// under the same admission. nil: not queued. The workers above minNodes are then the extras
@@ -292,6 +296,7 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		requests[meta.GPUResource], limits[meta.GPUResource] = gpus, gpus
 		tolerations = corev1.TolerationArray{meta.GPUToleration()}
 	}
+	a.Fabric.AddTo(requests, limits)
 	env := corev1.EnvVarArray{
 		corev1.EnvVarArgs{Name: pulumi.String(nnodesEnv), ValueFrom: &corev1.EnvVarSourceArgs{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelectorArgs{Name: pulumi.String(a.Name + "-scale"), Key: pulumi.String(NNodesKey)},
@@ -314,6 +319,7 @@ func renderSet(a *Args, name string, replicas int, podLabels, podAnnotations, se
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(strings.Join(released(a), " "))})
 	}
+	env = append(env, a.Fabric.EnvArray()...)
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := append(a.SharedMounts(),

@@ -37,7 +37,70 @@ const (
 	pluginRegistryAccount = "602401143452"
 	// devicePluginsDir is the kubelet's device plugin socket directory.
 	devicePluginsDir = "/var/lib/kubelet/device-plugins"
+	// infinibandDir holds the node's EFA (verbs) devices, which the plugin finds and hands out.
+	infinibandDir = "/dev/infiniband"
+	// pluginPriorityClass is the built-in class of node agents a node's pods depend on.
+	pluginPriorityClass = "system-node-critical"
+
+	// HugePagesResource is the huge page size libfabric's EFA provider allocates its buffers
+	// from, which a pod on EFA requests beside its interfaces.
+	HugePagesResource = "hugepages-2Mi"
+	// NodeHugePagesMi is the 2 MiB huge pages a pod holding a whole EFA node requests (MiB), as
+	// AWS's EKS EFA example does (aws-ia terraform-aws-eks-blueprints, patterns/nvidia-gpu-efa,
+	// generate-efa-nccl-test.sh: hugepages-2Mi 5120Mi beside all 32 EFAs of a p5.48xlarge). A pod
+	// holding part of a node takes the same part of it, so a node's pods never ask for more.
+	NodeHugePagesMi = 5120
 )
+
+// Share is what one pod takes of its node's fabric: its part of the node's devices (EFA
+// interfaces), the huge pages they need, and the environment NCCL needs to use them, which every
+// rank gets. Towers, elastic workers and TF workers take it alike.
+type Share struct {
+	Resource  string            // extended resource each pod requests, e.g. vpc.amazonaws.com/efa; "" for none
+	PerPod    int               // how many of it
+	HugePages string            // HugePagesResource each pod requests (a quantity, e.g. 5120Mi); "" for none
+	Env       map[string]string // NCCL's environment on the fabric
+}
+
+// HugePages is the huge pages (HugePagesResource) a pod holding gpus of its node's gpusPerNode
+// GPUs requests: that part of NodeHugePagesMi, in whole 2 MiB pages.
+func HugePages(gpus, gpusPerNode int) string {
+	if gpus < 1 || gpusPerNode < 1 {
+		return ""
+	}
+	mi := NodeHugePagesMi * min(gpus, gpusPerNode) / gpusPerNode
+	return fmt.Sprintf("%dMi", mi-mi%2)
+}
+
+// AddTo requests the share's devices and huge pages in a container's requests and limits, each
+// limit equal to its request: extended resources cannot be overcommitted, and Kubernetes
+// refuses huge page requests that differ from their limits ("Manage HugePages").
+func (s Share) AddTo(requests, limits pulumi.StringMap) {
+	for name, q := range s.Requests() {
+		requests[name], limits[name] = pulumi.String(q), pulumi.String(q)
+	}
+}
+
+// Requests is what one pod requests of the fabric, by resource name; empty without a fabric.
+func (s Share) Requests() map[string]string {
+	out := map[string]string{}
+	if s.Resource != "" && s.PerPod > 0 {
+		out[s.Resource] = fmt.Sprint(s.PerPod)
+		if s.HugePages != "" {
+			out[HugePagesResource] = s.HugePages
+		}
+	}
+	return out
+}
+
+// EnvArray is the share's environment, sorted by name.
+func (s Share) EnvArray() corev1.EnvVarArray {
+	var out corev1.EnvVarArray
+	for _, k := range meta.SortedKeys(s.Env) {
+		out = append(out, corev1.EnvVarArgs{Name: pulumi.String(k), Value: pulumi.String(s.Env[k])})
+	}
+	return out
+}
 
 // DefaultPluginImage is the EFA device plugin's image in an AWS region's EKS registry.
 func DefaultPluginImage(region string) string {
@@ -87,9 +150,14 @@ func NewPlugin(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Reso
 }
 
 // RenderPlugin builds the DaemonSet: on nodes labelled Label=EFA (of this stack's cluster, on
-// the simulated cloud), tolerating the GPU taint, with the kubelet's device-plugins directory
-// mounted and nothing else of the host; as the eks-charts chart runs it on GPU instances
-// (every capability dropped, no privilege escalation).
+// the simulated cloud), as upstream's chart runs it (eks-charts, stable/aws-efa-k8s-device-plugin,
+// templates/daemonset.yaml, the chart of PluginVersion): on the node's network, with the
+// kubelet's device-plugins directory and the node's /dev/infiniband (the EFA devices it
+// advertises) mounted, at priority system-node-critical (the kubelet evicts it last, and the
+// scheduler preempts for it: without it no pod gets an interface), tolerating CriticalAddonsOnly
+// and the GPU taint, every capability dropped and no privilege escalation (the chart's
+// securityContext for GPU instances). The chart's /opt/aws/neuron mount serves Neuron instances
+// only, which Kolotoc does not run.
 func RenderPlugin(a *Args) *appsv1.DaemonSetArgs {
 	sel := pulumi.StringMap{Label: pulumi.String(EFA)}
 	if a.Labels.Cluster != "" {
@@ -103,10 +171,15 @@ func RenderPlugin(a *Args) *appsv1.DaemonSetArgs {
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{Labels: pulumi.ToStringMap(a.Labels.PodLabels(PluginName))},
 				Spec: &corev1.PodSpecArgs{
-					SecurityContext:              meta.PodSecurity(0),
-					NodeSelector:                 sel,
-					ImagePullSecrets:             a.Labels.ImagePullSecrets(),
-					Tolerations:                  corev1.TolerationArray{meta.GPUToleration()},
+					SecurityContext:   meta.PodSecurity(0),
+					NodeSelector:      sel,
+					ImagePullSecrets:  a.Labels.ImagePullSecrets(),
+					HostNetwork:       pulumi.Bool(true),
+					PriorityClassName: pulumi.String(pluginPriorityClass),
+					Tolerations: corev1.TolerationArray{
+						corev1.TolerationArgs{Key: pulumi.String("CriticalAddonsOnly"), Operator: pulumi.String("Exists")},
+						meta.GPUToleration(),
+					},
 					AutomountServiceAccountToken: pulumi.Bool(false),
 					Containers: corev1.ContainerArray{corev1.ContainerArgs{
 						Name:  pulumi.String(PluginName),
@@ -116,14 +189,21 @@ func RenderPlugin(a *Args) *appsv1.DaemonSetArgs {
 							Limits:   pulumi.StringMap{"cpu": pulumi.String("100m"), "memory": pulumi.String("64Mi")},
 						},
 						SecurityContext: meta.LockedDown(),
-						VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{
-							Name: pulumi.String("device-plugin"), MountPath: pulumi.String(devicePluginsDir),
-						}},
+						VolumeMounts: corev1.VolumeMountArray{
+							corev1.VolumeMountArgs{Name: pulumi.String("device-plugin"), MountPath: pulumi.String(devicePluginsDir)},
+							corev1.VolumeMountArgs{Name: pulumi.String("infiniband"), MountPath: pulumi.String(infinibandDir)},
+						},
 					}},
-					Volumes: corev1.VolumeArray{corev1.VolumeArgs{
-						Name:     pulumi.String("device-plugin"),
-						HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(devicePluginsDir)},
-					}},
+					Volumes: corev1.VolumeArray{
+						corev1.VolumeArgs{
+							Name:     pulumi.String("device-plugin"),
+							HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(devicePluginsDir)},
+						},
+						corev1.VolumeArgs{
+							Name:     pulumi.String("infiniband"),
+							HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(infinibandDir)},
+						},
+					},
 				},
 			},
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
 )
 
@@ -116,24 +117,12 @@ func launcherAccount(a *Args) string {
 	return a.LauncherName
 }
 
-// Fabric is what the towers take of their pool's fabric: a device each tower requests beside its
-// GPUs (EFA interfaces), and the environment NCCL needs to use it, which every rank gets: the
-// towers' containers, the launcher, and every sshd session on a tower (mpirun's and horovodrun's
-// ranks are such sessions, and sshd hands them none of the pod's environment).
-type Fabric struct {
-	Resource string            // extended resource each tower requests, e.g. vpc.amazonaws.com/efa; "" for none
-	PerTower int               // how many of it
-	Env      map[string]string // NCCL's environment on the fabric
-}
-
-// envArray is the fabric's environment, sorted by name.
-func (f Fabric) envArray() corev1.EnvVarArray {
-	var out corev1.EnvVarArray
-	for _, k := range meta.SortedKeys(f.Env) {
-		out = append(out, env(k, f.Env[k]))
-	}
-	return out
-}
+// Fabric is what the towers take of their pool's fabric (fabric.Share): the devices each tower
+// requests beside its GPUs (EFA interfaces and their huge pages), and the environment NCCL needs
+// to use them, which every rank gets: the towers' containers, the launcher, and every sshd
+// session on a tower (mpirun's and horovodrun's ranks are such sessions, and sshd hands them none
+// of the pod's environment).
+type Fabric = fabric.Share
 
 // releases reports whether the launcher releases the towers when its run succeeds.
 func (a *Args) releases() bool { return a.OnSuccess == meta.OnSuccessRelease }
@@ -578,7 +567,7 @@ func podMeta(labels, annotations map[string]string) *metav1.ObjectMetaArgs {
 
 // workloadEnv is Kolotoc's own variables, the fabric's, then where the code is, then the stack's.
 func workloadEnv(a *Args, own corev1.EnvVarArray) corev1.EnvVarArray {
-	own = append(own, a.Fabric.envArray()...)
+	own = append(own, a.Fabric.EnvArray()...)
 	own = append(own, a.Code.Env()...)
 	return append(own, meta.EnvArray(a.Env)...)
 }
@@ -592,11 +581,7 @@ func towerResources(a *Args) *corev1.ResourceRequirementsArgs {
 		requests[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
 		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(a.GPUsPerTower))
 	}
-	if f := a.Fabric; f.Resource != "" && f.PerTower > 0 {
-		// Extended resources are requested as limits equal to requests, like GPUs.
-		requests[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
-		limits[f.Resource] = pulumi.String(fmt.Sprint(f.PerTower))
-	}
+	a.Fabric.AddTo(requests, limits)    // EFA interfaces and their huge pages
 	a.Resources.AddTo(requests, limits) // towers.resources: RDMA devices, huge pages, …
 	return &corev1.ResourceRequirementsArgs{Requests: requests, Limits: limits}
 }

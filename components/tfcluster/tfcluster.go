@@ -22,6 +22,7 @@ import (
 	policyv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/policy/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"kolotoc/components/fabric"
 	"kolotoc/components/meta"
 )
 
@@ -70,6 +71,9 @@ type Task struct {
 	Type     string // chief | worker | ps | evaluator
 	Name     string // StatefulSet, Service and component label; e.g. tf-worker
 	CPULimit string // CPU limit per task (quantity); default CPU
+	// Fabric is what each task takes of its pool's fabric (EFA interfaces, their huge pages,
+	// NCCL's environment), as the towers do; zero for none.
+	Fabric fabric.Share
 }
 
 // TensorBoard is the cluster's own TensorBoard, run when the entrypoint runs none.
@@ -265,6 +269,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		limits[meta.GPUResource] = pulumi.String(fmt.Sprint(t.GPUs))
 		tolerations = corev1.TolerationArray{meta.GPUToleration()}
 	}
+	t.Fabric.AddTo(requests, limits)
 	env := corev1.EnvVarArray{
 		corev1.EnvVarArgs{Name: pulumi.String(ClusterEnv), Value: pulumi.String(spec)},
 		corev1.EnvVarArgs{Name: pulumi.String(TaskTypeEnv), Value: pulumi.String(t.Type)},
@@ -283,6 +288,7 @@ func RenderStatefulSet(a *Args, t Task) (*appsv1.StatefulSetArgs, error) {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_ON_SUCCESS"), Value: pulumi.String(meta.OnSuccessRelease)},
 			corev1.EnvVarArgs{Name: pulumi.String("KOLOTOC_RELEASE"), Value: pulumi.String(strings.Join(taskNames(a), " "))})
 	}
+	env = append(env, t.Fabric.EnvArray()...)
 	env = append(env, a.Code.Env()...)
 	env = append(env, meta.EnvArray(a.Env)...)
 	mounts := append(a.SharedMounts(),

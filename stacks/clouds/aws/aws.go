@@ -140,7 +140,11 @@ func validateNetwork(c *stacks.Config, v *stacks.Validator) {
 }
 
 // poolFabric: a compact pool runs in a cluster placement group, in its zone or the cluster's
-// first; a GPU pool's nodes get the EFA interfaces their instance type has.
+// first; a GPU pool's nodes get the EFA interfaces their instance type has, and the huge pages
+// libfabric's EFA provider uses, which the pods request beside them (fabric.NodeHugePagesMi);
+// except on a pool at zero: Karpenter launches a node only for resources its instance type has,
+// and huge pages are none of them (kubernetes-sigs/karpenter#751), so a pod requesting them would
+// wait for ever.
 func poolFabric(c *stacks.Config, p stacks.NodePool, m stacks.MachineType, f *stacks.PoolFabric) {
 	if f.Compact {
 		if f.Zone == "" && len(c.Cluster.Zones) > 0 {
@@ -150,6 +154,7 @@ func poolFabric(c *stacks.Config, p stacks.NodePool, m stacks.MachineType, f *st
 	}
 	if stacks.FabricOn(p) {
 		f.EFAs, f.RDMA = m.EFAs, m.EFARDMA
+		f.HugePages = m.EFAs > 0 && !karpenterPool(p)
 	}
 }
 

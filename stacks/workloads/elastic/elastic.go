@@ -85,6 +85,7 @@ func Args(c *stacks.Config) *elastic.Args {
 		Config: el, Site: stacks.WorkloadSite(c), Name: elastic.Name,
 		CPULimit:      stacks.GPUShareCPULimit(el.CPU, c.Pool(el.Pool), el.GPUsPerNode),
 		CheckpointDir: fmt.Sprintf("%s/checkpoints/%s", c.Storage.MountPath, el.RdzvID),
+		Fabric:        c.PodFabric(el.Pool, el.GPUsPerNode), // EFA as the towers take it
 	}
 	a.Queue, a.ExtraPriority = elasticQueue(c)
 	if el.RdzvBackend != elastic.BackendC10d {

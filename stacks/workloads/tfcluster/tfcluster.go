@@ -98,6 +98,9 @@ func Args(c *stacks.Config) *tfcluster.Args {
 		tbLogDir = a.LogDir
 	}
 	a.Tasks = a.Config.Tasks(func(r tfcluster.Role) string { return stacks.GPUShareCPULimit(r.CPU, c.Pool(r.Pool), r.GPUs) })
+	for i := range a.Tasks { // EFA as the towers take it, for every task with GPUs
+		a.Tasks[i].Fabric = c.PodFabric(a.Tasks[i].Pool, a.Tasks[i].GPUs)
+	}
 	a.Gang = tfGang(c, a.Tasks)
 	if tfOwnTensorBoard(c) {
 		a.OwnTensorBoard = &tfcluster.TensorBoard{
