@@ -33,9 +33,10 @@ import (
 // per-endpoint routes; see testbed/node/node.sh). Each connection is resolved to the pods at its
 // two ends and judged by flowcheck (testbed/checks/flowcheck: cyclonus's NetworkPolicy matcher, an
 // engine independent of Kolotoc) against every NetworkPolicy in the cluster, by the specification
-// and by Cilium's reading. With the bridge plugin (make test's default) nothing enforces them:
-// the verdicts are what a conforming enforcer would do with the same traffic; with
-// KOLOTOC_NETWORK=cilium Cilium enforces them too (enforcer_test.go, forbidden_test.go).
+// and by Cilium's reading. With Cilium (make test's default, KOLOTOC_NETWORK=cilium) they are
+// enforced too (enforcer_test.go, forbidden_test.go); with the bridge plugin (make test
+// E2E_NETWORK=bridge) nothing enforces them, and the verdicts are what a conforming enforcer
+// would do with the same traffic.
 
 // conn is one TCP connection as conntrack saw it at its first packet.
 type conn struct {
