@@ -207,12 +207,7 @@ func TestPreviewReusesPreparedConfig(t *testing.T) {
 // every dot and writes {ghcr: {io: …}}, which the program refuses. Pulumi's own bracket form and
 // an undotted key pass unchanged; the value goes by stdin, never argv.
 func TestSecretTakesADottedServerWhole(t *testing.T) {
-	root := t.TempDir()
-	fakeCheckout(t, root, map[string]string{
-		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
-		".kolotoc/passphrase": "test-passphrase",
-		filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json"): "{}",
-	})
+	root := devStackCheckout(t)
 	for key, want := range map[string]string{
 		"kolotoc:registryPasswords.ghcr.io":                      `--path kolotoc:registryPasswords["ghcr.io"] `,
 		"kolotoc:registryPasswords.europe-docker.pkg.dev":        `--path kolotoc:registryPasswords["europe-docker.pkg.dev"] `,
@@ -250,12 +245,7 @@ func TestSecretTakesADottedServerWhole(t *testing.T) {
 // not fail the command. Fed by a pipe under pipefail, printf died of SIGPIPE (exit 141): CI saw it
 // at random with a 12-byte value; a value larger than a pipe's buffer (64 KiB) makes it certain.
 func TestSecretSurvivesAPulumiThatDoesNotRead(t *testing.T) {
-	root := t.TempDir()
-	fakeCheckout(t, root, map[string]string{
-		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
-		".kolotoc/passphrase": "test-passphrase",
-		filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json"): "{}",
-	})
+	root := devStackCheckout(t)
 	cmd := exec.Command("bash", filepath.Join(root, "testbed", "stack", "stack.sh"), "secret", "kolotoc:storage.accountKey")
 	cmd.Dir = root
 	cmd.Stdin = strings.NewReader(strings.Repeat("k", 100<<10))
@@ -263,4 +253,17 @@ func TestSecretSurvivesAPulumiThatDoesNotRead(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("stack.sh secret with a pulumi that exits unread: %v\n%s", err, out)
 	}
+}
+
+// devStackCheckout is a fake checkout whose stack dev exists already (its passphrase and state),
+// as `stack.sh secret` expects of a stack it sets a secret of.
+func devStackCheckout(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	fakeCheckout(t, root, map[string]string{
+		"Pulumi.dev.yaml":     "config:\n  kolotoc:cloud: simulated\n",
+		".kolotoc/passphrase": "test-passphrase",
+		filepath.Join(root, ".kolotoc/state/.pulumi/stacks/kolotoc/dev.json"): "{}",
+	})
+	return root
 }
